@@ -1,0 +1,203 @@
+// BRAN TSV reader and writer (see bran_tsv.h).
+//
+// Rule: every line is checked against the document's earlier lines; an inconsistency
+// names both lines.
+#include "experiments/data/bran_tsv.h"
+
+#include <map>
+
+#include "experiments/data/error.h"
+#include "experiments/data/tokenizer.h"
+
+namespace mare::data {
+
+namespace {
+
+constexpr int kColumns = 13;
+
+std::size_t column_of(const std::vector<std::string_view>& fields, std::size_t k) {
+  std::size_t col = 1;
+  for (std::size_t i = 0; i < k; ++i) col += fields[i].size() + 1;
+  return col;
+}
+
+struct DocState {
+  std::size_t index = 0;                           // into docs
+  std::size_t first_line = 0;                      // line that introduced the document
+  std::map<std::string, std::size_t> entity_line;  // entity id -> line that defined it
+};
+
+std::string join_spans(const Document& doc, const Entity& e, bool starts) {
+  std::string s;
+  for (int m : e.mentions) {
+    if (!s.empty()) s += ":";
+    s += std::to_string(starts ? doc.mentions[m].tokens.begin : doc.mentions[m].tokens.end);
+  }
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::string>& ctd_relation_classes() {
+  static const std::vector<std::string> classes{
+      "marker/mechanism",    "therapeutic",       "increase_expression", "increase_metabolic_proc",
+      "decrease_expression", "increase_activity", "affects_response",    "decrease_activity",
+      "affects_transport",   "increase_reaction", "decrease_reaction",   "decrease_metabolic_proc"};
+  return classes;
+}
+
+BranOptions::BranOptions() {
+  for (const auto& c : ctd_relation_classes()) labels.insert(c);
+  labels.insert("CID");
+}
+
+std::vector<Document> parse_bran_tsv(std::string_view content, std::string_view file,
+                                     const BranOptions& options) {
+  if (content.empty()) fail(file, 0, 0, "expected a BRAN TSV file, found an empty file");
+  check_utf8(content, file);
+  bool unterminated = false;
+  const std::vector<Line> lines = split_lines(content, file, &unterminated);
+  std::vector<Document> docs;
+  std::map<std::string, DocState> state;
+  for (const Line& ln : lines) {
+    if (ln.text.empty())
+      fail(file, ln.number, 1, "expected a TSV line with 13 columns, found a blank line");
+    const std::vector<std::string_view> f = split(ln.text, '\t');
+    if (static_cast<int>(f.size()) != kColumns)
+      fail(file, ln.number, 1,
+           "expected 13 tab-separated columns (e1_id, e1_type, e1_mention, e1_starts, "
+           "e1_ends, e2_id, e2_type, e2_mention, e2_starts, e2_ends, doc_id, label, "
+           "tokenized_text), found " +
+               std::to_string(f.size()));
+    for (int k = 0; k < kColumns; ++k)
+      if (f[k].empty())
+        fail(file, ln.number, column_of(f, k),
+             "expected a non-empty column " + std::to_string(k + 1));
+    const std::string doc_id(f[10]);
+    auto [it, inserted] = state.emplace(doc_id, DocState{});
+    DocState& st = it->second;
+    if (inserted) {
+      st.index = docs.size();
+      st.first_line = ln.number;
+      Document doc;
+      doc.id = doc_id;
+      doc.text = std::string(f[12]);
+      int pos = 0;
+      for (std::string_view tok : split(f[12], ' ')) {
+        if (tok.empty())
+          fail(file, ln.number, column_of(f, 12) + pos,
+               "expected tokens separated by single spaces, found an empty token");
+        doc.tokens.push_back({std::string(tok), pos, pos + static_cast<int>(tok.size())});
+        pos += static_cast<int>(tok.size()) + 1;
+      }
+      doc.sentences = split_sentences(doc.text, doc.tokens);
+      docs.push_back(std::move(doc));
+    } else if (docs[st.index].text != f[12]) {
+      fail(file, ln.number, column_of(f, 12),
+           "document " + quote(doc_id) + " has a different tokenized_text than on line " +
+               std::to_string(st.first_line));
+    }
+    Document& doc = docs[st.index];
+    const int n_tokens = static_cast<int>(doc.tokens.size());
+    int ends[2] = {0, 0};
+    for (int side = 0; side < 2; ++side) {
+      const int c = side * 5;
+      const std::string id(f[c]);
+      const std::string type(f[c + 1]);
+      const std::vector<std::string_view> starts = split(f[c + 3], ':');
+      const std::vector<std::string_view> stops = split(f[c + 4], ':');
+      if (starts.size() != stops.size())
+        fail(file, ln.number, column_of(f, c + 4),
+             "expected as many ends as starts for entity " + quote(id) + ", found " +
+                 std::to_string(starts.size()) + " starts and " + std::to_string(stops.size()) +
+                 " ends");
+      std::vector<Span> spans;
+      for (std::size_t k = 0; k < starts.size(); ++k) {
+        const auto b = static_cast<int>(parse_int(starts[k], 0, n_tokens - 1, "a token start", file,
+                                                  ln.number, column_of(f, c + 3)));
+        const auto e =
+            static_cast<int>(parse_int(stops[k], b + 1, n_tokens, "a token end after its start",
+                                       file, ln.number, column_of(f, c + 4)));
+        spans.push_back({b, e});
+      }
+      int index = doc.find_entity(id);
+      if (index < 0) {
+        index = static_cast<int>(doc.entities.size());
+        doc.entities.push_back({id, type, {}});
+        st.entity_line[id] = ln.number;
+        for (const Span& s : spans) {
+          Mention m;
+          m.tokens = s;
+          m.char_begin = doc.tokens[s.begin].begin;
+          m.char_end = doc.tokens[s.end - 1].end;
+          m.text = doc.text.substr(m.char_begin, m.char_end - m.char_begin);
+          m.type = type;
+          m.entities.push_back(index);
+          doc.entities[index].mentions.push_back(static_cast<int>(doc.mentions.size()));
+          doc.mentions.push_back(std::move(m));
+        }
+      } else {
+        const Entity& ent = doc.entities[index];
+        bool same = ent.type == type && ent.mentions.size() == spans.size();
+        for (std::size_t k = 0; same && k < spans.size(); ++k)
+          same = doc.mentions[ent.mentions[k]].tokens == spans[k];
+        if (!same)
+          fail(file, ln.number, column_of(f, c),
+               "entity " + quote(id) + " has a different type or different mentions than on line " +
+                   std::to_string(st.entity_line[id]));
+      }
+      ends[side] = index;
+    }
+    if (ends[0] == ends[1])
+      fail(file, ln.number, column_of(f, 5), "expected two different entities in a pair");
+    const std::string label(f[11]);
+    if (label != "Null" && !options.labels.count(label))
+      fail(file, ln.number, column_of(f, 11),
+           "unknown relation label " + quote(label) +
+               " (expected 'Null' or a known class, e.g. 'increase_expression')");
+    for (const ListedPair& p : doc.pairs)
+      if (p.head == ends[0] && p.tail == ends[1] && p.label == label)
+        fail(file, ln.number, 1,
+             "the pair (" + std::string(f[0]) + ", " + std::string(f[5]) + ") with label " +
+                 quote(label) + " is listed twice");
+    doc.pairs.push_back({ends[0], ends[1], label, std::string(f[2]), std::string(f[7])});
+    if (label != "Null") doc.relations.push_back({label, ends[0], ends[1], false});
+  }
+  if (unterminated)
+    fail(file, lines.back().number, lines.back().text.size() + 1,
+         "expected a newline at the end of the file (truncated file?)");
+  return docs;
+}
+
+std::vector<Document> load_bran_tsv(const std::string& path, const BranOptions& options) {
+  return parse_bran_tsv(read_file(path), path, options);
+}
+
+std::string write_bran_tsv(const std::vector<Document>& docs) {
+  std::string out;
+  for (const Document& doc : docs) {
+    std::string text;
+    for (const Token& t : doc.tokens) text += (text.empty() ? "" : " ") + t.text;
+    std::vector<ListedPair> pairs = doc.pairs;
+    if (pairs.empty()) {
+      for (const Relation& r : doc.relations) {
+        const Entity& h = doc.entities[r.head];
+        const Entity& t = doc.entities[r.tail];
+        pairs.push_back({r.head, r.tail, r.type,
+                         h.mentions.empty() ? h.id : doc.mentions[h.mentions[0]].text,
+                         t.mentions.empty() ? t.id : doc.mentions[t.mentions[0]].text});
+      }
+    }
+    for (const ListedPair& p : pairs) {
+      const Entity& h = doc.entities[p.head];
+      const Entity& t = doc.entities[p.tail];
+      out += h.id + "\t" + h.type + "\t" + p.head_text + "\t" + join_spans(doc, h, true) + "\t" +
+             join_spans(doc, h, false) + "\t" + t.id + "\t" + t.type + "\t" + p.tail_text + "\t" +
+             join_spans(doc, t, true) + "\t" + join_spans(doc, t, false) + "\t" + doc.id + "\t" +
+             p.label + "\t" + text + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace mare::data

@@ -1,0 +1,264 @@
+// PubTator reader and writer (see pubtator.h).
+//
+// Rule: every malformed line is reported with file, line, column and expectation.
+#include "experiments/data/pubtator.h"
+
+#include <map>
+
+#include "experiments/data/error.h"
+
+namespace mare::data {
+
+namespace {
+
+constexpr std::int64_t kMaxOffset = 1'000'000'000;
+
+// Column (1-based) of field k of a tab-separated line.
+std::size_t column_of(const std::vector<std::string_view>& fields, std::size_t k) {
+  std::size_t col = 1;
+  for (std::size_t i = 0; i < k; ++i) col += fields[i].size() + 1;
+  return col;
+}
+
+struct PendingRelation {
+  std::string type;
+  std::string head_id;
+  std::string tail_id;
+  std::size_t line;
+  std::size_t column_head;
+  std::size_t column_tail;
+};
+
+bool all_space(std::string_view s) {
+  for (char c : s)
+    if (c != ' ' && c != '\t') return false;
+  return true;
+}
+
+// Parses "PMID|x|text"; returns false if the line does not have that shape.
+bool parse_text_line(std::string_view line, char kind, std::string_view* pmid,
+                     std::string_view* text) {
+  const std::size_t bar = line.find('|');
+  if (bar == std::string_view::npos || line.size() < bar + 3 || line[bar + 1] != kind ||
+      line[bar + 2] != '|')
+    return false;
+  *pmid = line.substr(0, bar);
+  *text = line.substr(bar + 3);
+  return true;
+}
+
+bool all_digits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<Document> parse_pubtator(std::string_view content, std::string_view file,
+                                     const PubtatorOptions& options) {
+  if (content.empty()) fail(file, 0, 0, "expected a PubTator file, found an empty file");
+  check_utf8(content, file);
+  bool unterminated = false;
+  const std::vector<Line> lines = split_lines(content, file, &unterminated);
+  std::vector<Document> docs;
+  std::map<std::string, std::size_t> seen_pmids;
+  std::size_t i = 0;
+  while (i < lines.size()) {
+    if (lines[i].text.empty()) {
+      ++i;
+      continue;
+    }
+    // title line
+    const Line& tl = lines[i];
+    std::string_view pmid, title, pmid_a, abstract;
+    if (!parse_text_line(tl.text, 't', &pmid, &title) || pmid.empty())
+      fail(file, tl.number, 1, "expected a title line 'PMID|t|title', found " + quote(tl.text));
+    if (pmid.find('\t') != std::string_view::npos || pmid.find(' ') != std::string_view::npos)
+      fail(file, tl.number, 1, "expected a PMID without spaces or tabs, found " + quote(pmid));
+    if (auto it = seen_pmids.find(std::string(pmid)); it != seen_pmids.end())
+      fail(file, tl.number, 1,
+           "document " + quote(pmid) + " appears twice (first at line " +
+               std::to_string(it->second) + ")");
+    seen_pmids[std::string(pmid)] = tl.number;
+    if (i + 1 >= lines.size() || lines[i + 1].text.empty())
+      fail(file, i + 1 < lines.size() ? lines[i + 1].number : tl.number + 1, 1,
+           "expected the abstract line '" + std::string(pmid) +
+               "|a|abstract' after the title (truncated document?)");
+    const Line& al = lines[i + 1];
+    if (!parse_text_line(al.text, 'a', &pmid_a, &abstract))
+      fail(file, al.number, 1,
+           "expected the abstract line '" + std::string(pmid) + "|a|abstract', found " +
+               quote(al.text));
+    if (pmid_a != pmid)
+      fail(file, al.number, 1,
+           "expected PMID " + quote(pmid) + " on the abstract line, found " + quote(pmid_a));
+    if (title.find('\t') != std::string_view::npos)
+      fail(file, tl.number, pmid.size() + 3 + title.find('\t') + 1,
+           "expected a title without tab characters");
+    if (abstract.find('\t') != std::string_view::npos)
+      fail(file, al.number, pmid.size() + 3 + abstract.find('\t') + 1,
+           "expected an abstract without tab characters");
+
+    Document doc;
+    doc.id = std::string(pmid);
+    doc.text = std::string(title) + " " + std::string(abstract);
+    doc.segments.push_back({"title", 0, static_cast<int>(title.size())});
+    doc.segments.push_back(
+        {"abstract", static_cast<int>(title.size()) + 1, static_cast<int>(doc.text.size())});
+    const std::vector<std::size_t> cp = utf8_offsets(doc.text);
+    const std::int64_t n_cp = static_cast<std::int64_t>(cp.size()) - 1;
+    std::map<std::string, int> entity_index;
+    std::vector<PendingRelation> pending;
+
+    i += 2;
+    for (; i < lines.size() && !lines[i].text.empty(); ++i) {
+      const Line& ln = lines[i];
+      const std::vector<std::string_view> f = split(ln.text, '\t');
+      if (f.size() == 1 && (ln.text.find("|t|") != std::string_view::npos ||
+                            ln.text.find("|a|") != std::string_view::npos))
+        fail(file, ln.number, 1,
+             "expected a blank line before the next document, found " + quote(ln.text));
+      if (f[0] != pmid)
+        fail(file, ln.number, 1,
+             "expected PMID " + quote(pmid) + " (the current document), found " + quote(f[0]));
+      if (f.size() == 4 && all_digits(f[1]))
+        fail(file, ln.number, 1,
+             "expected 6 or 7 tab-separated columns for a mention line (PMID, start, end, "
+             "text, type, id[, extra]), found 4");
+      if (f.size() == 4) {
+        if (!options.relation_types.count(std::string(f[1]))) {
+          std::string known;
+          for (const auto& t : options.relation_types) known += (known.empty() ? "" : ", ") + t;
+          fail(file, ln.number, column_of(f, 1),
+               "unknown relation type " + quote(f[1]) + " (expected one of: " + known + ")");
+        }
+        for (int k : {2, 3})
+          if (f[k].empty() || f[k] == "-1")
+            fail(file, ln.number, column_of(f, k),
+                 "expected an entity id in the relation, found " + quote(f[k]));
+        pending.push_back({std::string(f[1]), std::string(f[2]), std::string(f[3]), ln.number,
+                           column_of(f, 2), column_of(f, 3)});
+        continue;
+      }
+      if (f.size() != 6 && f.size() != 7)
+        fail(file, ln.number, 1,
+             "expected 6 or 7 tab-separated columns (PMID, start, end, text, type, id[, "
+             "extra]) for a mention or 4 (PMID, type, id1, id2) for a relation, found " +
+                 std::to_string(f.size()));
+      const std::int64_t start =
+          parse_int(f[1], 0, kMaxOffset, "a start offset", file, ln.number, column_of(f, 1));
+      const std::int64_t end =
+          parse_int(f[2], 0, kMaxOffset, "an end offset", file, ln.number, column_of(f, 2));
+      if (end <= start)
+        fail(file, ln.number, column_of(f, 2),
+             "expected end > start, found start " + std::to_string(start) + " and end " +
+                 std::to_string(end));
+      if (end > n_cp)
+        fail(file, ln.number, column_of(f, 2),
+             "offset " + std::to_string(end) + " is past the end of the text (" +
+                 std::to_string(n_cp) + " characters in title + ' ' + abstract)");
+      const std::size_t b = cp[static_cast<std::size_t>(start)];
+      const std::size_t e = cp[static_cast<std::size_t>(end)];
+      const std::string_view span = std::string_view(doc.text).substr(b, e - b);
+      if (span != f[3])
+        fail(file, ln.number, column_of(f, 3),
+             "mention text " + quote(f[3]) + " disagrees with the text at offsets [" +
+                 std::to_string(start) + ", " + std::to_string(end) + "), which is " + quote(span));
+      if (all_space(span))
+        fail(file, ln.number, column_of(f, 3), "expected a mention with non-space text");
+      if (f[4].empty() || f[4].find(' ') != std::string_view::npos)
+        fail(file, ln.number, column_of(f, 4),
+             "expected an entity type (non-empty, no spaces), found " + quote(f[4]));
+      Mention m;
+      m.char_begin = static_cast<int>(b);
+      m.char_end = static_cast<int>(e);
+      m.text = std::string(span);
+      m.type = std::string(f[4]);
+      if (f.size() == 7) m.extra = std::string(f[6]);
+      const int mention_index = static_cast<int>(doc.mentions.size());
+      if (f[5] != "-1") {
+        for (std::string_view id : split(f[5], '|')) {
+          if (id.empty() || id == "-1")
+            fail(file, ln.number, column_of(f, 5),
+                 "expected entity ids separated by '|', found " + quote(f[5]));
+          auto [it, inserted] =
+              entity_index.emplace(std::string(id), static_cast<int>(doc.entities.size()));
+          if (inserted) doc.entities.push_back({std::string(id), m.type, {}});
+          Entity& ent = doc.entities[it->second];
+          if (ent.type != m.type)
+            fail(file, ln.number, column_of(f, 4),
+                 "entity " + quote(id) + " has type " + quote(ent.type) +
+                     " on an earlier line, found " + quote(m.type));
+          for (int other : m.entities)
+            if (other == it->second)
+              fail(file, ln.number, column_of(f, 5),
+                   "entity id " + quote(id) + " repeated in a composite id");
+          m.entities.push_back(it->second);
+          ent.mentions.push_back(mention_index);
+        }
+      }
+      doc.mentions.push_back(std::move(m));
+    }
+    for (const PendingRelation& r : pending) {
+      auto h = entity_index.find(r.head_id);
+      if (h == entity_index.end())
+        fail(file, r.line, r.column_head,
+             "entity id " + quote(r.head_id) +
+                 " appears in a relation but in no mention of document " + quote(pmid));
+      auto t = entity_index.find(r.tail_id);
+      if (t == entity_index.end())
+        fail(file, r.line, r.column_tail,
+             "entity id " + quote(r.tail_id) +
+                 " appears in a relation but in no mention of document " + quote(pmid));
+      for (const Relation& old : doc.relations)
+        if (old.type == r.type && old.head == h->second && old.tail == t->second)
+          fail(file, r.line, 1, "duplicate relation " + r.type + " " + r.head_id + " " + r.tail_id);
+      doc.relations.push_back({r.type, h->second, t->second, false});
+    }
+    annotate_tokens(doc);
+    docs.push_back(std::move(doc));
+  }
+  if (unterminated)
+    fail(file, lines.back().number, lines.back().text.size() + 1,
+         "expected a newline at the end of the file (truncated file?)");
+  if (docs.empty()) fail(file, 0, 0, "expected at least one document, found only blank lines");
+  return docs;
+}
+
+std::vector<Document> load_pubtator(const std::string& path, const PubtatorOptions& options) {
+  return parse_pubtator(read_file(path), path, options);
+}
+
+std::string write_pubtator(const std::vector<Document>& docs) {
+  std::string out;
+  for (const Document& doc : docs) {
+    std::string_view text(doc.text);
+    std::string_view title = text, abstract;
+    if (doc.segments.size() >= 2) {
+      title = text.substr(doc.segments[0].begin, doc.segments[0].end - doc.segments[0].begin);
+      abstract = text.substr(doc.segments[1].begin, doc.segments[1].end - doc.segments[1].begin);
+    }
+    out += doc.id + "|t|" + std::string(title) + "\n";
+    out += doc.id + "|a|" + std::string(abstract) + "\n";
+    for (const Mention& m : doc.mentions) {
+      const std::size_t start = utf8_length(text.substr(0, m.char_begin));
+      const std::size_t end = start + utf8_length(m.text);
+      std::string ids;
+      for (int e : m.entities) ids += (ids.empty() ? "" : "|") + doc.entities[e].id;
+      if (ids.empty()) ids = "-1";
+      out += doc.id + "\t" + std::to_string(start) + "\t" + std::to_string(end) + "\t" + m.text +
+             "\t" + m.type + "\t" + ids;
+      if (!m.extra.empty()) out += "\t" + m.extra;
+      out += "\n";
+    }
+    for (const Relation& r : doc.relations)
+      out += doc.id + "\t" + r.type + "\t" + doc.entities[r.head].id + "\t" +
+             doc.entities[r.tail].id + "\n";
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace mare::data
