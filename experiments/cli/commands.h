@@ -1,0 +1,19 @@
+// The `mare` command line: one registration function per sub-command.
+//
+// Each sub-command lives in its own file under experiments/cli/ and adds itself
+// to the CLI11 app. Callbacks report user errors by throwing std::exception
+// subclasses whose message names the file, line and what was expected; main()
+// prints "mare: error: <message>" and exits with status 2.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace mare::cli {
+
+void add_doctor_command(CLI::App& app);  // cmd_doctor.cpp
+void add_list_command(CLI::App& app);    // cmd_list.cpp
+void add_train_command(CLI::App& app);   // cmd_train.cpp
+void add_stats_command(CLI::App& app);   // cmd_stats.cpp
+void add_data_command(CLI::App& app);    // cmd_data.cpp
+
+}  // namespace mare::cli

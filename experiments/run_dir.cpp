@@ -1,0 +1,69 @@
+#include "experiments/run_dir.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace mare {
+
+void atomic_write(const std::filesystem::path& path, const std::string& content) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw std::runtime_error(tmp.string() + ": cannot create: " + std::strerror(errno));
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      throw std::runtime_error(tmp.string() + ": write failed: " + std::strerror(e));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    throw std::runtime_error(tmp.string() + ": cannot flush to disk: " + std::strerror(errno));
+  std::filesystem::rename(tmp, path);
+}
+
+std::string json_text(const nlohmann::json& j) {
+  return j.dump(2) + "\n";
+}
+
+RunDir::RunDir(std::filesystem::path dir) : dir_(std::move(dir)) {
+  std::filesystem::create_directories(dir_);
+}
+
+void RunDir::reset() {
+  std::filesystem::remove(dir_ / "result.json");
+  std::filesystem::remove(dir_ / "metrics.jsonl");
+  std::filesystem::remove(dir_ / "timing.json");
+}
+
+void RunDir::write_manifest(const nlohmann::json& j) {
+  atomic_write(dir_ / "manifest.json", json_text(j));
+}
+
+void RunDir::append_metrics(const nlohmann::json& j) {
+  if (!metrics_.is_open()) {
+    metrics_.open(dir_ / "metrics.jsonl", std::ios::app);
+    if (!metrics_) throw std::runtime_error((dir_ / "metrics.jsonl").string() + ": cannot open");
+  }
+  metrics_ << j.dump() << '\n';
+  metrics_.flush();
+}
+
+void RunDir::write_timing(const nlohmann::json& j) {
+  atomic_write(dir_ / "timing.json", json_text(j));
+}
+
+void RunDir::write_result(const nlohmann::json& j) {
+  if (metrics_.is_open()) metrics_.close();
+  atomic_write(dir_ / "result.json", json_text(j));
+}
+
+}  // namespace mare

@@ -1,0 +1,41 @@
+// A run directory (SPEC §7):
+//   manifest.json   what ran: spec, resolved config, seed, commit, device, versions
+//   metrics.jsonl   one JSON object per evaluation, appended and flushed
+//   timing.json     wall and per-step times (kept out of result.json)
+//   result.json     final metrics and status, written last by atomic rename
+// A run whose result.json exists is finished; nothing rewrites it unless asked.
+// Every whole-file write goes to a temporary file in the same directory, is
+// flushed to disk, and renamed over the target, so a reader sees the old file
+// or the new one, never a part.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace mare {
+
+void atomic_write(const std::filesystem::path& path, const std::string& content);
+// JSON as the run files hold it: 2-space indent, trailing newline.
+std::string json_text(const nlohmann::json& j);
+
+class RunDir {
+ public:
+  explicit RunDir(std::filesystem::path dir);
+  const std::filesystem::path& path() const { return dir_; }
+  bool finished() const { return std::filesystem::exists(dir_ / "result.json"); }
+  // Starts a fresh attempt: removes a previous result and metrics.
+  void reset();
+  void write_manifest(const nlohmann::json& j);
+  void append_metrics(const nlohmann::json& j);
+  void write_timing(const nlohmann::json& j);
+  void write_result(const nlohmann::json& j);
+
+ private:
+  std::filesystem::path dir_;
+  std::ofstream metrics_;
+};
+
+}  // namespace mare

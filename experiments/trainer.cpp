@@ -1,0 +1,180 @@
+#include "experiments/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "experiments/run_dir.h"
+#include "experiments/tasks.h"
+#include "kernels/random.h"
+#include "mare_build_info.h"
+#include "models/checkpoint.h"
+#include "models/functions.h"
+#include "models/optim.h"
+#include "models/registry.h"
+
+namespace mare {
+
+nlohmann::json build_description() {
+  return {{"version", MARE_VERSION},
+          {"git_commit", MARE_GIT_COMMIT},
+          {"build_type", MARE_BUILD_TYPE},
+          {"compiler", MARE_CXX_COMPILER},
+          {"cuda_compiled", cuda_compiled()},
+          {"libraries",
+           {{"eigen", MARE_EIGEN_VERSION},
+            {"cli11", MARE_CLI11_VERSION},
+            {"nlohmann_json", MARE_JSON_VERSION}}}};
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ClassificationData gather(const ClassificationData& d, const std::vector<int64_t>& idx,
+                          size_t begin, size_t end) {
+  int64_t f = d.x.dim(1), n = static_cast<int64_t>(end - begin);
+  ClassificationData b{Tensor::empty({n, f}), Tensor::empty({n}, Device::cpu, DType::i32)};
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t src = idx[begin + r];
+    for (int64_t j = 0; j < f; ++j) b.x.f32()[r * f + j] = d.x.f32()[src * f + j];
+    b.y.i32()[r] = d.y.i32()[src];
+  }
+  return b;
+}
+
+struct Eval {
+  double loss, accuracy;
+};
+
+Eval evaluate(Classifier& model, const ClassificationData& d) {
+  ag::Var logits = model.forward(ag::constant(d.x), false);
+  double loss = ag::cross_entropy(logits, d.y)->value.item();
+  int64_t n = d.x.dim(0), c = logits->value.dim(1), correct = 0;
+  const float* z = logits->value.f32();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < c; ++j)
+      if (z[i * c + j] > z[i * c + best]) best = j;
+    correct += best == d.y.i32()[i];
+  }
+  return {loss, static_cast<double>(correct) / n};
+}
+
+}  // namespace
+
+nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress) {
+  if (opt.out.empty()) throw std::invalid_argument("train: --out DIR is required");
+  if (opt.epochs < 1 || opt.batch < 1)
+    throw std::invalid_argument("train: --epochs and --batch must be ≥ 1");
+  RunDir run(opt.out);
+  if (run.finished() && !opt.force) {
+    if (progress)
+      *progress << "run already finished: " << (opt.out / "result.json").string()
+                << " (use --force to run it again)\n";
+    std::ifstream in(opt.out / "result.json");
+    return nlohmann::json::parse(in);
+  }
+  run.reset();
+
+  ModelSpec spec = ModelSpec::parse(opt.model);
+  ClassificationTask task = make_classification_task(opt.task, opt.seed);
+  std::unique_ptr<Classifier> model = build_classifier(spec, task.features, task.classes, opt.seed);
+  ParameterSet& params = model->parameters();
+  Adam adam(params, {.l2 = opt.l2, .clip_norm = opt.clip_norm});
+  LrSchedule schedule = LrSchedule::parse(opt.schedule, opt.lr);
+
+  nlohmann::json config = {{"model", spec.canonical()},
+                           {"task", opt.task},
+                           {"seed", opt.seed},
+                           {"epochs", opt.epochs},
+                           {"batch", opt.batch},
+                           {"lr", opt.lr},
+                           {"schedule", opt.schedule},
+                           {"clip_norm", opt.clip_norm},
+                           {"l2", opt.l2},
+                           {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
+  run.write_manifest({{"command", "train"},
+                      {"config", config},
+                      {"seed", opt.seed},
+                      {"device", "cpu"},
+                      {"threads", 1},
+                      {"parameters", params.count()},
+                      {"build", build_description()}});
+
+  const int64_t n = task.train.x.dim(0);
+  std::vector<int64_t> order(n);
+  PhiloxStream shuffle(opt.seed, kStreamShuffle);
+  int64_t step = 0;
+  std::string status = "completed";
+  nlohmann::json diverged_at;
+  Eval train_eval{}, test_eval{};
+  std::vector<double> epoch_seconds;
+  auto start = Clock::now();
+
+  for (int64_t epoch = 1; epoch <= opt.epochs && status == "completed"; ++epoch) {
+    auto epoch_start = Clock::now();
+    std::iota(order.begin(), order.end(), 0);
+    for (int64_t i = n - 1; i > 0; --i)
+      std::swap(order[i], order[shuffle.below(static_cast<uint32_t>(i + 1))]);
+    for (int64_t b = 0; b < n; b += opt.batch) {
+      ClassificationData batch = gather(task.train, order, b, std::min(n, b + opt.batch));
+      params.zero_grad();
+      ag::Var loss = ag::cross_entropy(model->forward(ag::constant(batch.x), true), batch.y);
+      float value = loss->value.item();
+      if (!std::isfinite(value)) {
+        status = "diverged";
+        diverged_at = {{"step", step}, {"epoch", epoch}, {"loss", std::to_string(value)}};
+        break;
+      }
+      ag::backward(loss);
+      adam.step(schedule.at(step));
+      ++step;
+    }
+    if (status != "completed") break;
+    train_eval = evaluate(*model, task.train);
+    test_eval = evaluate(*model, task.test);
+    run.append_metrics({{"epoch", epoch},
+                        {"step", step},
+                        {"lr", schedule.at(step)},
+                        {"train_loss", train_eval.loss},
+                        {"train_accuracy", train_eval.accuracy},
+                        {"test_loss", test_eval.loss},
+                        {"test_accuracy", test_eval.accuracy}});
+    epoch_seconds.push_back(std::chrono::duration<double>(Clock::now() - epoch_start).count());
+    if (progress) {
+      double per = std::chrono::duration<double>(Clock::now() - start).count() / epoch;
+      *progress << "epoch " << epoch << "/" << opt.epochs << "  train loss " << train_eval.loss
+                << "  test acc " << test_eval.accuracy << "  ETA "
+                << static_cast<int64_t>(per * (opt.epochs - epoch)) << " s\n";
+    }
+  }
+  save_checkpoint((opt.out / "checkpoint.bin").string(), params, &adam);
+
+  double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  run.write_timing({{"wall_seconds", wall},
+                    {"steps", step},
+                    {"seconds_per_step", step ? wall / step : 0.0},
+                    {"seconds_per_epoch", epoch_seconds}});
+  nlohmann::json result = {{"status", status},
+                           {"model", spec.canonical()},
+                           {"task", opt.task},
+                           {"seed", opt.seed},
+                           {"device", "cpu"},
+                           {"threads", 1},
+                           {"steps", step},
+                           {"parameters", params.count()},
+                           {"final",
+                            {{"train_loss", train_eval.loss},
+                             {"train_accuracy", train_eval.accuracy},
+                             {"test_loss", test_eval.loss},
+                             {"test_accuracy", test_eval.accuracy}}}};
+  if (status == "diverged") result["diverged"] = diverged_at;
+  run.write_result(result);
+  return result;
+}
+
+}  // namespace mare

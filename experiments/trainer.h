@@ -1,0 +1,42 @@
+// Training a Classifier on a ClassificationTask, writing a run directory.
+//
+// Per epoch: shuffle (Philox stream kStreamShuffle, Fisher–Yates), minibatch
+// steps of cross-entropy + L2 + clipping + Adam, then an evaluation of the
+// whole training and test sets appended to metrics.jsonl. A NaN or Inf loss
+// stops the run with status "diverged" and the step where it happened.
+// result.json holds no timings: the same seed, device and thread count give
+// the same bytes.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace mare {
+
+struct TrainOptions {
+  std::string model = "mlp";
+  std::string task = "xor";
+  uint64_t seed = 1;
+  int64_t epochs = 100;
+  int64_t batch = 32;
+  float lr = 1e-2f;
+  std::string schedule = "constant";
+  float clip_norm = 0.0f;
+  float l2 = 0.0f;
+  std::filesystem::path out;
+  bool force = false;  // rerun even when result.json exists
+};
+
+// Runs (or, when the run directory already holds a result and !force, skips)
+// the run; returns the contents of result.json. Progress lines go to
+// `progress` when it is non-null.
+nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress);
+
+// What every manifest records about this build and machine.
+nlohmann::json build_description();
+
+}  // namespace mare

@@ -1,0 +1,45 @@
+// The op list. Adding an op: implement the pair in its family file, add a line
+// here, and add its cases to tests/kernels/op_cases.cpp.
+#include "kernels/ops.h"
+
+#include <array>
+
+namespace mare {
+
+namespace {
+constexpr std::array kOps = {
+    OpInfo{"matmul", "linalg", "op(a)·op(b) with transpose flags"},
+    OpInfo{"batched_matmul", "linalg", "per-batch op(a)·op(b)"},
+    OpInfo{"bias_add", "elementwise", "x + bias over the last axis"},
+    OpInfo{"add", "elementwise", "a + b"},
+    OpInfo{"mul", "elementwise", "a ⊙ b"},
+    OpInfo{"scale", "elementwise", "s · x"},
+    OpInfo{"relu", "elementwise", "max(0, x)"},
+    OpInfo{"relu6", "elementwise", "min(max(0, x), 6)"},
+    OpInfo{"sigmoid", "elementwise", "1 / (1 + e^-x)"},
+    OpInfo{"tanh", "elementwise", "tanh(x)"},
+    OpInfo{"oneplus", "elementwise", "1 + softplus(x)"},
+    OpInfo{"hard_sigmoid", "elementwise", "clip(0.2x + 0.5, 0, 1)"},
+    OpInfo{"dropout", "elementwise", "inverted dropout with a Philox mask"},
+    OpInfo{"softmax", "softmax", "masked softmax over the last axis"},
+    OpInfo{"log_softmax", "softmax", "masked log-softmax over the last axis"},
+    OpInfo{"logsumexp_sets", "softmax", "logsumexp over index sets of rows"},
+    OpInfo{"layer_norm", "norm", "layer normalisation over the last axis"},
+    OpInfo{"batch_norm", "norm", "batch normalisation (train / eval, running statistics)"},
+    OpInfo{"conv1d", "conv", "conv1d over the sequence, same padding, [B, I, C]"},
+    OpInfo{"depthwise_conv1d", "conv", "depthwise conv1d over the sequence, same padding"},
+    OpInfo{"max", "indexing", "max over an axis"},
+    OpInfo{"embedding", "indexing", "row gather with scatter-add backward"},
+    OpInfo{"concat", "indexing", "concatenate along an axis"},
+    OpInfo{"split", "indexing", "split along an axis"},
+    OpInfo{"cross_entropy", "loss", "class-weighted softmax cross-entropy"},
+    OpInfo{"mse", "loss", "mean squared error"},
+    OpInfo{"attention", "attention", "multi-head scaled dot-product attention, key mask"},
+};
+}  // namespace
+
+std::span<const OpInfo> op_registry() {
+  return kOps;
+}
+
+}  // namespace mare

@@ -1,0 +1,109 @@
+// Attention on the CPU: per (batch, head), strided Eigen views of the head's
+// columns, so no data is copied into per-head buffers.
+//
+// Backward per head (P fixed by forward):
+//   d_V += Pᵀ d_O,   d_P = d_O Vᵀ,   d_S = P ⊙ (d_P − rowsum(d_P ⊙ P)),
+//   d_Q += d_S K / √d_k,   d_K += d_Sᵀ Q / √d_k
+#include "kernels/ops/attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/ops/common.h"
+
+namespace mare {
+using namespace detail;
+
+namespace {
+
+struct Dims {
+  int64_t b, i, j, d, heads, dk;
+};
+
+Dims attention_dims(const Tensor& q, const Tensor& k, const Tensor& v, int heads, const char* op) {
+  check_rank(q, 3, op);
+  check_rank(k, 3, op);
+  check_same_shape(k, v, op);
+  if (q.dim(0) != k.dim(0) || q.dim(2) != k.dim(2))
+    throw ShapeError(std::string(op) + ": q " + q.shape().str() + " and k " + k.shape().str() +
+                     " disagree in batch or feature size");
+  if (heads < 1 || q.dim(2) % heads != 0)
+    throw std::invalid_argument(std::string(op) + ": feature size " + std::to_string(q.dim(2)) +
+                                " is not divisible by " + std::to_string(heads) + " heads");
+  return {q.dim(0), q.dim(1), k.dim(1), q.dim(2), heads, q.dim(2) / heads};
+}
+
+}  // namespace
+
+AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads,
+                                  const Tensor& key_mask) {
+  Dims d = attention_dims(q, k, v, heads, "attention_forward");
+  require_cpu(q, "attention_forward");
+  if (key_mask.defined()) check_shape(key_mask, {d.b, d.j}, "attention_forward: key_mask");
+  AttentionResult r{Tensor::empty({d.b, d.i, d.d}), Tensor::empty({d.b, d.heads, d.i, d.j})};
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d.dk));
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  for (int64_t b = 0; b < d.b; ++b)
+    for (int64_t h = 0; h < d.heads; ++h) {
+      CStridedMap qh(q.f32() + b * d.i * d.d + h * d.dk, d.i, d.dk, Eigen::OuterStride<>(d.d));
+      CStridedMap kh(k.f32() + b * d.j * d.d + h * d.dk, d.j, d.dk, Eigen::OuterStride<>(d.d));
+      CStridedMap vh(v.f32() + b * d.j * d.d + h * d.dk, d.j, d.dk, Eigen::OuterStride<>(d.d));
+      StridedMap oh(r.out.f32() + b * d.i * d.d + h * d.dk, d.i, d.dk, Eigen::OuterStride<>(d.d));
+      MapRM p(r.probs.f32() + (b * d.heads + h) * d.i * d.j, d.i, d.j);
+      p.noalias() = (qh * kh.transpose()) * scale;
+      for (int64_t row = 0; row < d.i; ++row) {
+        float mx = neg_inf;
+        for (int64_t col = 0; col < d.j; ++col) {
+          bool keep = !key_mask.defined() || key_mask.f32()[b * d.j + col] != 0.0f;
+          if (!keep) p(row, col) = neg_inf;
+          mx = std::max(mx, p(row, col));
+        }
+        if (mx == neg_inf) {  // every key masked
+          p.row(row).setZero();
+          continue;
+        }
+        double sum = 0.0;
+        for (int64_t col = 0; col < d.j; ++col)
+          sum += std::exp(static_cast<double>(p(row, col) - mx));
+        for (int64_t col = 0; col < d.j; ++col)
+          p(row, col) = static_cast<float>(std::exp(static_cast<double>(p(row, col) - mx)) / sum);
+      }
+      oh.noalias() = p * vh;
+    }
+  return r;
+}
+
+void attention_backward(Tensor& d_q, Tensor& d_k, Tensor& d_v, const Tensor& d_out, const Tensor& q,
+                        const Tensor& k, const Tensor& v, const Tensor& probs, int heads) {
+  Dims d = attention_dims(q, k, v, heads, "attention_backward");
+  require_cpu(d_out, "attention_backward");
+  check_same_shape(d_out, q, "attention_backward: d_out");
+  check_shape(probs, {d.b, d.heads, d.i, d.j}, "attention_backward: probs");
+  if (d_q.defined()) check_same_shape(d_q, q, "attention_backward: d_q");
+  if (d_k.defined()) check_same_shape(d_k, k, "attention_backward: d_k");
+  if (d_v.defined()) check_same_shape(d_v, v, "attention_backward: d_v");
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d.dk));
+  MatRM dp(d.i, d.j);
+  for (int64_t b = 0; b < d.b; ++b)
+    for (int64_t h = 0; h < d.heads; ++h) {
+      auto off_q = b * d.i * d.d + h * d.dk, off_k = b * d.j * d.d + h * d.dk;
+      Eigen::OuterStride<> st(d.d);
+      CStridedMap qh(q.f32() + off_q, d.i, d.dk, st), kh(k.f32() + off_k, d.j, d.dk, st),
+          vh(v.f32() + off_k, d.j, d.dk, st), goh(d_out.f32() + off_q, d.i, d.dk, st);
+      CMapRM p(probs.f32() + (b * d.heads + h) * d.i * d.j, d.i, d.j);
+      if (d_v.defined())
+        StridedMap(d_v.f32() + off_k, d.j, d.dk, st).noalias() += p.transpose() * goh;
+      dp.noalias() = goh * vh.transpose();
+      // d_S = P ⊙ (d_P − rowsum(d_P ⊙ P)), reusing dp's storage.
+      for (int64_t row = 0; row < d.i; ++row) {
+        float dot = p.row(row).dot(dp.row(row));
+        dp.row(row) = p.row(row).cwiseProduct((dp.row(row).array() - dot).matrix());
+      }
+      if (d_q.defined())
+        StridedMap(d_q.f32() + off_q, d.i, d.dk, st).noalias() += (dp * kh) * scale;
+      if (d_k.defined())
+        StridedMap(d_k.f32() + off_k, d.j, d.dk, st).noalias() += (dp.transpose() * qh) * scale;
+    }
+}
+
+}  // namespace mare

@@ -1,0 +1,203 @@
+// Elementwise ops on the CPU: plain loops the compiler vectorises.
+#include "kernels/ops/elementwise.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/ops/common.h"
+#include "kernels/random.h"
+
+namespace mare {
+using namespace detail;
+
+namespace {
+
+template <class F>
+Tensor map_unary(const Tensor& x, const char* op, F f) {
+  check_defined(x, op);
+  require_cpu(x, op);
+  Tensor out = Tensor::empty(x.shape(), x.device());
+  const float* px = x.f32();
+  float* po = out.f32();
+  for (int64_t i = 0; i < x.numel(); ++i) po[i] = f(px[i]);
+  return out;
+}
+
+// d_x[i] += d_out[i] * g(saved[i])
+template <class G>
+void accumulate_unary(Tensor& d_x, const Tensor& d_out, const Tensor& saved, const char* op, G g) {
+  if (!d_x.defined()) return;
+  require_cpu(d_out, op);
+  check_same_shape(d_x, d_out, op);
+  check_same_shape(saved, d_out, op);
+  float* pd = d_x.f32();
+  const float* pg = d_out.f32();
+  const float* ps = saved.f32();
+  for (int64_t i = 0; i < d_out.numel(); ++i) pd[i] += pg[i] * g(ps[i]);
+}
+
+void accumulate(Tensor& d_x, const Tensor& d_out, float s, const char* op) {
+  if (!d_x.defined()) return;
+  check_same_shape(d_x, d_out, op);
+  float* pd = d_x.f32();
+  const float* pg = d_out.f32();
+  for (int64_t i = 0; i < d_out.numel(); ++i) pd[i] += s * pg[i];
+}
+
+}  // namespace
+
+Tensor bias_add_forward(const Tensor& x, const Tensor& bias) {
+  check_defined(x, "bias_add_forward");
+  require_cpu(x, "bias_add_forward");
+  check_shape(bias, {last_dim(x)}, "bias_add_forward: bias");
+  Tensor out = Tensor::empty(x.shape(), x.device());
+  int64_t c = last_dim(x), rows = leading_rows(x);
+  const float *px = x.f32(), *pb = bias.f32();
+  float* po = out.f32();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < c; ++j) po[r * c + j] = px[r * c + j] + pb[j];
+  return out;
+}
+
+void bias_add_backward(Tensor& d_x, Tensor& d_bias, const Tensor& d_out) {
+  require_cpu(d_out, "bias_add_backward");
+  accumulate(d_x, d_out, 1.0f, "bias_add_backward: d_x");
+  if (!d_bias.defined()) return;
+  int64_t c = last_dim(d_out), rows = leading_rows(d_out);
+  check_shape(d_bias, {c}, "bias_add_backward: d_bias");
+  float* pb = d_bias.f32();
+  const float* pg = d_out.f32();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < c; ++j) pb[j] += pg[r * c + j];
+}
+
+Tensor add_forward(const Tensor& a, const Tensor& b) {
+  check_same_shape(a, b, "add_forward");
+  require_cpu(a, "add_forward");
+  Tensor out = Tensor::empty(a.shape(), a.device());
+  const float *pa = a.f32(), *pb = b.f32();
+  float* po = out.f32();
+  for (int64_t i = 0; i < a.numel(); ++i) po[i] = pa[i] + pb[i];
+  return out;
+}
+
+void add_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out) {
+  require_cpu(d_out, "add_backward");
+  accumulate(d_a, d_out, 1.0f, "add_backward: d_a");
+  accumulate(d_b, d_out, 1.0f, "add_backward: d_b");
+}
+
+Tensor mul_forward(const Tensor& a, const Tensor& b) {
+  check_same_shape(a, b, "mul_forward");
+  require_cpu(a, "mul_forward");
+  Tensor out = Tensor::empty(a.shape(), a.device());
+  const float *pa = a.f32(), *pb = b.f32();
+  float* po = out.f32();
+  for (int64_t i = 0; i < a.numel(); ++i) po[i] = pa[i] * pb[i];
+  return out;
+}
+
+void mul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a, const Tensor& b) {
+  require_cpu(d_out, "mul_backward");
+  check_same_shape(a, d_out, "mul_backward: a");
+  check_same_shape(b, d_out, "mul_backward: b");
+  const float *pg = d_out.f32(), *pa = a.f32(), *pb = b.f32();
+  if (d_a.defined()) {
+    check_same_shape(d_a, d_out, "mul_backward: d_a");
+    float* p = d_a.f32();
+    for (int64_t i = 0; i < d_out.numel(); ++i) p[i] += pg[i] * pb[i];
+  }
+  if (d_b.defined()) {
+    check_same_shape(d_b, d_out, "mul_backward: d_b");
+    float* p = d_b.f32();
+    for (int64_t i = 0; i < d_out.numel(); ++i) p[i] += pg[i] * pa[i];
+  }
+}
+
+Tensor scale_forward(const Tensor& x, float s) {
+  return map_unary(x, "scale_forward", [s](float v) { return s * v; });
+}
+void scale_backward(Tensor& d_x, const Tensor& d_out, float s) {
+  require_cpu(d_out, "scale_backward");
+  accumulate(d_x, d_out, s, "scale_backward");
+}
+
+Tensor relu_forward(const Tensor& x) {
+  return map_unary(x, "relu_forward", [](float v) { return v > 0.0f ? v : 0.0f; });
+}
+void relu_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
+  accumulate_unary(d_x, d_out, x, "relu_backward", [](float v) { return v > 0.0f ? 1.0f : 0.0f; });
+}
+
+Tensor relu6_forward(const Tensor& x) {
+  return map_unary(x, "relu6_forward", [](float v) { return std::min(std::max(v, 0.0f), 6.0f); });
+}
+void relu6_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
+  accumulate_unary(d_x, d_out, x, "relu6_backward",
+                   [](float v) { return (v > 0.0f && v < 6.0f) ? 1.0f : 0.0f; });
+}
+
+Tensor sigmoid_forward(const Tensor& x) {
+  return map_unary(x, "sigmoid_forward", [](float v) {
+    // Stable on both tails: never exponentiates a large positive number.
+    if (v >= 0.0f) return 1.0f / (1.0f + std::exp(-v));
+    float e = std::exp(v);
+    return e / (1.0f + e);
+  });
+}
+void sigmoid_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out) {
+  accumulate_unary(d_x, d_out, out, "sigmoid_backward", [](float y) { return y * (1.0f - y); });
+}
+
+Tensor tanh_forward(const Tensor& x) {
+  return map_unary(x, "tanh_forward", [](float v) { return std::tanh(v); });
+}
+void tanh_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out) {
+  accumulate_unary(d_x, d_out, out, "tanh_backward", [](float y) { return 1.0f - y * y; });
+}
+
+Tensor oneplus_forward(const Tensor& x) {
+  // 1 + softplus(x) = 1 + max(x, 0) + log1p(e^-|x|)
+  return map_unary(x, "oneplus_forward", [](float v) {
+    return 1.0f + std::max(v, 0.0f) + std::log1p(std::exp(-std::fabs(v)));
+  });
+}
+void oneplus_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
+  accumulate_unary(d_x, d_out, x, "oneplus_backward", [](float v) {
+    if (v >= 0.0f) return 1.0f / (1.0f + std::exp(-v));
+    float e = std::exp(v);
+    return e / (1.0f + e);
+  });
+}
+
+Tensor hard_sigmoid_forward(const Tensor& x) {
+  return map_unary(x, "hard_sigmoid_forward",
+                   [](float v) { return std::min(std::max(0.2f * v + 0.5f, 0.0f), 1.0f); });
+}
+void hard_sigmoid_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
+  accumulate_unary(d_x, d_out, x, "hard_sigmoid_backward",
+                   [](float v) { return (v > -2.5f && v < 2.5f) ? 0.2f : 0.0f; });
+}
+
+DropoutResult dropout_forward(const Tensor& x, float p, uint64_t seed, uint32_t stream,
+                              uint64_t offset) {
+  check_defined(x, "dropout_forward");
+  require_cpu(x, "dropout_forward");
+  if (!(p >= 0.0f && p < 1.0f))
+    throw std::invalid_argument("dropout_forward: p must be in [0, 1), got " + std::to_string(p));
+  DropoutResult r{Tensor::empty(x.shape()), Tensor::empty(x.shape())};
+  const float keep_scale = 1.0f / (1.0f - p);
+  const float* px = x.f32();
+  float *po = r.out.f32(), *pm = r.mask.f32();
+  for (int64_t j = 0; j < x.numel(); ++j) {
+    pm[j] = philox_uniform(seed, stream, offset + j) >= p ? keep_scale : 0.0f;
+    po[j] = px[j] * pm[j];
+  }
+  return r;
+}
+
+void dropout_backward(Tensor& d_x, const Tensor& d_out, const Tensor& mask) {
+  accumulate_unary(d_x, d_out, mask, "dropout_backward", [](float m) { return m; });
+}
+
+}  // namespace mare

@@ -1,0 +1,54 @@
+// Elementwise ops: bias add, add, mul, scale, activations, dropout.
+//
+// Rule of the whole kernel layer: forward returns new tensors; backward
+// ACCUMULATES (+=) into the gradient tensors it is given, and skips any that is
+// undefined. Shapes: `x` is any shape; the bias of bias_add is [C] with C the
+// last axis of x.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/tensor.h"
+
+namespace mare {
+
+// out[.., c] = x[.., c] + bias[c]          x: [.., C], bias: [C]
+Tensor bias_add_forward(const Tensor& x, const Tensor& bias);
+void bias_add_backward(Tensor& d_x, Tensor& d_bias, const Tensor& d_out);
+
+// out = a + b, out = a ⊙ b (same shapes), out = s · x
+Tensor add_forward(const Tensor& a, const Tensor& b);
+void add_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out);
+Tensor mul_forward(const Tensor& a, const Tensor& b);
+void mul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a, const Tensor& b);
+Tensor scale_forward(const Tensor& x, float s);
+void scale_backward(Tensor& d_x, const Tensor& d_out, float s);
+
+// Activations. Backward takes whichever of x or out its derivative needs.
+Tensor relu_forward(const Tensor& x);  // max(0, x)
+void relu_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x);
+Tensor relu6_forward(const Tensor& x);  // min(max(0, x), 6)
+void relu6_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x);
+Tensor sigmoid_forward(const Tensor& x);  // 1 / (1 + e^-x)
+void sigmoid_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out);
+Tensor tanh_forward(const Tensor& x);
+void tanh_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out);
+Tensor oneplus_forward(const Tensor& x);  // 1 + log(1 + e^x), DNC strengths
+void oneplus_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x);
+// Hard sigmoid as in Keras/TensorFlow 1.x (the thesis's framework):
+// clip(0.2·x + 0.5, 0, 1); derivative 0.2 on (−2.5, 2.5), 0 outside.
+Tensor hard_sigmoid_forward(const Tensor& x);
+void hard_sigmoid_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x);
+
+// Inverted dropout with a Philox mask: element j is kept when
+// philox_uniform(seed, stream, offset + j) >= p, and kept values are scaled by
+// 1/(1 − p). `mask` receives 0 or 1/(1 − p) per element (what backward needs).
+struct DropoutResult {
+  Tensor out;   // same shape as x
+  Tensor mask;  // same shape as x
+};
+DropoutResult dropout_forward(const Tensor& x, float p, uint64_t seed, uint32_t stream,
+                              uint64_t offset = 0);
+void dropout_backward(Tensor& d_x, const Tensor& d_out, const Tensor& mask);
+
+}  // namespace mare

@@ -1,0 +1,36 @@
+// Reductions and data movement: max over an axis, embedding gather with
+// scatter-add backward, concat and split along an axis.
+#pragma once
+
+#include <vector>
+
+#include "kernels/tensor.h"
+
+namespace mare {
+
+// out = max over `axis` (the axis is removed); argmax: i32, out's shape, the
+// first index reaching the maximum. Backward routes d_out to the argmax.
+struct MaxResult {
+  Tensor out;
+  Tensor argmax;
+};
+MaxResult max_forward(const Tensor& x, int axis);
+void max_backward(Tensor& d_x, const Tensor& d_out, const Tensor& argmax, int axis);
+
+// out[.., :] = table[ids[..], :]        table: [V, D], ids: i32 any shape (rank ≤ 3)
+// -> out: ids.shape + [D]. Backward: d_table[ids[n]] += d_out[n] (scatter-add,
+// in index order, so repeated ids accumulate deterministically).
+Tensor embedding_forward(const Tensor& table, const Tensor& ids);
+void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& ids);
+
+// Concatenate along `axis`; all other extents must agree.
+Tensor concat_forward(const std::vector<Tensor>& xs, int axis);
+// d_xs[i] (undefined ones skipped) += the slice of d_out that came from xs[i].
+void concat_backward(std::vector<Tensor>& d_xs, const Tensor& d_out, int axis);
+
+// Split along `axis` into pieces of the given sizes (they must sum to the extent).
+std::vector<Tensor> split_forward(const Tensor& x, const std::vector<int64_t>& sizes, int axis);
+// d_x += the concatenation of d_outs (every piece must be defined).
+void split_backward(Tensor& d_x, const std::vector<Tensor>& d_outs, int axis);
+
+}  // namespace mare

@@ -1,0 +1,96 @@
+// Losses on the CPU.
+//   cross-entropy: d_z[n, c] = d_loss · w[y_n] / Σw · (p[n, c] − [c = y_n])
+//   mse:           d_pred = d_loss · 2 (pred − target) / n,  d_target = −d_pred
+#include "kernels/ops/loss.h"
+
+#include <cmath>
+
+#include "kernels/ops/common.h"
+#include "kernels/ops/softmax.h"
+
+namespace mare {
+using namespace detail;
+
+namespace {
+
+double weight_sum(const Tensor& targets, const Tensor& weights, int64_t classes, const char* op) {
+  double total = 0.0;
+  for (int64_t n = 0; n < targets.numel(); ++n) {
+    int32_t y = targets.i32()[n];
+    if (y == -1) continue;
+    if (y < 0 || y >= classes)
+      throw std::out_of_range(std::string(op) + ": target " + std::to_string(y) + " of row " +
+                              std::to_string(n) + " is not a class in [0, " +
+                              std::to_string(classes) + ") or −1");
+    total += weights.defined() ? weights.f32()[y] : 1.0;
+  }
+  return total;
+}
+
+}  // namespace
+
+CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& targets,
+                                         const Tensor& weights) {
+  check_rank(logits, 2, "cross_entropy_forward: logits");
+  require_cpu(logits, "cross_entropy_forward");
+  check_dtype(targets, DType::i32, "cross_entropy_forward: targets");
+  check_shape(targets, {logits.dim(0)}, "cross_entropy_forward: targets");
+  int64_t n = logits.dim(0), c = logits.dim(1);
+  if (weights.defined()) check_shape(weights, {c}, "cross_entropy_forward: weights");
+  double wsum = weight_sum(targets, weights, c, "cross_entropy_forward");
+  Tensor logp = log_softmax_forward(logits);
+  CrossEntropyResult r{Tensor::zeros({1}), Tensor::empty(logits.shape())};
+  double loss = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < c; ++j) r.probs.f32()[i * c + j] = std::exp(logp.f32()[i * c + j]);
+    int32_t y = targets.i32()[i];
+    if (y == -1) continue;
+    double w = weights.defined() ? weights.f32()[y] : 1.0;
+    loss -= w * logp.f32()[i * c + y];
+  }
+  r.loss.f32()[0] = wsum > 0 ? static_cast<float>(loss / wsum) : 0.0f;
+  return r;
+}
+
+void cross_entropy_backward(Tensor& d_logits, float d_loss, const Tensor& probs,
+                            const Tensor& targets, const Tensor& weights) {
+  if (!d_logits.defined()) return;
+  require_cpu(probs, "cross_entropy_backward");
+  check_same_shape(d_logits, probs, "cross_entropy_backward: d_logits");
+  int64_t n = probs.dim(0), c = probs.dim(1);
+  double wsum = weight_sum(targets, weights, c, "cross_entropy_backward");
+  if (wsum <= 0) return;
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t y = targets.i32()[i];
+    if (y == -1) continue;
+    float k = static_cast<float>(d_loss * (weights.defined() ? weights.f32()[y] : 1.0) / wsum);
+    for (int64_t j = 0; j < c; ++j)
+      d_logits.f32()[i * c + j] += k * (probs.f32()[i * c + j] - (j == y ? 1.0f : 0.0f));
+  }
+}
+
+Tensor mse_forward(const Tensor& pred, const Tensor& target) {
+  check_same_shape(pred, target, "mse_forward");
+  require_cpu(pred, "mse_forward");
+  double sum = 0.0;
+  for (int64_t i = 0; i < pred.numel(); ++i) {
+    double d = static_cast<double>(pred.f32()[i]) - target.f32()[i];
+    sum += d * d;
+  }
+  Tensor out = Tensor::empty({1});
+  out.f32()[0] = pred.numel() ? static_cast<float>(sum / pred.numel()) : 0.0f;
+  return out;
+}
+
+void mse_backward(Tensor& d_pred, Tensor& d_target, float d_loss, const Tensor& pred,
+                  const Tensor& target) {
+  require_cpu(pred, "mse_backward");
+  float k = pred.numel() ? 2.0f * d_loss / pred.numel() : 0.0f;
+  for (int64_t i = 0; i < pred.numel(); ++i) {
+    float g = k * (pred.f32()[i] - target.f32()[i]);
+    if (d_pred.defined()) d_pred.f32()[i] += g;
+    if (d_target.defined()) d_target.f32()[i] -= g;
+  }
+}
+
+}  // namespace mare

@@ -1,0 +1,163 @@
+// Softmax family on the CPU, row by row, max-subtracted for stability.
+//
+//   softmax:      y = e^{x − m} / Σ e^{x − m};   d_x = y ⊙ (d_y − Σ d_y ⊙ y)
+//   log-softmax:  y = x − m − log Σ e^{x − m};    d_x = d_y − softmax(x) · Σ d_y
+//   logsumexp:    y_s = log Σ_{r∈s} e^{x_r};      d_x_r += d_y_s · e^{x_r − y_s}
+#include "kernels/ops/softmax.h"
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/ops/common.h"
+
+namespace mare {
+using namespace detail;
+
+namespace {
+
+void check_mask(const Tensor& x, const Tensor& mask, const char* op) {
+  if (!mask.defined()) return;
+  check_same_shape(mask, x, op);
+  require_cpu(mask, op);
+}
+
+inline bool kept(const float* mask_row, int64_t j) {
+  return !mask_row || mask_row[j] != 0.0f;
+}
+
+// Writes softmax (log_space = false) or log-softmax of one row.
+void row_softmax(const float* x, const float* m, float* y, int64_t c, bool log_space) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < c; ++j)
+    if (kept(m, j)) mx = std::max(mx, x[j]);
+  if (mx == -std::numeric_limits<float>::infinity()) {  // every position excluded
+    for (int64_t j = 0; j < c; ++j) y[j] = 0.0f;
+    return;
+  }
+  double sum = 0.0;
+  for (int64_t j = 0; j < c; ++j)
+    if (kept(m, j)) sum += std::exp(static_cast<double>(x[j] - mx));
+  if (log_space) {
+    float lse = static_cast<float>(std::log(sum));
+    for (int64_t j = 0; j < c; ++j) y[j] = kept(m, j) ? x[j] - mx - lse : 0.0f;
+  } else {
+    for (int64_t j = 0; j < c; ++j)
+      y[j] = kept(m, j) ? static_cast<float>(std::exp(static_cast<double>(x[j] - mx)) / sum) : 0.0f;
+  }
+}
+
+Tensor softmax_impl(const Tensor& x, const Tensor& mask, bool log_space, const char* op) {
+  check_defined(x, op);
+  require_cpu(x, op);
+  check_mask(x, mask, op);
+  Tensor out = Tensor::empty(x.shape(), x.device());
+  int64_t c = last_dim(x), rows = leading_rows(x);
+  for (int64_t r = 0; r < rows; ++r)
+    row_softmax(x.f32() + r * c, mask.defined() ? mask.f32() + r * c : nullptr, out.f32() + r * c,
+                c, log_space);
+  return out;
+}
+
+void check_sets(const Tensor& offsets, const Tensor& rows, int64_t num_rows, const char* op) {
+  check_rank(offsets, 1, op);
+  check_rank(rows, 1, op);
+  check_dtype(offsets, DType::i32, op);
+  check_dtype(rows, DType::i32, op);
+  const int32_t* o = offsets.i32();
+  int64_t s = offsets.numel() - 1;
+  if (s < 0 || o[0] != 0)
+    throw std::invalid_argument(std::string(op) + ": offsets must start at 0");
+  for (int64_t i = 0; i < s; ++i)
+    if (o[i + 1] <= o[i])
+      throw std::invalid_argument(std::string(op) + ": set " + std::to_string(i) +
+                                  " is empty or offsets decrease");
+  if (o[s] != rows.numel())
+    throw std::invalid_argument(std::string(op) + ": offsets end at " + std::to_string(o[s]) +
+                                " but there are " + std::to_string(rows.numel()) + " row indices");
+  for (int64_t i = 0; i < rows.numel(); ++i)
+    if (rows.i32()[i] < 0 || rows.i32()[i] >= num_rows)
+      throw std::out_of_range(std::string(op) + ": row index " + std::to_string(rows.i32()[i]) +
+                              " at position " + std::to_string(i) + " is outside [0, " +
+                              std::to_string(num_rows) + ")");
+}
+
+}  // namespace
+
+Tensor softmax_forward(const Tensor& x, const Tensor& mask) {
+  return softmax_impl(x, mask, false, "softmax_forward");
+}
+
+void softmax_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out) {
+  if (!d_x.defined()) return;
+  require_cpu(d_out, "softmax_backward");
+  check_same_shape(d_out, out, "softmax_backward");
+  check_same_shape(d_x, out, "softmax_backward: d_x");
+  int64_t c = last_dim(out), rows = leading_rows(out);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *y = out.f32() + r * c, *g = d_out.f32() + r * c;
+    float* dx = d_x.f32() + r * c;
+    double dot = 0.0;
+    for (int64_t j = 0; j < c; ++j) dot += static_cast<double>(g[j]) * y[j];
+    for (int64_t j = 0; j < c; ++j) dx[j] += y[j] * (g[j] - static_cast<float>(dot));
+  }
+}
+
+Tensor log_softmax_forward(const Tensor& x, const Tensor& mask) {
+  return softmax_impl(x, mask, true, "log_softmax_forward");
+}
+
+void log_softmax_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out, const Tensor& mask) {
+  if (!d_x.defined()) return;
+  require_cpu(d_out, "log_softmax_backward");
+  check_same_shape(d_out, out, "log_softmax_backward");
+  check_same_shape(d_x, out, "log_softmax_backward: d_x");
+  check_mask(out, mask, "log_softmax_backward: mask");
+  int64_t c = last_dim(out), rows = leading_rows(out);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *y = out.f32() + r * c, *g = d_out.f32() + r * c;
+    const float* m = mask.defined() ? mask.f32() + r * c : nullptr;
+    float* dx = d_x.f32() + r * c;
+    double sum = 0.0;
+    for (int64_t j = 0; j < c; ++j)
+      if (kept(m, j)) sum += g[j];
+    for (int64_t j = 0; j < c; ++j)
+      if (kept(m, j)) dx[j] += g[j] - std::exp(y[j]) * static_cast<float>(sum);
+  }
+}
+
+Tensor logsumexp_sets_forward(const Tensor& x, const Tensor& offsets, const Tensor& rows) {
+  check_rank(x, 2, "logsumexp_sets_forward: x");
+  require_cpu(x, "logsumexp_sets_forward");
+  check_sets(offsets, rows, x.dim(0), "logsumexp_sets_forward");
+  int64_t s = offsets.numel() - 1, c = x.dim(1);
+  Tensor out = Tensor::empty({s, c}, x.device());
+  const int32_t *o = offsets.i32(), *idx = rows.i32();
+  for (int64_t set = 0; set < s; ++set) {
+    for (int64_t j = 0; j < c; ++j) {
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int32_t t = o[set]; t < o[set + 1]; ++t) mx = std::max(mx, x.f32()[idx[t] * c + j]);
+      double sum = 0.0;
+      for (int32_t t = o[set]; t < o[set + 1]; ++t)
+        sum += std::exp(static_cast<double>(x.f32()[idx[t] * c + j] - mx));
+      out.f32()[set * c + j] = mx + static_cast<float>(std::log(sum));
+    }
+  }
+  return out;
+}
+
+void logsumexp_sets_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x, const Tensor& out,
+                             const Tensor& offsets, const Tensor& rows) {
+  if (!d_x.defined()) return;
+  require_cpu(d_out, "logsumexp_sets_backward");
+  check_same_shape(d_x, x, "logsumexp_sets_backward: d_x");
+  check_same_shape(d_out, out, "logsumexp_sets_backward: d_out");
+  int64_t s = offsets.numel() - 1, c = x.dim(1);
+  const int32_t *o = offsets.i32(), *idx = rows.i32();
+  for (int64_t set = 0; set < s; ++set)
+    for (int32_t t = o[set]; t < o[set + 1]; ++t)
+      for (int64_t j = 0; j < c; ++j)
+        d_x.f32()[idx[t] * c + j] +=
+            d_out.f32()[set * c + j] * std::exp(x.f32()[idx[t] * c + j] - out.f32()[set * c + j]);
+}
+
+}  // namespace mare

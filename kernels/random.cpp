@@ -1,0 +1,74 @@
+// Philox 4x32-10 fills on the host. See random.h for the counter layout.
+#include "kernels/random.h"
+
+#include <Random123/philox.h>
+
+#include <cmath>
+#include <numbers>
+
+namespace mare {
+
+std::array<uint32_t, 4> philox_block(uint64_t seed, uint32_t stream, uint64_t block) {
+  r123::Philox4x32_R<10> rng;
+  r123::Philox4x32_R<10>::ctr_type c = {
+      {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), stream, 0u}};
+  r123::Philox4x32_R<10>::key_type k = {
+      {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
+  auto r = rng(c, k);
+  return {r[0], r[1], r[2], r[3]};
+}
+
+static inline float u24(uint32_t w) {
+  return static_cast<float>(w >> 8) * 0x1.0p-24f;
+}
+
+float philox_uniform(uint64_t seed, uint32_t stream, uint64_t g) {
+  return u24(philox_block(seed, stream, g / 4)[g % 4]);
+}
+
+float philox_normal(uint64_t seed, uint32_t stream, uint64_t g) {
+  auto w = philox_block(seed, stream, g / 2);
+  int lane = static_cast<int>(g % 2) * 2;
+  double u1 = (static_cast<double>(w[lane] >> 8) + 1.0) * 0x1.0p-24;
+  double u2 = static_cast<double>(w[lane + 1] >> 8) * 0x1.0p-24;
+  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
+}
+
+static void check_host_f32(const Tensor& t, const char* what) {
+  check_defined(t, what);
+  check_dtype(t, DType::f32, what);
+  if (t.device() != Device::cpu)
+    throw std::invalid_argument(std::string(what) +
+                                ": tensor is on cuda; the CUDA fills live in "
+                                "the CUDA backend");
+}
+
+void fill_uniform(Tensor& t, uint64_t seed, uint32_t stream, float lo, float hi, uint64_t offset) {
+  check_host_f32(t, "fill_uniform");
+  float* p = t.f32();
+  for (int64_t j = 0; j < t.numel(); ++j)
+    p[j] = lo + (hi - lo) * philox_uniform(seed, stream, offset + j);
+}
+
+void fill_normal(Tensor& t, uint64_t seed, uint32_t stream, float mean, float stddev,
+                 uint64_t offset) {
+  check_host_f32(t, "fill_normal");
+  float* p = t.f32();
+  for (int64_t j = 0; j < t.numel(); ++j)
+    p[j] = mean + stddev * philox_normal(seed, stream, offset + j);
+}
+
+void fill_bernoulli(Tensor& t, uint64_t seed, uint32_t stream, float prob, uint64_t offset) {
+  check_host_f32(t, "fill_bernoulli");
+  float* p = t.f32();
+  for (int64_t j = 0; j < t.numel(); ++j)
+    p[j] = philox_uniform(seed, stream, offset + j) < prob ? 1.0f : 0.0f;
+}
+
+uint32_t PhiloxStream::below(uint32_t n) {
+  uint64_t g = next_++;
+  uint32_t w = philox_block(seed_, stream_, g / 4)[g % 4];
+  return static_cast<uint32_t>((static_cast<uint64_t>(w) * n) >> 32);
+}
+
+}  // namespace mare

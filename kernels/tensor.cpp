@@ -1,0 +1,295 @@
+// Tensor and Shape implementation (host side). The CUDA backend provides the
+// device allocation and copies when it is compiled in (MARE_WITH_CUDA).
+#include "kernels/tensor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace mare {
+
+const char* to_string(Device d) {
+  return d == Device::cpu ? "cpu" : "cuda";
+}
+const char* to_string(DType t) {
+  return t == DType::f32 ? "f32" : "i32";
+}
+
+Device parse_device(const std::string& name) {
+  if (name == "cpu") return Device::cpu;
+  if (name == "cuda") return Device::cuda;
+  throw std::invalid_argument("unknown device '" + name + "' (expected cpu or cuda)");
+}
+
+// ---------------------------------------------------------------- Shape
+Shape::Shape(std::initializer_list<int64_t> dims) : Shape(std::span(dims.begin(), dims.size())) {}
+
+Shape::Shape(std::span<const int64_t> dims) {
+  if (dims.size() > static_cast<size_t>(kMaxRank))
+    throw ShapeError("a tensor has at most 4 dimensions, got " + std::to_string(dims.size()));
+  rank_ = static_cast<int>(dims.size());
+  for (int i = 0; i < rank_; ++i) {
+    if (dims[i] < 0) throw ShapeError("negative extent in shape");
+    dims_[i] = dims[i];
+  }
+}
+
+int64_t Shape::operator[](int i) const {
+  int j = i < 0 ? i + rank_ : i;
+  if (j < 0 || j >= rank_)
+    throw ShapeError("dimension " + std::to_string(i) + " out of range for shape " + str());
+  return dims_[j];
+}
+
+int64_t& Shape::operator[](int i) {
+  int j = i < 0 ? i + rank_ : i;
+  if (j < 0 || j >= rank_)
+    throw ShapeError("dimension " + std::to_string(i) + " out of range for shape " + str());
+  return dims_[j];
+}
+
+int64_t Shape::numel() const {
+  int64_t n = 1;
+  for (int i = 0; i < rank_; ++i) n *= dims_[i];
+  return n;
+}
+
+bool Shape::operator==(const Shape& o) const {
+  if (rank_ != o.rank_) return false;
+  for (int i = 0; i < rank_; ++i)
+    if (dims_[i] != o.dims_[i]) return false;
+  return true;
+}
+
+std::string Shape::str() const {
+  std::ostringstream s;
+  s << '[';
+  for (int i = 0; i < rank_; ++i) s << (i ? ", " : "") << dims_[i];
+  s << ']';
+  return s.str();
+}
+
+// ---------------------------------------------------------------- Storage
+#ifdef MARE_WITH_CUDA
+namespace cuda {
+void* device_alloc(size_t bytes);
+void device_free(void* p, size_t bytes);
+void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
+void fill_f32(float* p, size_t n, float value);
+bool device_present();
+}  // namespace cuda
+#endif
+
+Storage::Storage(size_t nbytes, Device dev) : bytes(nbytes), device(dev) {
+  if (dev == Device::cpu) {
+    size_t rounded = std::max<size_t>(64, (nbytes + 63) / 64 * 64);
+    ptr = std::aligned_alloc(64, rounded);
+    if (!ptr) throw std::bad_alloc();
+  } else {
+#ifdef MARE_WITH_CUDA
+    ptr = cuda::device_alloc(nbytes);
+#else
+    throw std::runtime_error("this build of mare has no CUDA backend (configure with MARE_CUDA)");
+#endif
+  }
+}
+
+Storage::~Storage() {
+  if (device == Device::cpu) {
+    std::free(ptr);
+  } else {
+#ifdef MARE_WITH_CUDA
+    cuda::device_free(ptr, bytes);
+#endif
+  }
+}
+
+bool cuda_compiled() {
+#ifdef MARE_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool cuda_available() {
+#ifdef MARE_WITH_CUDA
+  return cuda::device_present();
+#else
+  return false;
+#endif
+}
+
+static void copy_bytes(void* dst, Device dd, const void* src, Device sd, size_t n) {
+  if (n == 0) return;
+  if (dd == Device::cpu && sd == Device::cpu) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+#ifdef MARE_WITH_CUDA
+  cuda::copy_bytes(dst, dd, src, sd, n);
+#else
+  throw std::runtime_error("this build of mare has no CUDA backend (configure with MARE_CUDA)");
+#endif
+}
+
+// ---------------------------------------------------------------- Tensor
+Tensor Tensor::empty(const Shape& shape, Device device, DType dtype) {
+  Tensor t;
+  t.storage_ = std::make_shared<Storage>(static_cast<size_t>(shape.numel()) * 4, device);
+  t.shape_ = shape;
+  t.device_ = device;
+  t.dtype_ = dtype;
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, Device device, DType dtype) {
+  Tensor t = empty(shape, device, dtype);
+  t.zero();
+  return t;
+}
+
+Tensor Tensor::full(const Shape& shape, float value, Device device) {
+  Tensor t = empty(shape, device);
+  t.fill(value);
+  return t;
+}
+
+Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape) {
+  if (static_cast<int64_t>(values.size()) != shape.numel())
+    throw ShapeError("from_vector: " + std::to_string(values.size()) +
+                     " values do not fill shape " + shape.str());
+  Tensor t = empty(shape);
+  std::copy(values.begin(), values.end(), t.f32());
+  return t;
+}
+
+Tensor Tensor::from_indices(const std::vector<int32_t>& values, const Shape& shape) {
+  if (static_cast<int64_t>(values.size()) != shape.numel())
+    throw ShapeError("from_indices: " + std::to_string(values.size()) +
+                     " values do not fill shape " + shape.str());
+  Tensor t = empty(shape, Device::cpu, DType::i32);
+  std::copy(values.begin(), values.end(), t.i32());
+  return t;
+}
+
+float* Tensor::f32() {
+  check_defined(*this, "f32()");
+  check_dtype(*this, DType::f32, "f32()");
+  return static_cast<float*>(storage_->ptr);
+}
+const float* Tensor::f32() const {
+  return const_cast<Tensor*>(this)->f32();
+}
+int32_t* Tensor::i32() {
+  check_defined(*this, "i32()");
+  check_dtype(*this, DType::i32, "i32()");
+  return static_cast<int32_t*>(storage_->ptr);
+}
+const int32_t* Tensor::i32() const {
+  return const_cast<Tensor*>(this)->i32();
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  check_defined(*this, "reshape");
+  if (shape.numel() != numel())
+    throw ShapeError("reshape: cannot view shape " + shape_.str() + " as " + shape.str());
+  Tensor t = *this;
+  t.shape_ = shape;
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  return to(device_);
+}
+
+Tensor Tensor::to(Device device) const {
+  check_defined(*this, "to(device)");
+  Tensor t = empty(shape_, device, dtype_);
+  copy_bytes(t.storage_->ptr, device, storage_->ptr, device_, nbytes());
+  return t;
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  check_same_shape(*this, src, "copy_from");
+  check_dtype(src, dtype_, "copy_from");
+  copy_bytes(storage_->ptr, device_, src.storage_->ptr, src.device_, nbytes());
+}
+
+void Tensor::fill(float value) {
+  check_defined(*this, "fill");
+  if (device_ == Device::cpu) {
+    if (dtype_ == DType::f32)
+      std::fill_n(f32(), numel(), value);
+    else
+      std::fill_n(i32(), numel(), static_cast<int32_t>(value));
+    return;
+  }
+#ifdef MARE_WITH_CUDA
+  if (dtype_ != DType::f32 && value != 0.0f)
+    throw std::runtime_error("fill: only zero fills for int32 tensors on cuda");
+  cuda::fill_f32(static_cast<float*>(storage_->ptr), numel(), value);
+#endif
+}
+
+void Tensor::zero() {
+  fill(0.0f);
+}
+
+std::vector<float> Tensor::to_vector() const {
+  Tensor h = device_ == Device::cpu ? *this : to(Device::cpu);
+  return {h.f32(), h.f32() + numel()};
+}
+
+std::vector<int32_t> Tensor::to_index_vector() const {
+  Tensor h = device_ == Device::cpu ? *this : to(Device::cpu);
+  return {h.i32(), h.i32() + numel()};
+}
+
+float Tensor::item() const {
+  if (numel() != 1)
+    throw ShapeError("item(): tensor of shape " + shape_.str() + " is not 1 element");
+  return to_vector()[0];
+}
+
+// ---------------------------------------------------------------- checks
+void check_defined(const Tensor& t, const char* what) {
+  if (!t.defined()) throw std::invalid_argument(std::string(what) + ": tensor is undefined");
+}
+
+void check_shape(const Tensor& t, const Shape& expected, const char* what) {
+  check_defined(t, what);
+  if (t.shape() != expected)
+    throw ShapeError(std::string(what) + ": got shape " + t.shape().str() + ", expected " +
+                     expected.str());
+}
+
+void check_same_shape(const Tensor& a, const Tensor& b, const char* what) {
+  check_defined(a, what);
+  check_defined(b, what);
+  if (a.shape() != b.shape())
+    throw ShapeError(std::string(what) + ": shapes differ: " + a.shape().str() + " vs " +
+                     b.shape().str());
+}
+
+void check_rank(const Tensor& t, int rank, const char* what) {
+  check_defined(t, what);
+  if (t.rank() != rank)
+    throw ShapeError(std::string(what) + ": expected a " + std::to_string(rank) +
+                     "-D tensor, got shape " + t.shape().str());
+}
+
+void check_dtype(const Tensor& t, DType dtype, const char* what) {
+  if (t.dtype() != dtype)
+    throw std::invalid_argument(std::string(what) + ": expected dtype " + to_string(dtype) +
+                                ", got " + to_string(t.dtype()));
+}
+
+void check_same_device(const Tensor& a, const Tensor& b, const char* what) {
+  if (a.device() != b.device())
+    throw std::invalid_argument(std::string(what) + ": tensors on different devices (" +
+                                to_string(a.device()) + " and " + to_string(b.device()) + ")");
+}
+
+}  // namespace mare

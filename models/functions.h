@@ -1,0 +1,48 @@
+// Differentiable functions: one per kernel op (plus reshape), each running the
+// op's forward and recording its backward on the tape (models/autograd.h).
+// Shapes are those of the kernel functions in kernels/ops/*.h.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/tensor.h"
+#include "models/autograd.h"
+
+namespace mare::ag {
+
+Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
+Var batched_matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
+Var bias_add(const Var& x, const Var& bias);
+Var add(const Var& a, const Var& b);
+Var mul(const Var& a, const Var& b);
+Var scale(const Var& x, float s);
+Var relu(const Var& x);
+Var relu6(const Var& x);
+Var sigmoid(const Var& x);
+Var tanh(const Var& x);
+Var oneplus(const Var& x);
+Var hard_sigmoid(const Var& x);
+// Identity when !training or p == 0.
+Var dropout(const Var& x, float p, bool training, uint64_t seed, uint32_t stream,
+            uint64_t offset = 0);
+Var softmax(const Var& x, const Tensor& mask = {});
+Var log_softmax(const Var& x, const Tensor& mask = {});
+Var logsumexp_sets(const Var& x, const Tensor& offsets, const Tensor& rows);
+Var layer_norm(const Var& x, const Var& gamma, const Var& beta, float eps = 1e-5f);
+// running_mean / running_var are updated in place when training.
+Var batch_norm(const Var& x, const Var& gamma, const Var& beta, Tensor& running_mean,
+               Tensor& running_var, bool training, float momentum = 0.1f, float eps = 1e-5f);
+Var conv1d(const Var& x, const Var& w, const Var& bias = nullptr);
+Var depthwise_conv1d(const Var& x, const Var& w, const Var& bias = nullptr);
+Var max(const Var& x, int axis);
+Var embedding(const Var& table, const Tensor& ids);
+Var concat(const std::vector<Var>& xs, int axis);
+std::vector<Var> split(const Var& x, const std::vector<int64_t>& sizes, int axis);
+Var cross_entropy(const Var& logits, const Tensor& targets, const Tensor& weights = {});
+Var mse(const Var& pred, const Var& target);
+Var attention(const Var& q, const Var& k, const Var& v, int heads, const Tensor& key_mask = {});
+// Same elements, new shape (shares storage; the gradient is reshaped back).
+Var reshape(const Var& x, const Shape& shape);
+
+}  // namespace mare::ag

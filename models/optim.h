@@ -1,0 +1,61 @@
+// Optimisation: Adam, L2 regularisation, global-norm gradient clipping and
+// learning-rate schedules. One step, in this order:
+//   1. L2:   g ← g + 2·λ·w  (the gradient of λ·Σw², Keras's l2(λ) convention)
+//   2. clip: if ‖g‖₂ over all parameters > c, g ← g · c / ‖g‖₂
+//   3. Adam: m ← β₁m + (1−β₁)g,  v ← β₂v + (1−β₂)g²,
+//            w ← w − lr · m̂ / (√v̂ + ε) with bias-corrected m̂, v̂.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/tensor.h"
+#include "models/parameters.h"
+
+namespace mare {
+
+struct AdamConfig {
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float l2 = 0.0f;         // λ; 0 turns it off
+  float clip_norm = 0.0f;  // c; 0 turns clipping off
+};
+
+// Returns the global L2 norm of all gradients before clipping.
+double clip_grad_norm(const std::vector<ag::Var>& params, double max_norm);
+
+class Adam {
+ public:
+  Adam(const ParameterSet& params, AdamConfig config = {});
+  // One update with learning rate lr; returns the gradient norm before clipping.
+  double step(float lr);
+  int64_t steps() const { return t_; }
+  // State for checkpoints: first and second moments per parameter.
+  std::vector<Tensor>& first_moments() { return m_; }
+  std::vector<Tensor>& second_moments() { return v_; }
+  void set_steps(int64_t t) { t_ = t; }
+
+ private:
+  std::vector<ag::Var> params_;
+  AdamConfig cfg_;
+  std::vector<Tensor> m_, v_;
+  int64_t t_ = 0;
+};
+
+// Learning rate as a function of the step (0-based).
+struct LrSchedule {
+  enum class Kind { constant, warmup, step_decay };
+  Kind kind = Kind::constant;
+  float base = 1e-3f;
+  int64_t warmup_steps = 0;  // warmup: linear from base/warmup_steps to base
+  int64_t step_size = 1;     // step_decay: multiply by gamma every step_size steps
+  float gamma = 0.5f;
+
+  float at(int64_t step) const;
+  static LrSchedule parse(const std::string& spec,
+                          float base);  // "constant", "warmup:N", "step:N:G"
+};
+
+}  // namespace mare

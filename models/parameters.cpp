@@ -1,0 +1,54 @@
+#include "models/parameters.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "kernels/random.h"
+
+namespace mare {
+
+ag::Var ParameterSet::add(const std::string& name, const Shape& shape, Init init) {
+  for (const ag::Var& p : params_)
+    if (p->name == name) throw std::invalid_argument("parameter '" + name + "' registered twice");
+  Tensor t = Tensor::empty(shape);
+  uint32_t stream = kStreamParamBase + static_cast<uint32_t>(params_.size());
+  switch (init) {
+    case Init::zeros:
+      t.fill(0.0f);
+      break;
+    case Init::ones:
+      t.fill(1.0f);
+      break;
+    case Init::uniform_small:
+      fill_uniform(t, seed_, stream, -0.05f, 0.05f);
+      break;
+    case Init::glorot_uniform: {
+      int64_t fan_out = shape[-1], fan_in = shape.rank() > 1 ? shape.numel() / fan_out : 1;
+      if (shape.rank() == 3) fan_in = shape[0] * shape[1];  // conv kernels [K, Cin, Cout]
+      float a = std::sqrt(6.0f / static_cast<float>(fan_in + fan_out));
+      fill_uniform(t, seed_, stream, -a, a);
+      break;
+    }
+  }
+  params_.push_back(ag::leaf(t, name));
+  return params_.back();
+}
+
+ag::Var ParameterSet::get(const std::string& name) const {
+  for (const ag::Var& p : params_)
+    if (p->name == name) return p;
+  throw std::out_of_range("no parameter named '" + name + "'");
+}
+
+void ParameterSet::zero_grad() {
+  for (const ag::Var& p : params_)
+    if (p->grad.defined()) p->grad.zero();
+}
+
+int64_t ParameterSet::count() const {
+  int64_t n = 0;
+  for (const ag::Var& p : params_) n += p->value.numel();
+  return n;
+}
+
+}  // namespace mare

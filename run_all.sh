@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# mare — the one command.
+#
+#   ./run_all.sh          build, then run the main job on the embedded default
+#                         profile and write everything under results/
+#   ./run_all.sh test     build, then run the whole test suite
+#   ./run_all.sh build    build only
+#
+# On a fresh Debian 12 machine it first installs the Debian packages that are
+# missing (non-interactive, idempotent). Environment: MARE_BUILD_DIR (default
+# build), MARE_JOBS (default nproc), MARE_CMAKE_ARGS (extra cmake arguments).
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$(pwd)
+BUILD_DIR=${MARE_BUILD_DIR:-build}
+JOBS=${MARE_JOBS:-$(nproc)}
+MODE=${1:-run}
+
+log() { printf '\n== %s\n' "$*"; }
+
+# ---- Debian packages ------------------------------------------------------
+PACKAGES=(build-essential cmake ninja-build git pkg-config
+  libeigen3-dev libboost-math-dev libbenchmark-dev libgtest-dev libcli11-dev
+  nlohmann-json3-dev libyaml-cpp-dev librandom123-dev gnuplot-nox
+  clang libclang-rt-14-dev)
+ensure_packages() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    log "installing missing Debian packages: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+# ---- build ----------------------------------------------------------------
+build() {
+  log "configuring ($BUILD_DIR)"
+  # shellcheck disable=SC2086
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${MARE_CMAKE_ARGS:-} >/dev/null
+  log "building with $JOBS jobs"
+  cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+run_tests() {
+  log "running the test suite"
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+  if [ -x tests/fuzz/run_fuzz.sh ]; then
+    log "fuzzing the loaders (short, seeded corpus)"
+    tests/fuzz/run_fuzz.sh
+  fi
+}
+
+run_main() {
+  local out="$ROOT/results"
+  mkdir -p "$out/runs" "$out/bench"
+  log "end-to-end proof: mlp on xor (seed 1)"
+  "$BUILD_DIR/mare" train --model mlp --task xor --seed 1 --out "$out/runs/mlp-xor-seed1"
+  log "op benchmarks -> results/bench/ops.json"
+  "$BUILD_DIR/kernels/bench/bench_ops" --benchmark_out="$out/bench/ops.json" \
+    --benchmark_out_format=json --benchmark_min_time=0.05
+  log "done: results are under results/"
+}
+
+ensure_packages
+case "$MODE" in
+  run) build; run_main ;;
+  test) build; run_tests ;;
+  build) build ;;
+  *) echo "usage: $0 [run|test|build]" >&2; exit 2 ;;
+esac

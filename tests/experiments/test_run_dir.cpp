@@ -1,0 +1,55 @@
+// Run directories: atomic writes, finished runs, metrics appended line by line.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "experiments/run_dir.h"
+
+namespace mare {
+namespace {
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / ("mare_rundir_" + name);
+  std::filesystem::remove_all(d);
+  return d;
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(RunDir, AtomicWriteReplacesWholeFileAndLeavesNoTemporary) {
+  auto d = fresh_dir("atomic");
+  std::filesystem::create_directories(d);
+  atomic_write(d / "f.json", "old\n");
+  atomic_write(d / "f.json", "new\n");
+  EXPECT_EQ(slurp(d / "f.json"), "new\n");
+  int files = 0;
+  for (auto& e : std::filesystem::directory_iterator(d)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+  EXPECT_THROW(atomic_write(d / "no" / "such" / "dir.json", "x"), std::runtime_error);
+  std::filesystem::remove_all(d);
+}
+
+TEST(RunDir, ResultMarksTheRunFinished) {
+  auto d = fresh_dir("finished");
+  RunDir run(d);
+  EXPECT_FALSE(run.finished());
+  run.write_manifest({{"seed", 1}});
+  run.append_metrics({{"epoch", 1}});
+  run.append_metrics({{"epoch", 2}});
+  EXPECT_FALSE(run.finished());
+  run.write_result({{"status", "completed"}});
+  EXPECT_TRUE(run.finished());
+  EXPECT_EQ(slurp(d / "metrics.jsonl"), "{\"epoch\":1}\n{\"epoch\":2}\n");
+  EXPECT_EQ(slurp(d / "result.json"), "{\n  \"status\": \"completed\"\n}\n");
+  run.reset();
+  EXPECT_FALSE(run.finished());
+  EXPECT_FALSE(std::filesystem::exists(d / "metrics.jsonl"));
+  std::filesystem::remove_all(d);
+}
+
+}  // namespace
+}  // namespace mare

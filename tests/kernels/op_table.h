@@ -1,0 +1,51 @@
+// The data-driven op test table (after ggml's test-backend-ops).
+//
+// Each OpCase builds its inputs (odd shapes), runs the op's forward and
+// backward through closures, and carries a naive double-precision reference
+// written independently of the kernel. The table checks, per case:
+//   1. forward outputs are finite and match the reference (atol + rtol·|ref|);
+//   2. backward matches central differences of the reference in double
+//      precision, for a fixed random cotangent on every output;
+//   3. backward accumulates: gradients that start at 1 end at 1 + gradient.
+// A CUDA column (same closures, tensors on the GPU) joins with the CUDA backend.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/tensor.h"
+
+namespace mare::test {
+
+using VecD = std::vector<double>;
+
+struct Tol {
+  double atol;
+  double rtol;
+};
+
+struct OpCase {
+  std::string name;  // "<op>/<variant>", unique
+  std::string op;    // the op_registry() name this case covers
+  std::vector<Tensor> inputs;
+  std::vector<bool> differentiable;  // per input
+  std::function<std::vector<Tensor>(const std::vector<Tensor>&)> forward;
+  // Accumulates into d_in[i] for every differentiable input (others undefined).
+  std::function<void(const std::vector<Tensor>& in, const std::vector<Tensor>& d_out,
+                     std::vector<Tensor>& d_in)>
+      backward;
+  // Naive reference: same inputs as doubles (flattened, row-major) -> outputs.
+  std::function<std::vector<VecD>(const std::vector<VecD>&)> reference;
+  Tol forward_tol{1e-5, 1e-5};
+  Tol grad_tol{2e-5, 2e-4};
+  double fd_step = 1e-6;
+};
+
+std::vector<OpCase> all_op_cases();
+
+// Helpers shared by case definitions and other kernel tests.
+Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+VecD to_double(const Tensor& t);
+
+}  // namespace mare::test
