@@ -15,5 +15,6 @@ void add_list_command(CLI::App& app);    // cmd_list.cpp
 void add_train_command(CLI::App& app);   // cmd_train.cpp
 void add_stats_command(CLI::App& app);   // cmd_stats.cpp
 void add_data_command(CLI::App& app);    // cmd_data.cpp
+void add_bench_command(CLI::App& app);   // cmd_bench.cpp
 
 }  // namespace mare::cli

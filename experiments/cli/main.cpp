@@ -22,6 +22,9 @@ int main(int argc, char** argv) {
 #ifdef MARE_HAVE_DATA_CLI
   mare::cli::add_data_command(app);
 #endif
+#ifdef MARE_HAVE_BENCH_CLI
+  mare::cli::add_bench_command(app);
+#endif
 
   try {
     app.parse(argc, argv);

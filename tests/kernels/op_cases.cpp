@@ -693,6 +693,8 @@ std::vector<OpCase> all_op_cases() {
   for (auto* family : {elementwise_cases, softmax_cases, norm_cases, conv_cases, indexing_cases,
                        loss_cases, attention_cases})
     for (OpCase& c : family()) cs.push_back(std::move(c));
+  for (auto* family : {memory_op_cases, grpu_op_cases})
+    for (OpCase& c : family()) cs.push_back(std::move(c));
   return cs;
 }
 
