@@ -1,0 +1,70 @@
+// Seeded synthetic corpora in the real formats, and the rule-based oracle's score.
+//
+//   synth-cdr      PubTator, binary CID, document level (~400 tokens), evidence in one
+//                  sentence or across two; train/valid/test + train_ds (distant
+//                  supervision: labels from a knowledge base, noisy by construction)
+//   synth-ctd      BRAN TSV, 14 classes (thesis Table 4.9 frequencies, scaled down),
+//                  seven entity types, pair distances up to 500 tokens with a long tail
+//   synth-semeval  SemEval 2018 Task 7 XML + relations, 6 relations with direction,
+//                  sentence level (~96 tokens per abstract); subtask1.1 (clean entity
+//                  annotation) and subtask1.2 (noisy entity boundaries)
+//
+// Each writes its splits and a small word2vec file (vectors.txt and vectors.bin), then
+// reloads the written files through the real loaders and scores the oracle on them.
+// Rule: the same name, seed and document count write the same bytes on every
+// platform (all randomness comes from Rng; no unordered iteration reaches the output).
+// The evidence that decides each relation is documented at the top of its synth_*.cpp.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "experiments/data/document.h"
+
+namespace mare::data {
+
+struct GenerateOptions {
+  std::uint64_t seed = 1;
+  int docs = 0;  // training documents; 0 = the generator's default
+};
+
+struct OracleScore {
+  long gold = 0;
+  long predicted = 0;
+  long correct = 0;
+  double precision() const { return predicted ? double(correct) / predicted : 0.0; }
+  double recall() const { return gold ? double(correct) / gold : 0.0; }
+  double f1() const {
+    const double p = precision(), r = recall();
+    return p + r > 0 ? 2 * p * r / (p + r) : 0.0;
+  }
+};
+
+struct GenerateReport {
+  std::string name;
+  std::vector<std::string> files;             // paths written
+  std::map<std::string, OracleScore> oracle;  // split label (e.g. "test") -> oracle score
+};
+
+std::vector<std::string> generator_names();
+// Writes the corpus under out_dir; throws std::invalid_argument for an unknown name.
+GenerateReport generate_corpus(const std::string& name, const std::string& out_dir,
+                               const GenerateOptions& options);
+
+GenerateReport generate_synth_cdr(const std::string& out_dir, const GenerateOptions& options);
+GenerateReport generate_synth_ctd(const std::string& out_dir, const GenerateOptions& options);
+GenerateReport generate_synth_semeval(const std::string& out_dir, const GenerateOptions& options);
+
+// Oracles: read the documented evidence of each corpus and predict its relations.
+std::vector<Relation> cdr_oracle(const Document& doc);
+std::vector<Relation> ctd_oracle(const Document& doc);
+std::vector<Relation> semeval_oracle(const Document& doc);
+
+// Micro precision/recall/F1 of predicted against gold relations, matched on
+// (document, head id, tail id, type, reverse).
+OracleScore score_relations(const std::vector<Document>& gold,
+                            const std::vector<std::vector<Relation>>& predicted);
+
+}  // namespace mare::data
