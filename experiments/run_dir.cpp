@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -32,6 +34,12 @@ void atomic_write(const std::filesystem::path& path, const std::string& content)
 
 std::string json_text(const nlohmann::json& j) {
   return j.dump(2) + "\n";
+}
+
+double decimal(float v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
 }
 
 RunDir::RunDir(std::filesystem::path dir) : dir_(std::move(dir)) {

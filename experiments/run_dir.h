@@ -20,6 +20,9 @@ namespace mare {
 void atomic_write(const std::filesystem::path& path, const std::string& content);
 // JSON as the run files hold it: 2-space indent, trailing newline.
 std::string json_text(const nlohmann::json& j);
+// A float as the double with the same shortest decimal form, so that JSON
+// shows 0.01 rather than 0.009999999776482582 for a float 0.01.
+double decimal(float v);
 
 class RunDir {
  public:

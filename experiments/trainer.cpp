@@ -92,10 +92,10 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
                            {"seed", opt.seed},
                            {"epochs", opt.epochs},
                            {"batch", opt.batch},
-                           {"lr", opt.lr},
+                           {"lr", decimal(opt.lr)},
                            {"schedule", opt.schedule},
-                           {"clip_norm", opt.clip_norm},
-                           {"l2", opt.l2},
+                           {"clip_norm", decimal(opt.clip_norm)},
+                           {"l2", decimal(opt.l2)},
                            {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
   run.write_manifest({{"command", "train"},
                       {"config", config},
@@ -139,7 +139,7 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
     test_eval = evaluate(*model, task.test);
     run.append_metrics({{"epoch", epoch},
                         {"step", step},
-                        {"lr", schedule.at(step)},
+                        {"lr", decimal(schedule.at(step))},
                         {"train_loss", train_eval.loss},
                         {"train_accuracy", train_eval.accuracy},
                         {"test_loss", test_eval.loss},

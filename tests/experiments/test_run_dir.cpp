@@ -53,3 +53,15 @@ TEST(RunDir, ResultMarksTheRunFinished) {
 
 }  // namespace
 }  // namespace mare
+
+namespace mare {
+namespace {
+
+TEST(RunDir, FloatsPrintInTheirShortDecimalForm) {
+  EXPECT_EQ(nlohmann::json(decimal(0.01f)).dump(), "0.01");
+  EXPECT_EQ(nlohmann::json(decimal(1e-4f)).dump(), "0.0001");
+  EXPECT_EQ(decimal(0.0f), 0.0);
+}
+
+}  // namespace
+}  // namespace mare
