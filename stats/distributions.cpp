@@ -4,17 +4,34 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <iomanip>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
 namespace mare::stats {
+namespace {
+// Largest number of inner-loop steps a distribution may take (a few seconds).
+constexpr double kMaxWork = 4e9;
+
+std::string sci(double v) {
+  std::ostringstream s;
+  s << std::setprecision(2) << v;
+  return s.str();
+}
+}  // namespace
 
 std::vector<double> sign_sum_pmf(std::span<const std::int64_t> weights) {
   std::int64_t total = 0;
   for (std::int64_t w : weights) {
     if (w < 0) throw std::invalid_argument("sign_sum_pmf: negative weight");
     total += w;
+  }
+  if (static_cast<double>(weights.size()) * static_cast<double>(total) > kMaxWork) {
+    throw std::length_error("exact signed-rank distribution too costly (about " +
+                            sci(static_cast<double>(weights.size()) * total) + " steps, limit " +
+                            sci(kMaxWork) + ")");
   }
   std::vector<double> p(static_cast<std::size_t>(total) + 1, 0.0);
   p[0] = 1.0;
@@ -146,11 +163,16 @@ std::vector<double> subset_sum_pmf(std::span<const std::int64_t> weights, int m,
   const bool complement = 2 * m > big_n;
   const int mm = complement ? big_n - m : m;
   const std::int64_t width = total + 1;
+  // Work is N · (mm + 1) · width additions; refuse what would take minutes.
+  if (static_cast<double>(big_n) * (mm + 1) * static_cast<double>(width) > kMaxWork) {
+    throw std::length_error("exact conditional distribution too costly (about " +
+                            sci(static_cast<double>(big_n) * (mm + 1) * width) + " steps, limit " +
+                            sci(kMaxWork) + ")");
+  }
   if (static_cast<std::int64_t>(mm + 1) * width > max_cells) {
-    throw std::length_error("exact conditional distribution needs " +
-                            std::to_string(static_cast<std::int64_t>(mm + 1) * width) +
-                            " cells (limit " + std::to_string(max_cells) +
-                            "); use the normal approximation");
+    throw std::length_error("exact conditional distribution too large (" +
+                            sci(static_cast<double>(mm + 1) * width) + " cells, limit " +
+                            sci(static_cast<double>(max_cells)) + ")");
   }
   // row j holds P(j items taken among those seen so far, their weight sum = s).
   std::vector<std::vector<double>> row(mm + 1, std::vector<double>(width, 0.0));

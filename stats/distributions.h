@@ -31,6 +31,7 @@
 namespace mare::stats {
 
 // pmf of Σ s_i w_i with independent fair signs s_i ∈ {0, 1}; weights must be >= 0.
+// Throws std::length_error when the work (items × Σ w) would exceed 4e9 steps.
 std::vector<double> sign_sum_pmf(std::span<const std::int64_t> weights);
 
 // pmf of the signed-rank statistic V for n untied, non-zero observations (R: dsignrank).
@@ -46,7 +47,8 @@ inline constexpr int kRankSumMaxFastM = 600;
 std::vector<double> rank_sum_pmf(int m, int n);
 
 // pmf of the sum of weights over a uniformly random m-subset of the items.
-// Throws std::length_error when the table would exceed max_cells doubles.
+// Throws std::length_error when the table would exceed max_cells doubles or the work
+// (items × rows × Σ w) 4e9 steps.
 std::vector<double> subset_sum_pmf(std::span<const std::int64_t> weights, int m,
                                    std::int64_t max_cells = 50'000'000);
 

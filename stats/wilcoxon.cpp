@@ -301,6 +301,16 @@ void rank_sum_approx_interval(std::span<const double> x, std::span<const double>
   r.estimate = step_root([&](double d) { return w_of(d); }, mumin, mumax);
 }
 
+// Runs a conditional-distribution computation; a refusal for size gets a hint.
+template <class F>
+std::vector<double> with_hint(F&& f) {
+  try {
+    return f();
+  } catch (const std::length_error& e) {
+    throw std::length_error(std::string(e.what()) + "; use the approx method");
+  }
+}
+
 std::vector<double> walsh_averages_sorted(std::span<const double> v) {
   std::vector<double> a;
   a.reserve(v.size() * (v.size() + 1) / 2);
@@ -401,6 +411,17 @@ TestResult signed_rank_test(std::span<const double> x, std::span<const double> y
       m = Method::approx;
     }
   }
+  // The exact distribution; past its work limit (n in the thousands) the approximation
+  // is used, with a warning.
+  std::vector<double> exact_pmf;
+  if (m == Method::exact) {
+    try {
+      exact_pmf = signed_rank_pmf(static_cast<int>(n_nz));
+    } catch (const std::length_error& e) {
+      r.warnings.push_back(std::string(e.what()) + "; using the normal approximation");
+      m = Method::approx;
+    }
+  }
   r.method = m;
   r.correct = (m == Method::approx) && o.correct;
   r.title = signed_rank_title(m, r.correct);
@@ -410,13 +431,12 @@ TestResult signed_rank_test(std::span<const double> x, std::span<const double> y
   for (double& v : ci_data) v += o.mu;
 
   if (m == Method::exact) {
-    const std::vector<double> pmf = signed_rank_pmf(static_cast<int>(n_nz));
-    r.p_value = exact_p(o.alternative, pmf, std::llround(v_stat));
-    if (o.conf_int) exact_interval(walsh_averages_sorted(ci_data), pmf, o, r);
+    r.p_value = exact_p(o.alternative, exact_pmf, std::llround(v_stat));
+    if (o.conf_int) exact_interval(walsh_averages_sorted(ci_data), exact_pmf, o, r);
   } else if (m == Method::conditional) {
     // 2V − (zsplit offset) = Σ s_i·(2 r_i) over the non-zero items, fair signs.
     const std::vector<std::int64_t> w = doubled_ranks(nonzero_ranks);
-    const std::vector<double> pmf = sign_sum_pmf(w);
+    const std::vector<double> pmf = with_hint([&] { return sign_sum_pmf(w); });
     const double offset = o.zero_method == ZeroMethod::zsplit ? zero_rank_sum / 2 : 0.0;
     r.p_value = exact_p(o.alternative, pmf, std::llround(2 * (v_stat - offset)));
     if (o.conf_int) {
@@ -488,13 +508,21 @@ TestResult rank_sum_test(std::span<const double> x, std::span<const double> y,
   }
   // The exact distribution (also needed for the conditional method's interval);
   // very large samples can exceed its accuracy check, and then the approximation is used.
-  std::vector<double> pmf;
+  // The untied exact distribution: the exact method's p-value and interval, and the
+  // conditional method's interval. Very large samples fail its accuracy check: the
+  // exact method then falls back to the approximation, the conditional method's
+  // interval to the approximate one (with a warning either way).
+  std::vector<double> untied_pmf;
   if (m == Method::exact || (m == Method::conditional && o.conf_int)) {
     try {
-      pmf = rank_sum_pmf(static_cast<int>(r.n_x), static_cast<int>(r.n_y));
+      untied_pmf = rank_sum_pmf(static_cast<int>(r.n_x), static_cast<int>(r.n_y));
     } catch (const std::runtime_error& e) {
-      r.warnings.push_back(std::string(e.what()) + "; using the normal approximation");
-      m = Method::approx;
+      if (m == Method::exact) {
+        r.warnings.push_back(std::string(e.what()) + "; using the normal approximation");
+        m = Method::approx;
+      } else {
+        r.warnings.push_back(std::string(e.what()) + "; using the approximate interval");
+      }
     }
   }
   r.method = m;
@@ -502,16 +530,21 @@ TestResult rank_sum_test(std::span<const double> x, std::span<const double> y,
   r.title = rank_sum_title(m, r.correct);
 
   if (m == Method::exact) {
-    r.p_value = exact_p(o.alternative, pmf, std::llround(r.statistic));
-    if (o.conf_int) exact_interval(differences_sorted(x, y), pmf, o, r);
+    r.p_value = exact_p(o.alternative, untied_pmf, std::llround(r.statistic));
+    if (o.conf_int) exact_interval(differences_sorted(x, y), untied_pmf, o, r);
   } else if (m == Method::conditional) {
     // 2·Σ ranks(x) over a uniformly random n_x-subset of the doubled pooled ranks
     // (W is this shifted by a constant, so the tails are the same).
     const std::vector<std::int64_t> w = doubled_ranks(rk.ranks);
-    const std::vector<double> pmf = subset_sum_pmf(w, static_cast<int>(r.n_x));
+    const std::vector<double> pmf =
+        with_hint([&] { return subset_sum_pmf(w, static_cast<int>(r.n_x)); });
     r.p_value = exact_p(o.alternative, pmf, std::llround(2 * rx));
     if (o.conf_int) {
-      exact_interval(differences_sorted(x, y), pmf, o, r);
+      if (!untied_pmf.empty()) {
+        exact_interval(differences_sorted(x, y), untied_pmf, o, r);
+      } else {
+        rank_sum_approx_interval(x, y, o, r);
+      }
     }
   } else {
     const double big_n = nx + ny;

@@ -179,7 +179,7 @@ void run_signed_rank(const TestArgs& args, bool have_b) {
   TestResult r;
   try {
     r = stats::signed_rank_test(a.values, b.values, o);
-  } catch (const std::invalid_argument& e) {
+  } catch (const std::logic_error& e) {  // invalid_argument, length_error
     throw std::runtime_error(std::string(e.what()) + " (" + args.a +
                              (have_b ? " and " + args.b : std::string()) + ")");
   }
@@ -201,7 +201,7 @@ void run_rank_sum(const TestArgs& args) {
   TestResult r;
   try {
     r = stats::rank_sum_test(a.values, b.values, o);
-  } catch (const std::invalid_argument& e) {
+  } catch (const std::logic_error& e) {  // invalid_argument, length_error
     throw std::runtime_error(std::string(e.what()) + " (" + args.a + " and " + args.b + ")");
   }
   const double effect = stats::vargha_delaney_a(a.values, b.values);

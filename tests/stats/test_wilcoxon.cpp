@@ -24,6 +24,8 @@ namespace {
 using testing::near;
 using testing::near_exact;
 
+std::vector<double> draw(std::mt19937_64& rng, int n, double shift, bool ties);
+
 TestOptions opts(Alternative alt, Method m, bool correct = true) {
   TestOptions o;
   o.alternative = alt;
@@ -286,9 +288,11 @@ TEST(SignedRankTies, BruteForceOracleOnRandomTiedData) {
 
 TEST(SignedRankTies, ConditionalEqualsExactWithoutTies) {
   for (Alternative a : {Alternative::two_sided, Alternative::less, Alternative::greater}) {
-    const double e = signed_rank_test(kOneSample, {}, opts(a, Method::exact)).p_value;
-    const double c = signed_rank_test(kOneSample, {}, opts(a, Method::conditional)).p_value;
-    EXPECT_TRUE(near(c, e, 1e-15, 0));
+    const TestResult e = signed_rank_test(kOneSample, {}, opts(a, Method::exact));
+    const TestResult c = signed_rank_test(kOneSample, {}, opts(a, Method::conditional));
+    EXPECT_TRUE(near(c.p_value, e.p_value, 1e-15, 0));
+    EXPECT_EQ(c.conf_int, e.conf_int);
+    EXPECT_EQ(c.estimate, e.estimate);
   }
 }
 
@@ -326,10 +330,26 @@ TEST(RankSumTies, ExplicitExactFallsBackLikeR) {
 
 TEST(RankSumTies, ConditionalEqualsExactWithoutTies) {
   for (Alternative a : {Alternative::two_sided, Alternative::less, Alternative::greater}) {
-    const double e = rank_sum_test(kPermX, kPermY, opts(a, Method::exact)).p_value;
-    const double c = rank_sum_test(kPermX, kPermY, opts(a, Method::conditional)).p_value;
-    EXPECT_TRUE(near(c, e, 1e-14, 0));
+    const TestResult e = rank_sum_test(kPermX, kPermY, opts(a, Method::exact));
+    const TestResult c = rank_sum_test(kPermX, kPermY, opts(a, Method::conditional));
+    EXPECT_TRUE(near(c.p_value, e.p_value, 1e-14, 0));
+    // Same interval rule (untied quantiles on the pairwise differences).
+    EXPECT_EQ(c.conf_int, e.conf_int);
+    EXPECT_EQ(c.estimate, e.estimate);
   }
+}
+
+TEST(RankSumTies, ConditionalIntervalUsesUntiedQuantiles) {
+  // Tied data: the interval is R's exact rule, [D_(q), D_(M−q+1)] of the sorted
+  // differences with q = qwilcox(0.025, 6, 7) = 7 (enumeration of C(13, 6) subsets).
+  const TestResult c =
+      rank_sum_test(kTiedX, kTiedY, opts(Alternative::two_sided, Method::conditional));
+  std::vector<double> d;
+  for (double a : kTiedX)
+    for (double b : kTiedY) d.push_back(a - b);
+  std::sort(d.begin(), d.end());
+  EXPECT_EQ(c.conf_int[0], d[7 - 1]);
+  EXPECT_EQ(c.conf_int[1], d[42 - 7]);
 }
 
 // ---- mu, estimates, intervals ---------------------------------------------------
@@ -381,6 +401,48 @@ TEST(Estimates, ApproxIntervalIsWhereTheStatisticCrossesTheQuantile) {
   EXPECT_NEAR(a.conf_int[0], e.conf_int[0], 0.05);
   EXPECT_NEAR(a.conf_int[1], e.conf_int[1], 0.05);
   EXPECT_NEAR(a.estimate, e.estimate, 0.02);
+}
+
+TEST(Estimates, ApproxBoundsAreWhereTheTestStatisticCrossesItsQuantile) {
+  // R's approximate interval is {d : the test of mu = d is not rejected}: at the lower
+  // bound l the standardised statistic of x − d crosses z_{1−α/2} (it decreases in d),
+  // at the upper bound u it crosses z_{α/2}. Checked through the test's own z at
+  // mu = bound ∓ δ, an independent path from the interval's root finder. Tied data.
+  const double z975 = 1.959963984540054;  // qnorm(0.975)
+  std::mt19937_64 rng(21);
+  for (int rep = 0; rep < 5; ++rep) {
+    // R builds the interval from the differences that are non-zero under mu = 0, so
+    // the identity holds for data without exact zeros: drop them.
+    std::vector<double> x;
+    for (double v : draw(rng, 25 + rep, 0.4, true))
+      if (v != 0) x.push_back(v);
+    std::vector<double> y = draw(rng, 20, 0.0, true);
+    const TestResult sr = signed_rank_test(x, {}, {});
+    const TestResult rs = rank_sum_test(x, y, {});
+    ASSERT_EQ(sr.method, Method::approx);
+    ASSERT_EQ(rs.method, Method::approx);
+    const double delta = 1e-7;
+    auto z_sr = [&](double mu) {
+      TestOptions o;
+      o.mu = mu;
+      o.conf_int = false;
+      return signed_rank_test(x, {}, o).z;
+    };
+    auto z_rs = [&](double mu) {
+      TestOptions o;
+      o.mu = mu;
+      o.conf_int = false;
+      return rank_sum_test(x, y, o).z;
+    };
+    EXPECT_GT(z_sr(sr.conf_int[0] - delta), z975);
+    EXPECT_LE(z_sr(sr.conf_int[0] + delta), z975);
+    EXPECT_GE(z_sr(sr.conf_int[1] - delta), -z975);
+    EXPECT_LT(z_sr(sr.conf_int[1] + delta), -z975);
+    EXPECT_GT(z_rs(rs.conf_int[0] - delta), z975);
+    EXPECT_LE(z_rs(rs.conf_int[0] + delta), z975);
+    EXPECT_GE(z_rs(rs.conf_int[1] - delta), -z975);
+    EXPECT_LT(z_rs(rs.conf_int[1] + delta), -z975);
+  }
 }
 
 TEST(Estimates, UnachievableConfLevelIsReportedLikeR) {
