@@ -101,7 +101,7 @@ double exact_p(Alternative alt, std::span<const double> pmf, std::int64_t s) {
 // Interval from sorted averages A (size M) and the exact null pmf (R's conf.int rule):
 // q = quantile(α/2) (α one-sided), bounds A_(q) and A_(M − q + 1), 1-based.
 void exact_interval(const std::vector<double>& sorted, std::span<const double> pmf,
-                    const TestOptions& o, TestResult& r) {
+                    const TestOptions& o, TestResult& r, bool two_sample) {
   const std::int64_t big_m = static_cast<std::int64_t>(sorted.size());
   const double alpha = 1.0 - o.conf_level;
   double achieved = 0.0;
@@ -124,9 +124,15 @@ void exact_interval(const std::vector<double>& sorted, std::span<const double> p
       break;
   }
   r.conf_level = o.conf_level;
+  // R's wording and rounding differ between its one- and two-sample branches.
   if (achieved - alpha > alpha / 2) {
-    r.warnings.push_back("requested conf.level not achievable");
-    r.conf_level = 1.0 - signif(achieved, 2);
+    if (two_sample) {
+      r.warnings.push_back("Requested conf.level not achievable");
+      r.conf_level = 1.0 - achieved;
+    } else {
+      r.warnings.push_back("requested conf.level not achievable");
+      r.conf_level = 1.0 - signif(achieved, 2);
+    }
   }
   r.estimate = median_of(sorted);
 }
@@ -180,36 +186,47 @@ void check_conf_level(double c) {
   if (!(c > 0.0 && c < 1.0)) throw std::invalid_argument("conf_level must lie in (0, 1)");
 }
 
-// R's asymptotic one-sample interval and estimate on the non-zero values v (already +mu).
+// R's asymptotic one-sample interval and estimate on the non-zero values v (already +mu),
+// following R 4.x's wilcox.test: W(d) is the standardised statistic of v − d (zeros
+// dropped, tie-corrected, continuity-corrected unless for the estimate); alpha is doubled
+// until the sample range brackets the quantiles ("requested conf.level not achievable");
+// when W is undefined at the range ends (all values equal) the interval is NaN with
+// conf.level 0 and the estimate the midrange, as in R.
 void signed_rank_approx_interval(const std::vector<double>& v, const TestOptions& o,
                                  TestResult& r) {
   bool corr = o.correct;
-  // W(d): standardised signed-rank statistic of v − d, zeros dropped, tie-corrected.
   auto w_of = [&](double d) {
     std::vector<double> xd;
     xd.reserve(v.size());
     for (double a : v)
       if (a - d != 0.0) xd.push_back(a - d);
+    if (xd.empty()) return kNaN;  // R: 0/0
     const double nx = static_cast<double>(xd.size());
-    if (xd.empty()) return 0.0;
     std::vector<double> ab(xd.size());
     for (std::size_t i = 0; i < xd.size(); ++i) ab[i] = std::fabs(xd[i]);
     const Ranking rk = average_ranks(ab);
     double vplus = 0.0;
     for (std::size_t i = 0; i < xd.size(); ++i)
       if (xd[i] > 0) vplus += rk.ranks[i];
+    // zd = V⁺ − n(n+1)/4,  σ² = n(n+1)(2n+1)/24 − Σ(t³−t)/48 (> 0 for n >= 1).
     const double zd = vplus - nx * (nx + 1) / 4;
     const double sigma = std::sqrt(nx * (nx + 1) * (2 * nx + 1) / 24 - tie_term(rk.tie_sizes) / 48);
-    if (sigma == 0.0) {
-      throw std::invalid_argument(
-          "cannot compute confidence interval when all observations are zero or tied");
-    }
     return (zd - continuity(o.alternative, zd, corr)) / sigma;
   };
   const double mumin = *std::min_element(v.begin(), v.end());
   const double mumax = *std::max_element(v.begin(), v.end());
   const double w_min = w_of(mumin);
-  const double w_max = w_of(mumax);
+  const double w_max = std::isfinite(w_min) ? w_of(mumax) : kNaN;
+  r.conf_level = o.conf_level;
+  if (!std::isfinite(w_min) || !std::isfinite(w_max)) {
+    r.warnings.push_back(
+        "cannot compute confidence interval when all observations are zero or tied");
+    r.conf_int = {o.alternative == Alternative::less ? -kInf : kNaN,
+                  o.alternative == Alternative::greater ? kInf : kNaN};
+    r.conf_level = 0.0;
+    r.estimate = (mumin + mumax) / 2;  // R: midrange
+    return;
+  }
   auto root = [&](double zq) {
     return step_root(
         [&](double d) { return d == mumin   ? w_min - zq
@@ -217,37 +234,35 @@ void signed_rank_approx_interval(const std::vector<double>& v, const TestOptions
                                             : w_of(d) - zq; },
         mumin, mumax);
   };
+  const double median_v = median_of(v);
   double alpha = 1.0 - o.conf_level;
-  r.conf_level = o.conf_level;
+  auto not_achievable = [&] {
+    if (alpha >= 1 || 1 - o.conf_level < alpha * 0.75) {
+      r.conf_level = 1 - std::min(1.0, alpha);
+      r.warnings.push_back("requested conf.level not achievable");
+    }
+  };
   switch (o.alternative) {
-    case Alternative::two_sided: {
+    case Alternative::two_sided:
       // Widen alpha until both limits are bracketed by the sample range (R).
-      for (;;) {
-        const double mindiff = w_min - qnorm(1.0 - alpha / 2);
-        const double maxdiff = w_max - qnorm(alpha / 2);
-        if (mindiff < 0 || maxdiff > 0) {
-          alpha *= 2;
-        } else {
-          break;
-        }
-      }
-      if (alpha >= 1 || 1 - o.conf_level < alpha * 0.75) {
-        r.conf_level = 1 - std::min(1.0, alpha);
-        r.warnings.push_back("requested conf.level not achievable");
-      }
+      while (w_min - qnorm(1.0 - alpha / 2) < 0 || w_max - qnorm(alpha / 2) > 0) alpha *= 2;
+      not_achievable();
       if (alpha < 1) {
         r.conf_int = {root(qnorm(1.0 - alpha / 2)), root(qnorm(alpha / 2))};
       } else {
-        const double m = median_of(v);
-        r.conf_int = {m, m};
+        r.conf_int = {median_v, median_v};
       }
       break;
-    }
     case Alternative::greater:
-      r.conf_int = {root(qnorm(1.0 - alpha)), kInf};
+      while (w_min - qnorm(1.0 - alpha) < 0) alpha *= 2;
+      not_achievable();
+      r.conf_int = {alpha < 1 ? root(qnorm(1.0 - alpha)) : median_v, kInf};
       break;
     case Alternative::less:
-      r.conf_int = {-kInf, root(qnorm(alpha))};
+      // R compares with qnorm(alpha/2) here (not qnorm(alpha)); kept for fidelity.
+      while (w_max - qnorm(alpha / 2) > 0) alpha *= 2;
+      not_achievable();
+      r.conf_int = {-kInf, alpha < 1 ? root(qnorm(alpha)) : median_v};
       break;
   }
   corr = false;  // no continuity correction for the estimate (R)
@@ -432,7 +447,7 @@ TestResult signed_rank_test(std::span<const double> x, std::span<const double> y
 
   if (m == Method::exact) {
     r.p_value = exact_p(o.alternative, exact_pmf, std::llround(v_stat));
-    if (o.conf_int) exact_interval(walsh_averages_sorted(ci_data), exact_pmf, o, r);
+    if (o.conf_int) exact_interval(walsh_averages_sorted(ci_data), exact_pmf, o, r, false);
   } else if (m == Method::conditional) {
     // 2V − (zsplit offset) = Σ s_i·(2 r_i) over the non-zero items, fair signs.
     const std::vector<std::int64_t> w = doubled_ranks(nonzero_ranks);
@@ -440,7 +455,8 @@ TestResult signed_rank_test(std::span<const double> x, std::span<const double> y
     const double offset = o.zero_method == ZeroMethod::zsplit ? zero_rank_sum / 2 : 0.0;
     r.p_value = exact_p(o.alternative, pmf, std::llround(2 * (v_stat - offset)));
     if (o.conf_int) {
-      exact_interval(walsh_averages_sorted(ci_data), signed_rank_pmf(static_cast<int>(n_nz)), o, r);
+      exact_interval(walsh_averages_sorted(ci_data), signed_rank_pmf(static_cast<int>(n_nz)), o, r,
+                     false);
     }
   } else {
     const double n = static_cast<double>(r.n_used);
@@ -531,7 +547,7 @@ TestResult rank_sum_test(std::span<const double> x, std::span<const double> y,
 
   if (m == Method::exact) {
     r.p_value = exact_p(o.alternative, untied_pmf, std::llround(r.statistic));
-    if (o.conf_int) exact_interval(differences_sorted(x, y), untied_pmf, o, r);
+    if (o.conf_int) exact_interval(differences_sorted(x, y), untied_pmf, o, r, true);
   } else if (m == Method::conditional) {
     // 2·Σ ranks(x) over a uniformly random n_x-subset of the doubled pooled ranks
     // (W is this shifted by a constant, so the tails are the same).
@@ -541,7 +557,7 @@ TestResult rank_sum_test(std::span<const double> x, std::span<const double> y,
     r.p_value = exact_p(o.alternative, pmf, std::llround(2 * rx));
     if (o.conf_int) {
       if (!untied_pmf.empty()) {
-        exact_interval(differences_sorted(x, y), untied_pmf, o, r);
+        exact_interval(differences_sorted(x, y), untied_pmf, o, r, true);
       } else {
         rank_sum_approx_interval(x, y, o, r);
       }
@@ -551,9 +567,20 @@ TestResult rank_sum_test(std::span<const double> x, std::span<const double> y,
     const double z0 = r.statistic - nx * ny / 2;
     const double var =
         (nx * ny / 12) * ((big_n + 1) - tie_term(rk.tie_sizes) / (big_n * (big_n - 1)));
+    if (!(var > 0.0)) {
+      throw std::invalid_argument("rank-sum test: all observations are equal (zero variance)");
+    }
     r.z = (z0 - continuity(o.alternative, z0, o.correct)) / std::sqrt(var);
     r.p_value = normal_p(o.alternative, r.z);
-    if (o.conf_int) rank_sum_approx_interval(x, y, o, r);
+    if (o.conf_int) {
+      try {
+        rank_sum_approx_interval(x, y, o, r);
+      } catch (const std::invalid_argument& e) {  // R stops here; the test itself stands
+        r.warnings.push_back(e.what());
+        r.conf_int = {kNaN, kNaN};
+        r.estimate = kNaN;
+      }
+    }
   }
   return r;
 }

@@ -28,11 +28,20 @@
 //      the interval is [A_(q), A_(M − q + 1)] of the sorted averages A with
 //      q = qsignrank(α/2, n) or qwilcox(α/2, n_x, n_y) (α for one-sided bounds), and
 //      R's "requested conf.level not achievable" adjustment.
-//      approx: R inverts the normal approximation numerically; R uses uniroot with
-//      tol = 1e-4, here the step function is bisected to machine precision and the
+//      ("requested conf.level not achievable": one sample conf.level = 1 − signif(a, 2);
+//      two samples "Requested ...", conf.level = 1 − a, as R's two branches differ.)
+//      approx: R inverts the normal approximation numerically: the bounds are where the
+//      standardised statistic of x − d crosses z_{1−α/2} and z_{α/2}. R uses uniroot
+//      with tol = 1e-4; here the step function is bisected to machine precision and the
 //      midpoint of its root set is returned, so the two agree to about R's tolerance.
+//      R's one-sample safeguards are kept (alpha doubled until the sample range brackets
+//      the quantiles; NaN interval, conf.level 0 and the midrange as estimate when all
+//      values are equal); R's two-sample root returns a range end when not bracketed.
+//      The estimate is the root of the uncorrected statistic, not the HL median.
 //    Under method conditional the interval uses the untied quantiles (exact coverage
-//    only without ties).
+//    only without ties). The data of the one-sample interval are the differences that
+//    are non-zero under mu, shifted back by mu (R), whatever the zero method.
+//    Checked against R's src/library/stats/R/wilcox.test.R (R 4.x, 2019 revision).
 #pragma once
 
 #include <array>

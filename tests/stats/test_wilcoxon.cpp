@@ -456,6 +456,68 @@ TEST(Estimates, UnachievableConfLevelIsReportedLikeR) {
   EXPECT_TRUE(near_exact(r.conf_int[1], 4.0));
 }
 
+TEST(Estimates, RankSumUnachievableConfLevelIsReportedLikeR) {
+  // n_x = n_y = 2: the smallest two-sided exact alpha is 2·P(W <= 0) = 2/6. R's two-sample
+  // branch says "Requested ..." and sets conf.level = 1 − achieved (no signif()).
+  // Differences {1,2} − {3,4} sorted: −3, −2, −2, −1; q = 1 → [−3, −1].
+  const TestResult r = rank_sum_test(std::vector<double>{1, 2}, std::vector<double>{3, 4}, {});
+  EXPECT_EQ(r.method, Method::exact);
+  ASSERT_FALSE(r.warnings.empty());
+  EXPECT_EQ(r.warnings.back(), "Requested conf.level not achievable");
+  EXPECT_TRUE(near_exact(r.conf_level, 1.0 - 1.0 / 3.0));
+  EXPECT_EQ(r.conf_int[0], -3.0);
+  EXPECT_EQ(r.conf_int[1], -1.0);
+  EXPECT_EQ(r.estimate, -2.0);
+  EXPECT_TRUE(near_exact(r.p_value, 1.0 / 3.0));  // 2·P(W <= 0) = 2/6
+}
+
+TEST(Estimates, AllEqualValuesGiveRsUndefinedInterval) {
+  // Signed rank on {2, 2, 2}: approx (ties); R's W(d) is 0/0 at the range ends, so the
+  // interval is NaN with conf.level 0 and the estimate the midrange, plus a warning.
+  const TestResult r = signed_rank_test(std::vector<double>{2, 2, 2}, {}, {});
+  EXPECT_EQ(r.method, Method::approx);
+  EXPECT_TRUE(std::isnan(r.conf_int[0]) && std::isnan(r.conf_int[1]));
+  EXPECT_EQ(r.conf_level, 0.0);
+  EXPECT_EQ(r.estimate, 2.0);
+  EXPECT_EQ(r.warnings.back(),
+            "cannot compute confidence interval when all observations are zero or tied");
+  // V = 6 of 6, z = (6 − 3 − ½)/sqrt(3·4·7/24 − 24/48) = 2.5/sqrt(3): p = 2(1 − Φ(1.4434)).
+  EXPECT_TRUE(near(r.p_value, 0.14891467317876567, 1e-14, 0));  // math.erfc reference
+  // Rank sum with every pooled value equal: zero variance, refused.
+  EXPECT_THROW(rank_sum_test(std::vector<double>{1, 1}, std::vector<double>{1, 1, 1}, {}),
+               std::invalid_argument);
+}
+
+TEST(Estimates, OneSidedApproxBoundsCrossTheirQuantile) {
+  const double z95 = 1.6448536269514722;  // qnorm(0.95)
+  std::mt19937_64 rng(8);
+  std::vector<double> x;
+  for (double v : draw(rng, 30, 0.3, true))
+    if (v != 0) x.push_back(v);
+  const std::vector<double> y = draw(rng, 25, 0.0, true);
+  auto z_at = [&](bool paired, Alternative a, double mu) {
+    TestOptions o;
+    o.alternative = a;
+    o.mu = mu;
+    o.conf_int = false;
+    return paired ? signed_rank_test(x, {}, o).z : rank_sum_test(x, y, o).z;
+  };
+  const double delta = 1e-7;
+  for (bool paired : {true, false}) {
+    SCOPED_TRACE(paired ? "signed rank" : "rank sum");
+    const TestResult g = paired
+                             ? signed_rank_test(x, {}, opts(Alternative::greater, Method::approx))
+                             : rank_sum_test(x, y, opts(Alternative::greater, Method::approx));
+    const TestResult l = paired ? signed_rank_test(x, {}, opts(Alternative::less, Method::approx))
+                                : rank_sum_test(x, y, opts(Alternative::less, Method::approx));
+    EXPECT_TRUE(std::isinf(g.conf_int[1]) && std::isinf(l.conf_int[0]));
+    EXPECT_GT(z_at(paired, Alternative::greater, g.conf_int[0] - delta), z95);
+    EXPECT_LE(z_at(paired, Alternative::greater, g.conf_int[0] + delta), z95);
+    EXPECT_GE(z_at(paired, Alternative::less, l.conf_int[1] - delta), -z95);
+    EXPECT_LT(z_at(paired, Alternative::less, l.conf_int[1] + delta), -z95);
+  }
+}
+
 // ---- input validation ------------------------------------------------------------
 
 TEST(Validation, RefusesBadInput) {
