@@ -94,8 +94,7 @@ void add_data_command(CLI::App& app) {
       "Write a seeded synthetic corpus in the real format (synth-cdr, synth-ctd, "
       "synth-semeval) and print the rule-based oracle's F1");
   gen->add_option("name", gen_args->name, "Generator: synth-cdr, synth-ctd or synth-semeval")
-      ->required()
-      ->check(CLI::IsMember(data::generator_names()));
+      ->required();
   gen->add_option("--out", gen_args->out, "Output folder")->required();
   gen->add_option("--seed", gen_args->seed, "Seed (same seed, same bytes)")->required();
   gen->add_option("--docs", gen_args->docs, "Training documents (default: the generator's)")
@@ -107,8 +106,7 @@ void add_data_command(CLI::App& app) {
       "inspect", "Load a data file with the real loader and print counts and distributions");
   ins->add_option("path", ins_args->path, "File to inspect")->required();
   ins->add_option("--format", ins_args->format, "pubtator, semeval, bran-tsv or word2vec")
-      ->required()
-      ->check(CLI::IsMember({"pubtator", "semeval", "bran-tsv", "word2vec"}));
+      ->required();
   ins->add_option("--relations", ins_args->relations,
                   "SemEval relation file (default: PATH with .text.xml -> .relations.txt, if "
                   "it exists)");

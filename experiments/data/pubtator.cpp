@@ -6,6 +6,7 @@
 #include <map>
 
 #include "experiments/data/error.h"
+#include "experiments/data/tokenizer.h"
 
 namespace mare::data {
 
@@ -28,12 +29,6 @@ struct PendingRelation {
   std::size_t column_head;
   std::size_t column_tail;
 };
-
-bool all_space(std::string_view s) {
-  for (char c : s)
-    if (c != ' ' && c != '\t') return false;
-  return true;
-}
 
 // Parses "PMID|x|text"; returns false if the line does not have that shape.
 bool parse_text_line(std::string_view line, char kind, std::string_view* pmid,
@@ -166,7 +161,7 @@ std::vector<Document> parse_pubtator(std::string_view content, std::string_view 
         fail(file, ln.number, column_of(f, 3),
              "mention text " + quote(f[3]) + " disagrees with the text at offsets [" +
                  std::to_string(start) + ", " + std::to_string(end) + "), which is " + quote(span));
-      if (all_space(span))
+      if (tokenize(span).empty())
         fail(file, ln.number, column_of(f, 3), "expected a mention with non-space text");
       if (f[4].empty() || f[4].find(' ') != std::string_view::npos)
         fail(file, ln.number, column_of(f, 4),
@@ -217,7 +212,11 @@ std::vector<Document> parse_pubtator(std::string_view content, std::string_view 
           fail(file, r.line, 1, "duplicate relation " + r.type + " " + r.head_id + " " + r.tail_id);
       doc.relations.push_back({r.type, h->second, t->second, false});
     }
-    annotate_tokens(doc);
+    try {
+      annotate_tokens(doc);
+    } catch (const std::logic_error& e) {  // defensive: the checks above should prevent it
+      fail(file, tl.number, 1, std::string("cannot map mentions to tokens: ") + e.what());
+    }
     docs.push_back(std::move(doc));
   }
   if (unterminated)

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "experiments/data/error.h"
+#include "experiments/data/tokenizer.h"
 #include "experiments/data/xml.h"
 
 namespace mare::data {
@@ -34,6 +35,11 @@ void read_segment(const xml::Node& seg, Document& doc, std::string_view file,
     const std::string* id = child.attribute("id");
     if (!id || id->empty())
       fail(file, child.line, child.column, "expected an id attribute on <entity>");
+    if (id->find_first_of(",() \t\n\r") != std::string::npos)
+      fail(file, child.line, child.column,
+           "expected an entity id without ',', '(', ')' or whitespace (relation lines could "
+           "not name it), found " +
+               quote(*id));
     if (auto it = ids.find(*id); it != ids.end())
       fail(file, child.line, child.column,
            "entity id " + quote(*id) + " already used at line " + std::to_string(it->second.first));
@@ -45,7 +51,7 @@ void read_segment(const xml::Node& seg, Document& doc, std::string_view file,
              "expected only text inside <entity id=\"" + *id + "\">, found <" + t.name + ">");
       text += t.text;
     }
-    if (is_blank(text))
+    if (tokenize(text).empty())
       fail(file, child.line, child.column, "entity " + quote(*id) + " has no text");
     Mention m;
     m.char_begin = static_cast<int>(doc.text.size());
@@ -119,7 +125,11 @@ std::vector<Document> parse_semeval_xml(std::string_view content, std::string_vi
              "expected </text> after <abstract>, found " +
                  (c.is_text ? "text " + quote(c.text) : "<" + c.name + ">"));
     }
-    annotate_tokens(doc);
+    try {
+      annotate_tokens(doc);
+    } catch (const std::logic_error& e) {  // defensive: the checks above should prevent it
+      fail(file, t.line, t.column, std::string("cannot map entities to tokens: ") + e.what());
+    }
     docs.push_back(std::move(doc));
   }
   if (docs.empty()) fail(file, root.line, root.column, "expected at least one <text> in <doc>");

@@ -207,6 +207,18 @@ std::string write_word2vec_binary(const Embeddings& emb) {
   return out;
 }
 
+void require_dimension(const Embeddings& emb, int expected, std::string_view file) {
+  if (emb.dim != expected)
+    fail(file, 1, 1,
+         "the vectors have dimension " + std::to_string(emb.dim) +
+             " (header D) but the model "
+             "expects " +
+             std::to_string(expected) +
+             "; use vectors of that size or set the "
+             "model's embedding size to " +
+             std::to_string(emb.dim));
+}
+
 std::vector<float> embedding_matrix(const Embeddings& emb, const Vocabulary& vocab,
                                     OovPolicy policy, std::uint64_t seed, float scale,
                                     EmbeddingMatrixReport* report) {

@@ -40,6 +40,9 @@ bool is_word2vec_binary_path(const std::string& path);
 std::string write_word2vec_text(const Embeddings& emb);
 std::string write_word2vec_binary(const Embeddings& emb);
 
+// Throws DataError naming the file when the vectors' dimension D is not the model's.
+void require_dimension(const Embeddings& emb, int expected, std::string_view file);
+
 // What a vocabulary word without a vector gets.
 enum class OovPolicy {
   kZero,    // a zero row

@@ -120,6 +120,8 @@ std::vector<BadCase> cases() {
        "f.pubtator:4:1: ", "appears twice"},
       {"pubtator_missing_blank_line", Fmt::kPubtator, kTitle + "2|t|B\n2|a|C\n\n",
        "f.pubtator:3:1: ", "blank line before the next document"},
+      {"pubtator_blank_mention", Fmt::kPubtator, "1|t|A\vB\n1|a|C\n1\t1\t2\t\v\tChemical\tC1\n\n",
+       "f.pubtator:3:", "non-space text"},
       // ---------------- SemEval XML
       {"xml_empty", Fmt::kSemevalXml, "", "f.xml:1:1: ", "empty file"},
       {"xml_unclosed_element", Fmt::kSemevalXml, "<doc><text id=\"a\"><title>x</title>",
@@ -144,6 +146,9 @@ std::vector<BadCase> cases() {
        "<doc><text id=\"a\"><title><entity id=\"a.1\">x</entity> <entity id=\"a.1\">y</entity>"
        "</title><abstract/></text></doc>",
        "f.xml:1:", "entity id 'a.1' already used"},
+      {"xml_entity_id_with_comma", Fmt::kSemevalXml,
+       "<doc><text id=\"a\"><title><entity id=\"a,1\">x</entity></title><abstract/></text></doc>",
+       "f.xml:1:", "without ',', '(', ')'"},
       {"xml_trailing_garbage", Fmt::kSemevalXml, kXml + "<doc/>",
        "f.xml:2:1: ", "end of the file after the root element"},
       {"xml_non_utf8", Fmt::kSemevalXml, "<doc>\n<text id=\"\xC3\x28\"/></doc>",

@@ -164,6 +164,20 @@ TEST(Word2vec, TextAndBinaryRoundTripAndAgree) {
   EXPECT_EQ(parse_word2vec_text("1 2\nx 1 2 \n", "v.txt").values, (std::vector<float>{1, 2}));
 }
 
+TEST(Word2vec, DimensionCheckNamesBothSizes) {
+  const Embeddings e = parse_word2vec_text("1 2\nthe 1 2\n", "v.txt");
+  EXPECT_NO_THROW(require_dimension(e, 2, "v.txt"));
+  try {
+    require_dimension(e, 300, "v.txt");
+    FAIL();
+  } catch (const DataError& err) {
+    const std::string msg = err.what();
+    EXPECT_EQ(msg.rfind("v.txt:1:1: ", 0), 0u) << msg;
+    EXPECT_NE(msg.find("dimension 2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("expects 300"), std::string::npos) << msg;
+  }
+}
+
 TEST(Word2vec, EmbeddingMatrixAppliesTheOovPolicy) {
   const Embeddings e = parse_word2vec_text("2 2\nthe 1 2\ncat 3 4\n", "v.txt");
   const Vocabulary v = Vocabulary::from_counts({{"the", 3}, {"Cat", 2}, {"dog", 1}}, 1);
