@@ -13,6 +13,13 @@ namespace {
 constexpr std::array kTasks = {
     TaskInfo{"xor", "classification",
              "2-D points, class = same sign of x and y, margin 0.1 (512 train / 256 test)"},
+    // sequence tasks of the GRPU (experiments/grpu_tasks.h, SPEC §4.6)
+    TaskInfo{"addition", "sequence",
+             "50–55 (value U[0,1], control) pairs, target = sum of the two marked values"},
+    TaskInfo{"multiplication", "sequence",
+             "50–55 (value U[0.5,1.5], control) pairs, target = product of the two marked"},
+    TaskInfo{"conditional", "sequence",
+             "addition with everything to the GRPU machine, `cond` gating on control = 1"},
 };
 
 ClassificationData xor_points(PhiloxStream& rng, int64_t n) {

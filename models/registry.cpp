@@ -4,7 +4,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "models/grpu.h"
 #include "models/mlp.h"
+#include "models/recurrent_baselines.h"
 
 namespace mare {
 
@@ -66,6 +68,11 @@ double ModelSpec::get_double(const std::string& key, double fallback) const {
 namespace {
 constexpr std::array kModels = {
     ModelInfo{"mlp", "classification", "multi-layer perceptron (hidden=16, layers=2, dropout=0)"},
+    ModelInfo{"grpu", "sequence",
+              "Gated Recurrent Programmer Unit (hidden=100, +prod, neutral_one=code|text)"},
+    ModelInfo{"gru", "sequence", "GRU over (value, control), linear output (hidden=100)"},
+    ModelInfo{"bigru", "sequence", "bidirectional GRU, linear output on both ends (hidden=100)"},
+    ModelInfo{"lstm", "sequence", "LSTM over (value, control), linear output (hidden=100)"},
 };
 }  // namespace
 
@@ -86,6 +93,18 @@ std::unique_ptr<Classifier> build_classifier(const ModelSpec& spec, int64_t feat
   for (const ModelInfo& m : model_registry())
     known += (known.empty() ? "" : ", ") + std::string(m.name);
   throw std::invalid_argument("unknown model '" + spec.base + "' (known: " + known + ")");
+}
+
+std::unique_ptr<SequenceModel> build_sequence_model(const ModelSpec& spec,
+                                                    const SequenceTaskShape& task, uint64_t seed) {
+  if (spec.base == "grpu") return std::make_unique<GrpuModel>(spec, task, seed);
+  if (spec.base == "gru" || spec.base == "bigru" || spec.base == "lstm")
+    return std::make_unique<RecurrentBaseline>(spec, seed);
+  std::string known;
+  for (const ModelInfo& m : model_registry())
+    if (m.task_kind == "sequence") known += (known.empty() ? "" : ", ") + std::string(m.name);
+  throw std::invalid_argument("model '" + spec.base +
+                              "' does not take sequence tasks (sequence models: " + known + ")");
 }
 
 }  // namespace mare

@@ -48,4 +48,36 @@ class Classifier {
 std::unique_ptr<Classifier> build_classifier(const ModelSpec& spec, int64_t features,
                                              int64_t classes, uint64_t seed);
 
+// Models that read a batch of (value, control) sequences and predict one number
+// per sequence (the GRPU and its baselines, SPEC §4.6).
+struct SequenceBatch {
+  Tensor values;    // [T, B] the numbers
+  Tensor controls;  // [T, B] the markers −1, 0, 1
+  Tensor mask;      // [T, B] 1 while t < the row's length, then 0 (rows are padded at the end)
+};
+
+// What a sequence task asks of a model.
+struct SequenceTaskShape {
+  std::string target = "sum";  // the GRPU's output field: "sum" or "prod"
+  bool conditional = false;    // everything to the machine; `cond` gates execution
+  float clip = 500.0f;         // the GRPU machine state's clip
+};
+
+class SequenceModel {
+ public:
+  explicit SequenceModel(uint64_t seed) : params_(seed) {}
+  virtual ~SequenceModel() = default;
+  // [B, 1]: one prediction per sequence, read after its last step.
+  virtual ag::Var forward(const SequenceBatch& batch) = 0;
+  // One line on the structure (sizes, fields), for manifests and `mare train`.
+  virtual std::string describe() const = 0;
+  ParameterSet& parameters() { return params_; }
+
+ protected:
+  ParameterSet params_;
+};
+
+std::unique_ptr<SequenceModel> build_sequence_model(const ModelSpec& spec,
+                                                    const SequenceTaskShape& task, uint64_t seed);
+
 }  // namespace mare

@@ -1,16 +1,72 @@
 // `mare train --model M --task T --seed S --out DIR`: one run, one directory.
+// The task's kind picks the trainer: classification tasks (xor) train a
+// Classifier (experiments/trainer.h); sequence tasks (addition,
+// multiplication, conditional) train a SequenceModel
+// (experiments/sequence_trainer.h), whose defaults are the dissertation's
+// (1000 epochs, batch 100, Adam lr 1e-4) unless the options are given.
 #include <unistd.h>
 
 #include <iostream>
 #include <memory>
 
 #include "experiments/cli/commands.h"
+#include "experiments/grpu_tasks.h"
+#include "experiments/sequence_trainer.h"
 #include "experiments/trainer.h"
+#include "models/registry.h"
 
 namespace mare::cli {
 
+namespace {
+
+struct SequenceExtras {
+  int64_t samples = 1000;
+  int64_t test_samples = 1000;
+  bool curriculum = false;
+  int64_t hidden = 0;       // 0: the model's default
+  std::string neutral_one;  // empty: the model's default
+  int64_t eval_every = 1;
+};
+
+void run_sequence(const TrainOptions& o, const SequenceExtras& x, const CLI::App& cmd) {
+  SequenceTrainOptions s;
+  ModelSpec spec = ModelSpec::parse(o.model);
+  if (x.hidden > 0) spec.switches["hidden"] = std::to_string(x.hidden);
+  if (!x.neutral_one.empty()) spec.switches["neutral_one"] = x.neutral_one;
+  s.model = spec.canonical();
+  s.task = o.task;
+  s.seed = o.seed;
+  s.out = o.out;
+  s.force = o.force;
+  s.samples = x.samples;
+  s.test_samples = x.test_samples;
+  s.curriculum = x.curriculum;
+  s.eval_every = x.eval_every;
+  s.clip_norm = o.clip_norm;
+  if (cmd.count("--epochs")) s.epochs = o.epochs;
+  if (cmd.count("--batch")) s.batch = o.batch;
+  if (cmd.count("--lr")) s.lr = o.lr;
+  bool tty = ::isatty(STDERR_FILENO);
+  {
+    // The structure and size before the run starts.
+    SequenceTask probe = make_sequence_task(s.task, s.seed, 1, 1, false);
+    auto model = build_sequence_model(spec, probe.shape, s.seed);
+    std::cerr << model->describe() << "\nparameters: " << model->parameters().count() << "\n";
+  }
+  nlohmann::json r = train_sequence_model(s, tty ? &std::cerr : nullptr, tty);
+  const auto& f = r["final"];
+  std::cout << r["model"].get<std::string>() << " on " << r["task"].get<std::string>() << " (seed "
+            << r["seed"] << ", " << r["parameters"]
+            << " parameters): " << r["status"].get<std::string>() << ", " << r["steps"]
+            << " steps, train mse " << f["train_mse"] << ", test mse " << f["test_mse"] << "\n"
+            << "run directory: " << o.out.string() << "\n";
+}
+
+}  // namespace
+
 void add_train_command(CLI::App& app) {
   auto opt = std::make_shared<TrainOptions>();
+  auto extras = std::make_shared<SequenceExtras>();
   auto* cmd =
       app.add_subcommand("train", "Train one model on one task and write its run directory");
   cmd->add_option("--model", opt->model, "Model name from `mare list`, with +switches")
@@ -19,13 +75,13 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--seed", opt->seed, "Seed of data, initial weights, order and dropout")
       ->capture_default_str();
   cmd->add_option("--out", opt->out, "Run directory to write")->required();
-  cmd->add_option("--epochs", opt->epochs, "Epochs")
+  cmd->add_option("--epochs", opt->epochs, "Epochs (sequence tasks: 1000)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--batch", opt->batch, "Batch size")
+  cmd->add_option("--batch", opt->batch, "Batch size (sequence tasks: 100)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--lr", opt->lr, "Adam learning rate")
+  cmd->add_option("--lr", opt->lr, "Adam learning rate (sequence tasks: 1e-4)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--schedule", opt->schedule, "constant | warmup:STEPS | step:SIZE:GAMMA")
@@ -33,8 +89,30 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--clip", opt->clip_norm, "Global gradient-norm clip (0: off)")
       ->capture_default_str();
   cmd->add_option("--l2", opt->l2, "L2 regularisation λ (loss += λ·Σw²)")->capture_default_str();
+  cmd->add_option("--samples", extras->samples, "Sequence tasks: training sequences")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--test-samples", extras->test_samples, "Sequence tasks: test sequences")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--curriculum", extras->curriculum,
+                "Sequence tasks: lengths 10–15 … 50–55 in five equal phases of the epochs");
+  cmd->add_option("--hidden", extras->hidden,
+                  "Sequence models: hidden (controller) size, same as +hidden=H")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--neutral-one", extras->neutral_one,
+                  "GRPU: neutral-element-one form, code (published runs) or text (eq. 4.16)")
+      ->check(CLI::IsMember({"code", "text"}));
+  cmd->add_option("--eval-every", extras->eval_every,
+                  "Sequence tasks: evaluate train and test MSE every N epochs (and at the end)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--force", opt->force, "Run again even if DIR/result.json exists");
-  cmd->callback([opt] {
+  cmd->callback([opt, extras, cmd] {
+    if (is_sequence_task(opt->task)) {
+      run_sequence(*opt, *extras, *cmd);
+      return;
+    }
     bool tty = ::isatty(STDERR_FILENO);
     nlohmann::json r = train_classifier(*opt, tty ? &std::cerr : nullptr);
     const auto& f = r["final"];

@@ -1,0 +1,178 @@
+// The sequence training run (see experiments/sequence_trainer.h).
+#include "experiments/sequence_trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <vector>
+
+#include "experiments/grpu_tasks.h"
+#include "experiments/run_dir.h"
+#include "experiments/trainer.h"
+#include "kernels/random.h"
+#include "models/checkpoint.h"
+#include "models/functions.h"
+#include "models/optim.h"
+#include "models/registry.h"
+
+namespace mare {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Rows per evaluation forward: bounds the memory of the step contexts.
+constexpr int64_t kEvalRows = 250;
+
+double evaluate(SequenceModel& model, const SequenceSet& set) {
+  std::vector<int64_t> idx(set.samples.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  double sq = 0.0;
+  for (size_t b = 0; b < idx.size(); b += kEvalRows) {
+    size_t e = std::min(idx.size(), b + kEvalRows);
+    Tensor target;
+    SequenceBatch batch = make_sequence_batch(set, idx, b, e, &target);
+    Tensor pred = model.forward(batch)->value;
+    for (int64_t i = 0; i < pred.numel(); ++i) {
+      double d = static_cast<double>(pred.f32()[i]) - target.f32()[i];
+      sq += d * d;
+    }
+  }
+  return sq / static_cast<double>(idx.size());
+}
+
+}  // namespace
+
+nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostream* progress,
+                                    bool tty) {
+  if (opt.out.empty()) throw std::invalid_argument("train: --out DIR is required");
+  if (opt.epochs < 1 || opt.batch < 1 || opt.samples < 1 || opt.test_samples < 1 ||
+      opt.eval_every < 1)
+    throw std::invalid_argument("train: --epochs, --batch, --samples and --eval-every must be ≥ 1");
+  RunDir run(opt.out);
+  if (run.finished() && !opt.force) {
+    if (progress)
+      *progress << "run already finished: " << (opt.out / "result.json").string()
+                << " (use --force to run it again)\n";
+    std::ifstream in(opt.out / "result.json");
+    return nlohmann::json::parse(in);
+  }
+  run.reset();
+
+  ModelSpec spec = ModelSpec::parse(opt.model);
+  SequenceTask task =
+      make_sequence_task(opt.task, opt.seed, opt.samples, opt.test_samples, opt.curriculum);
+  std::unique_ptr<SequenceModel> model = build_sequence_model(spec, task.shape, opt.seed);
+  ParameterSet& params = model->parameters();
+  Adam adam(params, {.clip_norm = opt.clip_norm});
+
+  nlohmann::json config = {{"model", spec.canonical()},
+                           {"model_structure", model->describe()},
+                           {"task", opt.task},
+                           {"seed", opt.seed},
+                           {"epochs", opt.epochs},
+                           {"batch", opt.batch},
+                           {"samples", opt.samples},
+                           {"test_samples", opt.test_samples},
+                           {"curriculum", opt.curriculum},
+                           {"lr", decimal(opt.lr)},
+                           {"clip_norm", decimal(opt.clip_norm)},
+                           {"eval_every", opt.eval_every},
+                           {"loss", "mse"},
+                           {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
+  run.write_manifest({{"command", "train"},
+                      {"config", config},
+                      {"seed", opt.seed},
+                      {"device", "cpu"},
+                      {"threads", 1},
+                      {"parameters", params.count()},
+                      {"build", build_description()}});
+
+  PhiloxStream shuffle(opt.seed, kStreamShuffle);
+  int64_t step = 0;
+  std::string status = "completed";
+  nlohmann::json diverged_at;
+  double train_mse = NAN, test_mse = NAN;
+  std::vector<double> epoch_seconds;
+  std::vector<int64_t> order;
+  auto start = Clock::now();
+
+  for (int64_t epoch = 1; epoch <= opt.epochs && status == "completed"; ++epoch) {
+    auto epoch_start = Clock::now();
+    int64_t phase = opt.curriculum ? curriculum_phase(epoch, opt.epochs) : 0;
+    const SequenceSet& train = task.train[phase];
+    const int64_t n = static_cast<int64_t>(train.samples.size());
+    order.resize(n);
+    std::iota(order.begin(), order.end(), 0);
+    for (int64_t i = n - 1; i > 0; --i)
+      std::swap(order[i], order[shuffle.below(static_cast<uint32_t>(i + 1))]);
+    double batch_loss_sum = 0.0;
+    int64_t batches = 0;
+    for (int64_t b = 0; b < n; b += opt.batch) {
+      Tensor target;
+      SequenceBatch batch =
+          make_sequence_batch(train, order, b, std::min(n, b + opt.batch), &target);
+      params.zero_grad();
+      ag::Var loss = ag::mse(model->forward(batch), ag::constant(target));
+      float value = loss->value.item();
+      if (!std::isfinite(value)) {
+        status = "diverged";
+        diverged_at = {{"step", step}, {"epoch", epoch}, {"loss", std::to_string(value)}};
+        break;
+      }
+      ag::backward(loss);
+      adam.step(opt.lr);
+      batch_loss_sum += value;
+      ++batches;
+      ++step;
+    }
+    if (status != "completed") break;
+    if (epoch % opt.eval_every == 0 || epoch == opt.epochs) {
+      train_mse = evaluate(*model, train);
+      test_mse = evaluate(*model, task.test);
+      run.append_metrics({{"epoch", epoch},
+                          {"step", step},
+                          {"phase", phase},
+                          {"min_length", train.min_length},
+                          {"max_length", train.max_length},
+                          {"batch_mse", batch_loss_sum / batches},
+                          {"train_mse", train_mse},
+                          {"test_mse", test_mse}});
+    }
+    epoch_seconds.push_back(std::chrono::duration<double>(Clock::now() - epoch_start).count());
+    if (progress) {
+      double per = std::chrono::duration<double>(Clock::now() - start).count() / epoch;
+      *progress << (tty ? "\r" : "") << "epoch " << epoch << "/" << opt.epochs << "  loss "
+                << batch_loss_sum / batches << "  train mse " << train_mse << "  test mse "
+                << test_mse << "  ETA " << static_cast<int64_t>(per * (opt.epochs - epoch)) << " s"
+                << (tty ? "   " : "\n") << std::flush;
+    }
+  }
+  if (progress && tty) *progress << "\n";
+  save_checkpoint((opt.out / "checkpoint.bin").string(), params, &adam);
+
+  double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  run.write_timing({{"wall_seconds", wall},
+                    {"steps", step},
+                    {"seconds_per_step", step ? wall / step : 0.0},
+                    {"seconds_per_epoch", epoch_seconds}});
+  nlohmann::json result = {{"status", status},
+                           {"model", spec.canonical()},
+                           {"task", opt.task},
+                           {"seed", opt.seed},
+                           {"device", "cpu"},
+                           {"threads", 1},
+                           {"epochs", opt.epochs},
+                           {"batch", opt.batch},
+                           {"samples", opt.samples},
+                           {"curriculum", opt.curriculum},
+                           {"steps", step},
+                           {"parameters", params.count()},
+                           {"final", {{"train_mse", train_mse}, {"test_mse", test_mse}}}};
+  if (status == "diverged") result["diverged"] = diverged_at;
+  run.write_result(result);
+  return result;
+}
+
+}  // namespace mare

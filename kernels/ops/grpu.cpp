@@ -1,0 +1,308 @@
+// The GRPU cell on the CPU (equations in kernels/ops/grpu.h; dissertation
+// eqs. 4.5–4.9, 4.13, 4.16, 4.18 and appendix A). The two products with the
+// weights are Eigen GEMMs; the gates, the ALU and the update are row loops.
+// The product's gradient uses prefix and suffix products, so a zero factor
+// gives no NaN.
+#include "kernels/ops/grpu.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/ops/common.h"
+
+namespace mare {
+using namespace detail;
+
+NeutralOne parse_neutral_one(const std::string& name) {
+  if (name == "code") return NeutralOne::code;
+  if (name == "text") return NeutralOne::text;
+  throw std::invalid_argument("neutral_one=" + name + ": expected code or text");
+}
+
+const char* to_string(NeutralOne form) {
+  return form == NeutralOne::code ? "code" : "text";
+}
+
+namespace {
+
+constexpr const char* kOp = "grpu_cell";
+
+struct Dims {
+  int64_t b, ic, h, k, s;
+};
+
+Dims check_inputs(const Tensor& x_c, const Tensor& h_prev, const Tensor& w_gates,
+                  const Tensor& w_cand, const Tensor& mask, const GrpuConfig& cfg) {
+  for (const Tensor* t : {&x_c, &h_prev, &w_gates, &w_cand}) {
+    check_defined(*t, kOp);
+    require_cpu(*t, kOp);
+  }
+  check_rank(x_c, 2, "grpu_cell x_c");
+  check_rank(h_prev, 2, "grpu_cell h_prev");
+  Dims d{x_c.dim(0), x_c.dim(1), 0, cfg.fields(), h_prev.dim(1)};
+  d.h = d.s - d.k;
+  if (d.h < 0)
+    throw ShapeError("grpu_cell: state " + h_prev.shape().str() + " is smaller than the " +
+                     std::to_string(d.k) + " machine fields");
+  check_shape(h_prev, {d.b, d.s}, "grpu_cell h_prev");
+  check_shape(w_gates, {d.ic + d.h, 2 * d.s}, "grpu_cell w_gates");
+  check_shape(w_cand, {d.ic + d.h, d.h}, "grpu_cell w_cand");
+  if (mask.defined()) check_shape(mask, {d.b}, "grpu_cell mask");
+  return d;
+}
+
+// [x_c, v] as one [B, Ic + H] matrix, v = h^c or r^c ⊙ h^c.
+MatRM join(const Tensor& x_c, const float* v, int64_t v_stride, const float* scale,
+           int64_t scale_stride, const Dims& d) {
+  MatRM a(d.b, d.ic + d.h);
+  const float* x = x_c.f32();
+  for (int64_t b = 0; b < d.b; ++b) {
+    for (int64_t j = 0; j < d.ic; ++j) a(b, j) = x[b * d.ic + j];
+    for (int64_t j = 0; j < d.h; ++j)
+      a(b, d.ic + j) = v[b * v_stride + j] * (scale ? scale[b * scale_stride + j] : 1.0f);
+  }
+  return a;
+}
+
+float sigmoid(float z) {
+  return 1.0f / (1.0f + std::exp(-z));
+}
+
+}  // namespace
+
+GrpuCellResult grpu_cell_forward(const Tensor& x_c, const Tensor& x_vm, const Tensor& h_prev,
+                                 const Tensor& w_gates, const Tensor& b_gates, const Tensor& w_cand,
+                                 const Tensor& b_cand, const Tensor& mask, const GrpuConfig& cfg) {
+  Dims d = check_inputs(x_c, h_prev, w_gates, w_cand, mask, cfg);
+  if (d.k > 0) {
+    check_defined(x_vm, "grpu_cell x_vm");
+    require_cpu(x_vm, kOp);
+    check_shape(x_vm, {d.b, cfg.machine_inputs()}, "grpu_cell x_vm");
+  }
+  check_shape(b_gates, {2 * d.s}, "grpu_cell b_gates");
+  check_shape(b_cand, {d.h}, "grpu_cell b_cand");
+  const int64_t S = d.s, H = d.h, K = d.k;
+  const float* hp = h_prev.f32();
+
+  GrpuCellResult out;
+  out.h = Tensor::empty({d.b, S});
+  out.gates = Tensor::empty({d.b, 2 * S});
+  out.cand = Tensor::empty({d.b, S});
+  out.machine = Tensor::empty({d.b, K});
+  out.args = Tensor::empty({d.b, K});
+  out.u = Tensor::empty({d.b, S});
+
+  // Gates (eqs. 4.5, 4.6).
+  MatRM a = join(x_c, hp, S, nullptr, 0, d);
+  MapRM gates = as_matrix(out.gates, d.b, 2 * S);
+  gates.noalias() = a * as_matrix(w_gates, d.ic + H, 2 * S);
+  const float* bg = b_gates.f32();
+  float* g = out.gates.f32();
+  for (int64_t b = 0; b < d.b; ++b)
+    for (int64_t j = 0; j < 2 * S; ++j) g[b * 2 * S + j] = sigmoid(g[b * 2 * S + j] + bg[j]);
+
+  // Controller candidate (eq. 4.7): r^c are the first H reset entries.
+  MatRM a2 = join(x_c, hp, S, g, 2 * S, d);
+  MatRM zc = a2 * as_matrix(w_cand, d.ic + H, H);
+  const float* bc = b_cand.f32();
+  float* cand = out.cand.f32();
+  for (int64_t b = 0; b < d.b; ++b)
+    for (int64_t j = 0; j < H; ++j) cand[b * S + j] = std::tanh(zc(b, j) + bc[j]);
+
+  // The ALU (eq. 4.8), the conditional (eq. 4.19) and the update (eq. 4.9).
+  float* mach = out.machine.f32();
+  float* args = out.args.f32();
+  float* u = out.u.f32();
+  float* h = out.h.f32();
+  const float* xv = K > 0 ? x_vm.f32() : nullptr;
+  const int64_t iv = cfg.machine_inputs();
+  for (int64_t b = 0; b < d.b; ++b) {
+    const float* r = g + b * 2 * S + H;  // r^vm
+    const float* u0 = g + b * 2 * S + S;
+    float* m = mach + b * K;
+    float* p = args + b * K;
+    if (K > 0) {
+      for (int64_t k = 0; k < K; ++k) p[k] = hp[b * S + H + k];
+      p[0] = xv[b * iv];  // read runs first
+      m[0] = xv[b * iv];
+      float sum = 0.0f;
+      for (int64_t k = 0; k < K; ++k) sum += grpu_neutral_zero(p[k], r[k]);
+      m[cfg.sum_field()] = sum;
+      if (cfg.prod) {
+        float prod = 1.0f;
+        for (int64_t k = 0; k < K; ++k) prod *= grpu_neutral_one(p[k], r[k], cfg.neutral_one);
+        m[cfg.prod_field()] = prod;
+      }
+      if (cfg.cond) {
+        float dist = std::fabs(xv[b * iv + 1] - 1.0f);
+        m[cfg.cond_field()] = 1.0f - dist / (dist + cfg.cond_eps);
+      }
+      for (int64_t k = 0; k < K; ++k)
+        cand[b * S + H + k] = std::fmin(std::fmax(m[k], -cfg.clip), cfg.clip);
+    }
+    for (int64_t j = 0; j < S; ++j) u[b * S + j] = u0[j];
+    if (cfg.cond) {
+      const int64_t c = cfg.cond_field();
+      float hc = cand[b * S + H + c];
+      for (int64_t k = 0; k < K; ++k)
+        if (k != c) u[b * S + H + k] = grpu_cond_gate(u0[H + k], u0[H + c], hc);
+    }
+    bool active = !mask.defined() || mask.f32()[b] != 0.0f;
+    for (int64_t j = 0; j < S; ++j) {
+      float prev = hp[b * S + j];
+      h[b * S + j] = active ? (1.0f - u[b * S + j]) * prev + u[b * S + j] * cand[b * S + j] : prev;
+    }
+  }
+  return out;
+}
+
+void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tensor& d_b_gates,
+                        Tensor& d_w_cand, Tensor& d_b_cand, const Tensor& d_h, const Tensor& x_c,
+                        const Tensor& h_prev, const Tensor& w_gates, const Tensor& w_cand,
+                        const Tensor& mask, const GrpuCellResult& fwd, const GrpuConfig& cfg) {
+  Dims d = check_inputs(x_c, h_prev, w_gates, w_cand, mask, cfg);
+  check_shape(d_h, {d.b, d.s}, "grpu_cell d_h");
+  const int64_t S = d.s, H = d.h, K = d.k;
+  const float* hp = h_prev.f32();
+  const float* g = fwd.gates.f32();
+  const float* cand = fwd.cand.f32();
+  const float* mach = fwd.machine.f32();
+  const float* args = fwd.args.f32();
+  const float* u = fwd.u.f32();
+  const float* dh = d_h.f32();
+  float* dhp = d_h_prev.defined() ? d_h_prev.f32() : nullptr;
+  if (dhp) check_same_shape(d_h_prev, h_prev, "grpu_cell d_h_prev");
+
+  MatRM d_z = MatRM::Zero(d.b, 2 * S);  // through the sigmoids
+  MatRM d_zc(d.b, H);                   // through the tanh
+  std::vector<float> prefix(K + 1), suffix(K + 1), q(K), d_u(S), d_cand(S), d_u0(S), d_m(K), d_p(K),
+      d_r(K);
+  for (int64_t b = 0; b < d.b; ++b) {
+    bool active = !mask.defined() || mask.f32()[b] != 0.0f;
+    const float* dhb = dh + b * S;
+    if (!active) {
+      if (dhp)
+        for (int64_t j = 0; j < S; ++j) dhp[b * S + j] += dhb[j];
+      for (int64_t j = 0; j < H; ++j) d_zc(b, j) = 0.0f;
+      continue;
+    }
+    const float* gb = g + b * 2 * S;
+    const float* ub = u + b * S;
+    const float* cb = cand + b * S;
+    // h = (1 − u) h_prev + u h̃
+    for (int64_t j = 0; j < S; ++j) {
+      if (dhp) dhp[b * S + j] += (1.0f - ub[j]) * dhb[j];
+      d_u[j] = dhb[j] * (cb[j] - hp[b * S + j]);
+      d_cand[j] = dhb[j] * ub[j];
+    }
+    // The conditional: u_k = u0_k · (1 + u0_c (h̃_c − 1)); h̃_c depends on data only.
+    float* dzb = d_z.data() + b * 2 * S;
+    d_u0 = d_u;
+    if (cfg.cond) {
+      const int64_t c = cfg.cond_field();
+      float uc = gb[S + H + c], hc = cb[H + c];
+      float f = 1.0f + uc * (hc - 1.0f);
+      for (int64_t k = 0; k < K; ++k) {
+        if (k == c) continue;
+        d_u0[H + k] = d_u[H + k] * f;
+        d_u0[H + c] += d_u[H + k] * gb[S + H + k] * (hc - 1.0f);
+      }
+    }
+    for (int64_t j = 0; j < S; ++j) dzb[S + j] = d_u0[j];  // sigmoid factor applied below
+    // The ALU: gradient into r^vm and into the fields of h^vm_{t−1} that were arguments.
+    if (K > 0) {
+      const float* r = gb + H;
+      const float* p = args + b * K;
+      const float* m = mach + b * K;
+      for (int64_t k = 0; k < K; ++k)
+        d_m[k] = (m[k] >= -cfg.clip && m[k] <= cfg.clip) ? d_cand[H + k] : 0.0f;
+      std::fill(d_p.begin(), d_p.end(), 0.0f);
+      std::fill(d_r.begin(), d_r.end(), 0.0f);
+      float ds = d_m[cfg.sum_field()];
+      for (int64_t k = 0; k < K; ++k) {
+        d_p[k] += ds * r[k];
+        d_r[k] += ds * p[k];
+      }
+      if (cfg.prod) {
+        float dprod = d_m[cfg.prod_field()];
+        for (int64_t k = 0; k < K; ++k) q[k] = grpu_neutral_one(p[k], r[k], cfg.neutral_one);
+        prefix[0] = 1.0f;
+        for (int64_t k = 0; k < K; ++k) prefix[k + 1] = prefix[k] * q[k];
+        suffix[K] = 1.0f;
+        for (int64_t k = K - 1; k >= 0; --k) suffix[k] = suffix[k + 1] * q[k];
+        for (int64_t k = 0; k < K; ++k) {
+          float dq = dprod * prefix[k] * suffix[k + 1];
+          float pk = p[k], rk = r[k];
+          if (cfg.neutral_one == NeutralOne::code) {
+            d_p[k] += dq * (2.0f * rk - rk * rk);
+            d_r[k] += dq * (-1.0f + 2.0f * pk - 2.0f * pk * rk);
+          } else {
+            d_p[k] += dq * rk * rk;
+            d_r[k] += dq * (-1.0f + 2.0f * pk * rk);
+          }
+        }
+      }
+      // p[0] is the machine input (data); the other arguments are the previous fields.
+      if (dhp)
+        for (int64_t k = 1; k < K; ++k) dhp[b * S + H + k] += d_p[k];
+      for (int64_t k = 0; k < K; ++k) dzb[H + k] = d_r[k];
+    }
+    // Controller candidate: tanh.
+    for (int64_t j = 0; j < H; ++j) d_zc(b, j) = d_cand[j] * (1.0f - cb[j] * cb[j]);
+  }
+
+  // Back through the candidate GEMM: a2 = [x_c, r^c ⊙ h^c].
+  MatRM a2 = join(x_c, hp, S, g, 2 * S, d);
+  CMapRM wc = as_matrix(w_cand, d.ic + H, H);
+  if (d_w_cand.defined()) {
+    check_same_shape(d_w_cand, w_cand, "grpu_cell d_w_cand");
+    as_matrix(d_w_cand, d.ic + H, H).noalias() += a2.transpose() * d_zc;
+  }
+  if (d_b_cand.defined()) {
+    check_shape(d_b_cand, {H}, "grpu_cell d_b_cand");
+    float* db = d_b_cand.f32();
+    for (int64_t b = 0; b < d.b; ++b)
+      for (int64_t j = 0; j < H; ++j) db[j] += d_zc(b, j);
+  }
+  MatRM d_a2 = d_zc * wc.transpose();
+  float* dx = d_x_c.defined() ? d_x_c.f32() : nullptr;
+  if (dx) check_same_shape(d_x_c, x_c, "grpu_cell d_x_c");
+  for (int64_t b = 0; b < d.b; ++b) {
+    if (dx)
+      for (int64_t j = 0; j < d.ic; ++j) dx[b * d.ic + j] += d_a2(b, j);
+    const float* gb = g + b * 2 * S;
+    float* dzb = d_z.data() + b * 2 * S;
+    for (int64_t j = 0; j < H; ++j) {
+      float dv = d_a2(b, d.ic + j);  // gradient of r^c_j · h^c_j
+      dzb[j] += dv * hp[b * S + j];
+      if (dhp) dhp[b * S + j] += dv * gb[j];
+    }
+    for (int64_t j = 0; j < 2 * S; ++j) dzb[j] *= gb[j] * (1.0f - gb[j]);
+  }
+
+  // Back through the gate GEMM: a = [x_c, h^c].
+  MatRM a = join(x_c, hp, S, nullptr, 0, d);
+  if (d_w_gates.defined()) {
+    check_same_shape(d_w_gates, w_gates, "grpu_cell d_w_gates");
+    as_matrix(d_w_gates, d.ic + H, 2 * S).noalias() += a.transpose() * d_z;
+  }
+  if (d_b_gates.defined()) {
+    check_shape(d_b_gates, {2 * S}, "grpu_cell d_b_gates");
+    float* db = d_b_gates.f32();
+    for (int64_t b = 0; b < d.b; ++b)
+      for (int64_t j = 0; j < 2 * S; ++j) db[j] += d_z(b, j);
+  }
+  if (dx || dhp) {
+    MatRM d_a = d_z * as_matrix(w_gates, d.ic + H, 2 * S).transpose();
+    for (int64_t b = 0; b < d.b; ++b) {
+      if (dx)
+        for (int64_t j = 0; j < d.ic; ++j) dx[b * d.ic + j] += d_a(b, j);
+      if (dhp)
+        for (int64_t j = 0; j < H; ++j) dhp[b * S + j] += d_a(b, d.ic + j);
+    }
+  }
+}
+
+}  // namespace mare

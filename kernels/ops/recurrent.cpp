@@ -1,0 +1,140 @@
+// GRU and LSTM cells on the CPU (equations in kernels/ops/recurrent.h). The
+// GRU is the GRPU cell without machine fields; the LSTM is one Eigen GEMM for
+// the four gates and row loops for the rest.
+#include "kernels/ops/recurrent.h"
+
+#include <cmath>
+
+#include "kernels/ops/common.h"
+
+namespace mare {
+using namespace detail;
+
+namespace {
+GrpuConfig plain_gru() {
+  GrpuConfig cfg;
+  cfg.machine = false;
+  return cfg;
+}
+float sigmoid(float z) {
+  return 1.0f / (1.0f + std::exp(-z));
+}
+}  // namespace
+
+GrpuCellResult gru_cell_forward(const Tensor& x, const Tensor& h_prev, const Tensor& w_gates,
+                                const Tensor& b_gates, const Tensor& w_cand, const Tensor& b_cand,
+                                const Tensor& mask) {
+  return grpu_cell_forward(x, Tensor(), h_prev, w_gates, b_gates, w_cand, b_cand, mask,
+                           plain_gru());
+}
+
+void gru_cell_backward(Tensor& d_x, Tensor& d_h_prev, Tensor& d_w_gates, Tensor& d_b_gates,
+                       Tensor& d_w_cand, Tensor& d_b_cand, const Tensor& d_h, const Tensor& x,
+                       const Tensor& h_prev, const Tensor& w_gates, const Tensor& w_cand,
+                       const Tensor& mask, const GrpuCellResult& fwd) {
+  grpu_cell_backward(d_x, d_h_prev, d_w_gates, d_b_gates, d_w_cand, d_b_cand, d_h, x, h_prev,
+                     w_gates, w_cand, mask, fwd, plain_gru());
+}
+
+LstmCellResult lstm_cell_forward(const Tensor& x, const Tensor& h_prev, const Tensor& c_prev,
+                                 const Tensor& w, const Tensor& b, const Tensor& mask) {
+  for (const Tensor* t : {&x, &h_prev, &c_prev, &w, &b}) {
+    check_defined(*t, "lstm_cell");
+    require_cpu(*t, "lstm_cell");
+  }
+  check_rank(x, 2, "lstm_cell x");
+  check_rank(h_prev, 2, "lstm_cell h_prev");
+  const int64_t B = x.dim(0), I = x.dim(1), H = h_prev.dim(1);
+  check_shape(h_prev, {B, H}, "lstm_cell h_prev");
+  check_shape(c_prev, {B, H}, "lstm_cell c_prev");
+  check_shape(w, {I + H, 4 * H}, "lstm_cell w");
+  check_shape(b, {4 * H}, "lstm_cell b");
+  if (mask.defined()) check_shape(mask, {B}, "lstm_cell mask");
+
+  MatRM a(B, I + H);
+  a.leftCols(I) = as_matrix(x, B, I);
+  a.rightCols(H) = as_matrix(h_prev, B, H);
+  LstmCellResult out{Tensor::empty({B, H}), Tensor::empty({B, H}), Tensor::empty({B, 4 * H}),
+                     Tensor::empty({B, H})};
+  as_matrix(out.gates, B, 4 * H).noalias() = a * as_matrix(w, I + H, 4 * H);
+  float* g = out.gates.f32();
+  const float* pb = b.f32();
+  const float* hp = h_prev.f32();
+  const float* cp = c_prev.f32();
+  for (int64_t r = 0; r < B; ++r) {
+    float* gr = g + r * 4 * H;
+    for (int64_t j = 0; j < 4 * H; ++j) {
+      float z = gr[j] + pb[j];
+      gr[j] = (j >= 2 * H && j < 3 * H) ? std::tanh(z) : sigmoid(z);
+    }
+    bool active = !mask.defined() || mask.f32()[r] != 0.0f;
+    for (int64_t j = 0; j < H; ++j) {
+      float c = gr[H + j] * cp[r * H + j] + gr[j] * gr[2 * H + j];
+      float tc = std::tanh(c);
+      out.tanh_c.f32()[r * H + j] = tc;
+      out.c.f32()[r * H + j] = active ? c : cp[r * H + j];
+      out.h.f32()[r * H + j] = active ? gr[3 * H + j] * tc : hp[r * H + j];
+    }
+  }
+  return out;
+}
+
+void lstm_cell_backward(Tensor& d_x, Tensor& d_h_prev, Tensor& d_c_prev, Tensor& d_w, Tensor& d_b,
+                        const Tensor& d_h, const Tensor& d_c, const Tensor& x, const Tensor& h_prev,
+                        const Tensor& c_prev, const Tensor& w, const Tensor& mask,
+                        const LstmCellResult& fwd) {
+  const int64_t B = x.dim(0), I = x.dim(1), H = h_prev.dim(1);
+  check_shape(d_h, {B, H}, "lstm_cell d_h");
+  if (d_c.defined()) check_shape(d_c, {B, H}, "lstm_cell d_c");
+  check_shape(w, {I + H, 4 * H}, "lstm_cell w");
+  const float* g = fwd.gates.f32();
+  const float* cp = c_prev.f32();
+  const float* dh = d_h.f32();
+  const float* dc = d_c.defined() ? d_c.f32() : nullptr;
+  float* dhp = d_h_prev.defined() ? d_h_prev.f32() : nullptr;
+  float* dcp = d_c_prev.defined() ? d_c_prev.f32() : nullptr;
+  MatRM dz = MatRM::Zero(B, 4 * H);
+  for (int64_t r = 0; r < B; ++r) {
+    bool active = !mask.defined() || mask.f32()[r] != 0.0f;
+    if (!active) {
+      for (int64_t j = 0; j < H; ++j) {
+        if (dhp) dhp[r * H + j] += dh[r * H + j];
+        if (dcp && dc) dcp[r * H + j] += dc[r * H + j];
+      }
+      continue;
+    }
+    const float* gr = g + r * 4 * H;
+    for (int64_t j = 0; j < H; ++j) {
+      float i = gr[j], f = gr[H + j], gg = gr[2 * H + j], o = gr[3 * H + j];
+      float tc = fwd.tanh_c.f32()[r * H + j];
+      float dhv = dh[r * H + j];
+      float dcv = (dc ? dc[r * H + j] : 0.0f) + dhv * o * (1.0f - tc * tc);
+      if (dcp) dcp[r * H + j] += dcv * f;
+      dz(r, j) = dcv * gg * i * (1.0f - i);
+      dz(r, H + j) = dcv * cp[r * H + j] * f * (1.0f - f);
+      dz(r, 2 * H + j) = dcv * i * (1.0f - gg * gg);
+      dz(r, 3 * H + j) = dhv * tc * o * (1.0f - o);
+    }
+  }
+  if (d_w.defined()) {
+    check_same_shape(d_w, w, "lstm_cell d_w");
+    MatRM a(B, I + H);
+    a.leftCols(I) = as_matrix(x, B, I);
+    a.rightCols(H) = as_matrix(h_prev, B, H);
+    as_matrix(d_w, I + H, 4 * H).noalias() += a.transpose() * dz;
+  }
+  if (d_b.defined()) {
+    check_shape(d_b, {4 * H}, "lstm_cell d_b");
+    as_matrix(d_b, 1, 4 * H) += dz.colwise().sum();
+  }
+  if (d_x.defined() || dhp) {
+    MatRM da = dz * as_matrix(w, I + H, 4 * H).transpose();
+    if (d_x.defined()) {
+      check_same_shape(d_x, x, "lstm_cell d_x");
+      as_matrix(d_x, B, I) += da.leftCols(I);
+    }
+    if (dhp) as_matrix(d_h_prev, B, H) += da.rightCols(H);
+  }
+}
+
+}  // namespace mare
