@@ -24,8 +24,8 @@ struct Data {
   SequenceBatch batch;
   Tensor target;  // [n, 1] sum of the marked values (+ offset)
 };
-Data addition_data(int64_t n, int64_t min_len, int64_t max_len, uint64_t seed,
-                   float offset = 0.0f) {
+Data addition_data(int64_t n, int64_t min_len, int64_t max_len, uint64_t seed, float offset = 0.0f,
+                   bool product = false) {
   PhiloxStream rng(seed, 99);
   std::vector<int64_t> len(n);
   for (int64_t& l : len) l = min_len + rng.below(static_cast<uint32_t>(max_len - min_len + 1));
@@ -36,11 +36,12 @@ Data addition_data(int64_t n, int64_t min_len, int64_t max_len, uint64_t seed,
     int64_t a = rng.below(static_cast<uint32_t>(len[b])), c = a;
     while (c == a) c = rng.below(static_cast<uint32_t>(len[b]));
     for (int64_t t = 0; t < len[b]; ++t) {
-      d.batch.values.f32()[t * n + b] = rng.uniform();
+      d.batch.values.f32()[t * n + b] = product ? rng.uniform(0.5f, 1.5f) : rng.uniform();
       d.batch.controls.f32()[t * n + b] = t == a || t == c ? 1.0f : (t == 0 ? -1.0f : 0.0f);
       d.batch.mask.f32()[t * n + b] = 1.0f;
     }
-    d.target.f32()[b] = d.batch.values.f32()[a * n + b] + d.batch.values.f32()[c * n + b] + offset;
+    float va = d.batch.values.f32()[a * n + b], vc = d.batch.values.f32()[c * n + b];
+    d.target.f32()[b] = (product ? va * vc : va + vc) + offset;
   }
   return d;
 }
@@ -104,6 +105,27 @@ TEST(GrpuConditional, CellExecutesOnlyWhenTheConditionHolds) {
     }
 }
 
+// The machine candidate is clipped (appendix A: ±500) and no gradient passes
+// the clip: a sum field at 600 with r_sum = u_sum = 1 becomes exactly 500 and
+// its previous value gets no gradient; at 400 it passes through unclipped.
+TEST(GrpuClip, ClipsTheCandidateAndStopsItsGradient) {
+  GrpuConfig cfg;  // read, sum
+  const int64_t H = 1, S = 3;
+  for (float prev : {600.0f, 400.0f}) {
+    Tensor x_c = Tensor::zeros({1, 1}), x_vm = Tensor::zeros({1, 1});
+    Tensor h_prev = Tensor::from_vector({0.0f, 0.0f, prev}, {1, S});
+    Tensor wg = Tensor::zeros({1 + H, 2 * S}), bg = Tensor::full({2 * S}, 60.0f);
+    Tensor wc = Tensor::zeros({1 + H, H}), bc = Tensor::zeros({H});
+    GrpuCellResult r = grpu_cell_forward(x_c, x_vm, h_prev, wg, bg, wc, bc, Tensor(), cfg);
+    EXPECT_EQ(r.h.f32()[H + 1], prev > 500.0f ? 500.0f : prev);
+    Tensor d_h = Tensor::from_vector({0.0f, 0.0f, 1.0f}, {1, S});
+    Tensor d_h_prev = Tensor::zeros({1, S}), none;
+    grpu_cell_backward(none, d_h_prev, none, none, none, none, d_h, x_c, h_prev, wg, wc, Tensor(),
+                       r, cfg);
+    EXPECT_NEAR(d_h_prev.f32()[H + 1], prev > 500.0f ? 0.0f : 1.0f, 1e-6f) << prev;
+  }
+}
+
 // Hand-set weights: r_read = σ(80·control − 40) selects the value where the
 // control is 1, r_sum = u_sum = u_read = 1: the sum field accumulates exactly
 // the marked values.
@@ -119,6 +141,31 @@ TEST(GrpuHandSet, SolvesAdditionExactly) {
   bg.f32()[S + H + 0] = 40.0f;  // u_read
   bg.f32()[S + H + 1] = 40.0f;  // u_sum
   Data d = addition_data(1000, 50, 55, 5);
+  double mse = ag::mse(model.forward(d.batch), ag::constant(d.target))->value.item();
+  EXPECT_LT(mse, 1e-10);
+}
+
+// Multiplication needs the product field to start at 1 although the state
+// starts at 0: the controller (H = 1) tells the first step from the others
+// (h^c = 0, then tanh(40) = 1), and r_prod = σ(80·h^c − 40) leaves the prod
+// field out of its own product only at the first step.
+TEST(GrpuHandSet, SolvesMultiplicationExactly) {
+  SequenceTaskShape shape;
+  shape.target = "prod";
+  shape.clip = 100.0f;
+  GrpuModel model(ModelSpec::parse("grpu+hidden=1"), shape, 1);
+  ASSERT_TRUE(model.config().prod);
+  const int64_t H = 1, S = H + 3;  // read, sum, prod
+  for (const ag::Var& p : model.parameters().all()) p->value.zero();
+  Tensor& wg = model.parameters().get("gates.w")->value;  // rows: control, h^c
+  Tensor& bg = model.parameters().get("gates.b")->value;
+  for (int64_t j = 0; j < 2 * S; ++j) bg.f32()[j] = -40.0f;
+  wg.f32()[0 * 2 * S + H + 0] = 80.0f;                            // r_read = [control = 1]
+  wg.f32()[1 * 2 * S + H + 2] = 80.0f;                            // r_prod = [h^c = 1]
+  bg.f32()[S + 0] = 40.0f;                                        // u^c
+  bg.f32()[S + H + 2] = 40.0f;                                    // u_prod
+  model.parameters().get("candidate.b")->value.f32()[0] = 40.0f;  // h̃^c = 1
+  Data d = addition_data(500, 50, 55, 8, 0.0f, true);
   double mse = ag::mse(model.forward(d.batch), ag::constant(d.target))->value.item();
   EXPECT_LT(mse, 1e-10);
 }
