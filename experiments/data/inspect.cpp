@@ -31,14 +31,17 @@ std::string distribution(std::vector<int> v) {
 std::string buckets(const std::vector<int>& v) {
   const int edges[] = {50, 100, 200, 300, 500};
   std::string out;
+  char buf[64];
   int lo = 0;
   for (int e : edges) {
     const long n = std::count_if(v.begin(), v.end(), [&](int x) { return x >= lo && x < e; });
-    out += "[" + std::to_string(lo) + "," + std::to_string(e) + "):" + std::to_string(n) + " ";
+    std::snprintf(buf, sizeof buf, "[%d,%d):%ld ", lo, e, n);
+    out += buf;
     lo = e;
   }
   const long n = std::count_if(v.begin(), v.end(), [&](int x) { return x >= 500; });
-  return out + ">=500:" + std::to_string(n);
+  std::snprintf(buf, sizeof buf, ">=500:%ld", n);
+  return out + buf;
 }
 
 }  // namespace

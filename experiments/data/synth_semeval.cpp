@@ -174,7 +174,7 @@ Document make_document(Rng& rng, const std::vector<std::string>& terms,
   for (int k = 0; k < distractors; ++k) body.push_back(relation_sentence(d, rng, terms, -1));
   int tokens = 0;
   for (const auto& s : body) tokens += synth::token_count(s);
-  while (tokens < 80) {
+  while (tokens < 88) {
     Sentence s;
     synth::words(s, rng.pick(kFiller));
     tokens += synth::token_count(s);
