@@ -4,6 +4,7 @@
 // lying header cannot exhaust memory; every row is checked against the header.
 #include "experiments/data/word2vec.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -37,17 +38,27 @@ std::size_t parse_header(std::string_view content, std::string_view file, std::i
   return nl + 1;
 }
 
-void check_word(std::string_view word, std::string_view file, std::size_t line, std::size_t column,
-                const Embeddings& emb, const std::string& where) {
+// Returns false when the row is to be skipped (only with skip_bad_words).
+bool check_word(std::string_view word, std::string_view file, std::size_t line, std::size_t column,
+                const Embeddings& emb, const std::string& where, bool skip_bad_words) {
   if (word.empty()) fail(file, line, column, "expected a word at the start of " + where);
-  check_utf8_field(word, file, line, column);
   for (char c : word)
     if (c == '\t' || c == '\n' || c == '\r' || c == ' ')
       fail(file, line, column, "expected a word without whitespace in " + where);
+  if (skip_bad_words) {
+    try {
+      check_utf8_field(word, file, line, column);
+    } catch (const DataError&) {
+      return false;
+    }
+    return emb.index.count(std::string(word)) == 0;
+  }
+  check_utf8_field(word, file, line, column);
   if (emb.index.count(std::string(word)))
     fail(file, line, column,
          "the word " + quote(word) + " appears twice (" + where + ", first as row " +
              std::to_string(emb.index.at(std::string(word)) + 1) + ")");
+  return true;
 }
 
 }  // namespace
@@ -63,12 +74,15 @@ void Embeddings::add(const std::string& word, const float* vec) {
   values.insert(values.end(), vec, vec + dim);
 }
 
-Embeddings parse_word2vec_text(std::string_view content, std::string_view file) {
+Embeddings parse_word2vec_text(std::string_view content, std::string_view file,
+                               const Word2vecOptions& options) {
   std::int64_t rows = 0, dim = 0;
   std::size_t pos = parse_header(content, file, &rows, &dim);
-  check_utf8(content, file);
+  if (!options.skip_bad_words) check_utf8(content, file);
   Embeddings emb;
   emb.dim = static_cast<int>(dim);
+  // each row needs at least a word and D values of one byte, each after a space
+  emb.values.reserve(std::min<std::size_t>(rows, content.size() / (2 * dim + 2)) * dim);
   std::vector<float> vec(static_cast<std::size_t>(dim));
   std::size_t line = 2;
   for (std::int64_t r = 0; r < rows; ++r, ++line) {
@@ -86,7 +100,7 @@ Embeddings parse_word2vec_text(std::string_view content, std::string_view file) 
     if (!text.empty() && text.back() == ' ') text.remove_suffix(1);
     const std::vector<std::string_view> f = split(text, ' ');
     const std::string where = "row " + std::to_string(r + 1);
-    check_word(f[0], file, line, 1, emb, where);
+    const bool keep = check_word(f[0], file, line, 1, emb, where, options.skip_bad_words);
     if (static_cast<std::int64_t>(f.size()) - 1 != dim)
       fail(file, line, 1,
            "expected " + std::to_string(dim) + " values after the word (the header's D), found " +
@@ -101,7 +115,11 @@ Embeddings parse_word2vec_text(std::string_view content, std::string_view file) 
       vec[k] = x;
       col += v.size() + 1;
     }
-    emb.add(std::string(f[0]), vec.data());
+    if (keep) {
+      emb.add(std::string(f[0]), vec.data());
+    } else {
+      ++emb.skipped_rows;
+    }
     pos = nl + 1;
   }
   if (pos < content.size())
@@ -109,7 +127,8 @@ Embeddings parse_word2vec_text(std::string_view content, std::string_view file) 
   return emb;
 }
 
-Embeddings parse_word2vec_binary(std::string_view content, std::string_view file) {
+Embeddings parse_word2vec_binary(std::string_view content, std::string_view file,
+                                 const Word2vecOptions& options) {
   std::int64_t rows = 0, dim = 0;
   std::size_t pos = parse_header(content, file, &rows, &dim);
   const std::size_t row_bytes = static_cast<std::size_t>(dim) * 4;
@@ -121,6 +140,7 @@ Embeddings parse_word2vec_binary(std::string_view content, std::string_view file
              " bytes after the header can hold (truncated file?)");
   Embeddings emb;
   emb.dim = static_cast<int>(dim);
+  emb.values.reserve(static_cast<std::size_t>(rows) * dim);  // bounded by the check above
   std::vector<float> vec(static_cast<std::size_t>(dim));
   for (std::int64_t r = 0; r < rows; ++r) {
     if (pos < content.size() && content[pos] == '\n') ++pos;
@@ -134,7 +154,7 @@ Embeddings parse_word2vec_binary(std::string_view content, std::string_view file
     const std::string_view word = content.substr(pos, space - pos);
     if (word.size() > 1000)
       fail(file, 0, 0, where + ": expected a word of at most 1000 bytes followed by a space");
-    check_word(word, file, 0, 0, emb, where);
+    const bool keep = check_word(word, file, 0, 0, emb, where, options.skip_bad_words);
     pos = space + 1;
     if (content.size() - pos < row_bytes)
       fail(file, 0, 0,
@@ -154,7 +174,11 @@ Embeddings parse_word2vec_binary(std::string_view content, std::string_view file
       vec[k] = x;
     }
     pos += row_bytes;
-    emb.add(std::string(word), vec.data());
+    if (keep) {
+      emb.add(std::string(word), vec.data());
+    } else {
+      ++emb.skipped_rows;
+    }
   }
   if (pos < content.size() && content[pos] == '\n') ++pos;
   if (pos != content.size())
@@ -169,10 +193,10 @@ bool is_word2vec_binary_path(const std::string& path) {
   return path.size() >= 4 && path.compare(path.size() - 4, 4, ".bin") == 0;
 }
 
-Embeddings load_word2vec(const std::string& path) {
+Embeddings load_word2vec(const std::string& path, const Word2vecOptions& options) {
   const std::string content = read_file(path);
-  return is_word2vec_binary_path(path) ? parse_word2vec_binary(content, path)
-                                       : parse_word2vec_text(content, path);
+  return is_word2vec_binary_path(path) ? parse_word2vec_binary(content, path, options)
+                                       : parse_word2vec_text(content, path, options);
 }
 
 std::string write_word2vec_text(const Embeddings& emb) {

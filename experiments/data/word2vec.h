@@ -26,16 +26,28 @@ struct Embeddings {
   std::vector<float> values;       // (V, D) row-major
   std::unordered_map<std::string, int> index;
 
+  int skipped_rows = 0;  // rows dropped under Word2vecOptions::skip_bad_words
+
   int size() const { return static_cast<int>(words.size()); }
   int find(const std::string& word) const;  // row index or -1
   const float* row(int i) const { return values.data() + static_cast<std::size_t>(i) * dim; }
   void add(const std::string& word, const float* vec);  // appends; no duplicate check
 };
 
-Embeddings parse_word2vec_text(std::string_view content, std::string_view file);
-Embeddings parse_word2vec_binary(std::string_view content, std::string_view file);
+struct Word2vecOptions {
+  // Large public files (e.g. GoogleNews) hold some words that are not valid UTF-8 or
+  // that repeat. Off (default): such a row is an error. On: the row is skipped and
+  // counted in Embeddings::skipped_rows (it still counts towards the header's V);
+  // every other problem stays an error.
+  bool skip_bad_words = false;
+};
+
+Embeddings parse_word2vec_text(std::string_view content, std::string_view file,
+                               const Word2vecOptions& options = {});
+Embeddings parse_word2vec_binary(std::string_view content, std::string_view file,
+                                 const Word2vecOptions& options = {});
 // Reads a file; binary when the name ends in ".bin", text otherwise.
-Embeddings load_word2vec(const std::string& path);
+Embeddings load_word2vec(const std::string& path, const Word2vecOptions& options = {});
 bool is_word2vec_binary_path(const std::string& path);
 std::string write_word2vec_text(const Embeddings& emb);
 std::string write_word2vec_binary(const Embeddings& emb);

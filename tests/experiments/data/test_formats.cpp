@@ -164,6 +164,28 @@ TEST(Word2vec, TextAndBinaryRoundTripAndAgree) {
   EXPECT_EQ(parse_word2vec_text("1 2\nx 1 2 \n", "v.txt").values, (std::vector<float>{1, 2}));
 }
 
+TEST(Word2vec, SkipBadWordsDropsOnlyInvalidOrRepeatedWords) {
+  const std::string text = "4 1\nthe 1\nth\xE9 2\nthe 3\ncat 4\n";
+  EXPECT_THROW(parse_word2vec_text(text, "v.txt"), DataError);
+  const Embeddings e = parse_word2vec_text(text, "v.txt", {true});
+  EXPECT_EQ(e.words, (std::vector<std::string>{"the", "cat"}));
+  EXPECT_EQ(e.values, (std::vector<float>{1, 4}));
+  EXPECT_EQ(e.skipped_rows, 2);
+  // the binary form of the same rows
+  Embeddings raw;
+  raw.dim = 1;
+  const float v[4] = {1, 2, 3, 4};
+  raw.words = {"the", "th\xE9", "the", "cat"};
+  raw.values.assign(v, v + 4);
+  const std::string bin = write_word2vec_binary(raw);
+  EXPECT_THROW(parse_word2vec_binary(bin, "v.bin"), DataError);
+  const Embeddings b = parse_word2vec_binary(bin, "v.bin", {true});
+  EXPECT_EQ(b.words, e.words);
+  EXPECT_EQ(b.skipped_rows, 2);
+  // other errors stay errors
+  EXPECT_THROW(parse_word2vec_text("2 1\nthe 1\n", "v.txt", {true}), DataError);
+}
+
 TEST(Word2vec, DimensionCheckNamesBothSizes) {
   const Embeddings e = parse_word2vec_text("1 2\nthe 1 2\n", "v.txt");
   EXPECT_NO_THROW(require_dimension(e, 2, "v.txt"));
