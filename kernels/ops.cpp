@@ -39,6 +39,19 @@ constexpr std::array kOps = {
     OpInfo{"grpu_cell", "grpu", "GRPU step: GRU controller + ALU (read, sum, prod, cond)"},
     OpInfo{"gru_cell", "recurrent", "GRU step (the GRPU cell without machine fields)"},
     OpInfo{"lstm_cell", "recurrent", "LSTM step"},
+    // memory access (SPEC §3)
+    OpInfo{"interface_split", "memory", "DNC interface vector -> parts in their domains"},
+    OpInfo{"content_weighting", "memory", "softmax_n(β · cosine(key, M[n]))"},
+    OpInfo{"retention", "memory", "ψ = Π_r (1 − f_r w^r_r)"},
+    OpInfo{"usage", "memory", "u = (u' + w' − u'⊙w') ⊙ ψ, no gradient into w'"},
+    OpInfo{"allocation", "memory", "DNC allocation: sorted|parallel|parallel-eps|rank|parallel-block"},
+    OpInfo{"write_weighting", "memory", "w^w = g^w (g^a a + (1 − g^a) c^w)"},
+    OpInfo{"memory_update", "memory", "M ⊙ (1 − w eᵀ) + w vᵀ"},
+    OpInfo{"link_update", "memory", "temporal link matrix L"},
+    OpInfo{"precedence_update", "memory", "p = (1 − Σw) p' + w"},
+    OpInfo{"link_weights", "memory", "forward/backward weights L·w^r, Lᵀ·w^r"},
+    OpInfo{"read_weights", "memory", "w^r = π₁ b + π₂ c^r + π₃ f"},
+    OpInfo{"read_vectors", "memory", "r = Mᵀ w^r"},
 };
 }  // namespace
 

@@ -14,6 +14,9 @@
 #include "kernels/ops/loss.h"
 #include "kernels/ops/norm.h"
 #include "kernels/ops/softmax.h"
+#include "kernels/memory/access.h"
+#include "kernels/memory/allocation.h"
+#include "kernels/memory/interface.h"
 
 namespace mare {
 

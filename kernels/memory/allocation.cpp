@@ -1,0 +1,473 @@
+// Allocation variants on the CPU (see allocation.h for the equations).
+//
+// Forward, with s_j = û[φ_j] the usages in free-list order:
+//   a[φ_j] = (1 − s_j) · P_j,   P_j = Π_{k<j} s_k
+// Backward with the order held fixed, for L = Σ_j g_j a[φ_j]:
+//   ∂L/∂s_k = P_k · (R_k − g_k),  R_k = Σ_{j>k} g_j (1 − s_j) Π_{k<m<j} s_m,
+//   R_{N−1} = 0,  R_{k−1} = g_k (1 − s_k) + s_k R_k
+// (one reverse sweep, no division), then ∂û/∂u = 1 − ε. The mask variants
+// (parallel, parallel-eps, parallel-block) use the same derivative in mask form:
+// ∂a[n]/∂û[k] = (1 − û[n]) · g[n][k] · Π_{n'≠k} φ[n][n'] with the product
+// without k taken from prefix and suffix products, again without division.
+//
+// Rule: every variant computes û with the same expression (hat() below), so
+// that ties and near-ties are the same ties for all of them; this file is
+// compiled without floating-point contraction so that the SIMD and scalar
+// paths round identically (parallel-block is bit-identical to parallel, rank
+// to sorted; tests/kernels/test_allocation.cpp checks both).
+#pragma GCC optimize("fp-contract=off")
+
+#include "kernels/memory/allocation.h"
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/ops/common.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace mare {
+using namespace detail;
+
+namespace {
+
+constexpr float kEps = kAllocationEpsilon;
+constexpr float kOneMinusEps = 1.0f - kAllocationEpsilon;
+
+// û = ε + (1 − ε)·u: keeps every usage strictly inside (0, 1].
+inline float hat(float u) {
+  return kEps + kOneMinusEps * u;
+}
+
+// parallel-eps ordering key of appendix A.1: n·ε' + (1 − ε')·u[n].
+inline float eps_key(int64_t n, float u) {
+  return static_cast<float>(n) * kEps + kOneMinusEps * u;
+}
+
+constexpr std::array kVariants = {AllocationVariant::sorted, AllocationVariant::parallel,
+                                  AllocationVariant::parallel_eps, AllocationVariant::rank,
+                                  AllocationVariant::parallel_block};
+
+void check_usage(const Tensor& usage, const char* op) {
+  check_defined(usage, op);
+  check_rank(usage, 2, op);
+  check_dtype(usage, DType::f32, op);
+  require_cpu(usage, op);
+}
+
+// Slot `k` precedes slot `n` in the free list (g[n][k] = 1): ascending û,
+// ties to the lower index.
+inline bool precedes(float uk, int64_t k, float un, int64_t n) {
+  return uk < un || (uk == un && k < n);
+}
+
+// ------------------------------------------------------------- sorted / rank
+// Free list of one memory by a real sort of indices. uh: [N] û values.
+void sort_order(const float* uh, int64_t n, int32_t* order) {
+  std::iota(order, order + n, 0);
+  std::sort(order, order + n, [uh](int32_t a, int32_t b) { return precedes(uh[a], a, uh[b], b); });
+}
+
+// Free list of one memory by ranks: rank[n] = #{k : g[n][k]} (branch-free
+// counting, the comparisons of the mask formulation), order[rank[n]] = n.
+void rank_order(const float* uh, int64_t n, int32_t* order) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float ui = uh[i];
+    int32_t r = 0;
+    for (int64_t k = 0; k < i; ++k) r += uh[k] <= ui;
+    for (int64_t k = i + 1; k < n; ++k) r += uh[k] < ui;
+    order[r] = static_cast<int32_t>(i);
+  }
+}
+
+// a[φ_j] = (1 − s_j) · Π_{k<j} s_k for a given free list.
+inline void ordered_product(const float* uh, const int32_t* order, int64_t n, float* a) {
+  float p = 1.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    const float s = uh[order[j]];
+    a[order[j]] = (1.0f - s) * p;
+    p *= s;
+  }
+}
+
+// d_u[φ_k] += (1 − ε) · P_k · (R_k − g_k), the reverse sweep of the header.
+// prefix: scratch [N].
+inline void ordered_product_backward(const float* uh, const int32_t* order, int64_t n,
+                                     const float* d_a, float* d_u, float* prefix) {
+  float p = 1.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    prefix[j] = p;
+    p *= uh[order[j]];
+  }
+  float r = 0.0f;
+  for (int64_t k = n - 1; k >= 0; --k) {
+    const int32_t slot = order[k];
+    const float s = uh[slot], g = d_a[slot];
+    d_u[slot] += kOneMinusEps * (prefix[k] * (r - g));
+    r = g * (1.0f - s) + s * r;
+  }
+}
+
+template <bool kByRank>
+void ordered_forward(const float* u, float* a, int64_t rows, int64_t n) {
+  std::vector<float> uh(n);
+  std::vector<int32_t> order(n);
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t i = 0; i < n; ++i) uh[i] = hat(u[m * n + i]);
+    if constexpr (kByRank)
+      rank_order(uh.data(), n, order.data());
+    else
+      sort_order(uh.data(), n, order.data());
+    ordered_product(uh.data(), order.data(), n, a + m * n);
+  }
+}
+
+template <bool kByRank>
+void ordered_backward(const float* u, const float* d_a, float* d_u, int64_t rows, int64_t n) {
+  std::vector<float> uh(n), prefix(n);
+  std::vector<int32_t> order(n);
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t i = 0; i < n; ++i) uh[i] = hat(u[m * n + i]);
+    if constexpr (kByRank)
+      rank_order(uh.data(), n, order.data());
+    else
+      sort_order(uh.data(), n, order.data());
+    ordered_product_backward(uh.data(), order.data(), n, d_a + m * n, d_u + m * n, prefix.data());
+  }
+}
+
+// ------------------------------------------------------------- parallel
+// The mask g[n][k] of `parallel` as 0/1 float, written out as in eq. 3-20
+// with the exact tie-break.
+inline float mask_exact(const float* uh, int64_t n, int64_t k) {
+  return precedes(uh[k], k, uh[n], n) ? 1.0f : 0.0f;
+}
+// The mask of `parallel-eps` as in appendix A.1: (key[n] − key[k]) > 0.
+inline float mask_eps(const float* key, int64_t n, int64_t k) {
+  return (key[n] - key[k]) > 0.0f ? 1.0f : 0.0f;
+}
+
+// vals: what enters the product (û for parallel, raw u for parallel-eps);
+// cmp: what the mask compares (û, or the ε-offset keys).
+template <bool kEpsKernel>
+void mask_forward_row(const float* vals, const float* cmp, int64_t n, float* a) {
+  for (int64_t i = 0; i < n; ++i) {
+    float p = 1.0f;
+    for (int64_t k = 0; k < n; ++k) {
+      const float g = kEpsKernel ? mask_eps(cmp, i, k) : mask_exact(cmp, i, k);
+      p *= (1.0f - g) + g * vals[k];  // φ[i][k] = 1 − g + g·u[k]  (eq. 3-22)
+    }
+    a[i] = (1.0f - vals[i]) * p;  // eq. 3-23
+  }
+}
+
+// d_vals[k] += Σ_i d_a[i] · ∂a[i]/∂vals[k]; phi, prefix: scratch [N], [N + 1].
+template <bool kEpsKernel>
+void mask_backward_row(const float* vals, const float* cmp, int64_t n, const float* d_a,
+                       float* d_vals, float* phi, float* prefix) {
+  for (int64_t i = 0; i < n; ++i) {
+    prefix[0] = 1.0f;
+    for (int64_t k = 0; k < n; ++k) {
+      const float g = kEpsKernel ? mask_eps(cmp, i, k) : mask_exact(cmp, i, k);
+      phi[k] = (1.0f - g) + g * vals[k];
+      prefix[k + 1] = prefix[k] * phi[k];
+    }
+    d_vals[i] -= d_a[i] * prefix[n];  // ∂a[i]/∂vals[i] = −Π_k φ[i][k]
+    const float c = d_a[i] * (1.0f - vals[i]);
+    float suffix = 1.0f;
+    for (int64_t k = n - 1; k >= 0; --k) {
+      const float g = kEpsKernel ? mask_eps(cmp, i, k) : mask_exact(cmp, i, k);
+      d_vals[k] += g * (c * (prefix[k] * suffix));  // ∂φ[i][k]/∂vals[k] = g
+      suffix *= phi[k];
+    }
+  }
+}
+
+template <bool kEpsKernel>
+void mask_forward(const float* u, float* a, int64_t rows, int64_t n) {
+  std::vector<float> vals(n), cmp(n);
+  for (int64_t m = 0; m < rows; ++m) {
+    const float* um = u + m * n;
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (kEpsKernel) {
+        vals[i] = um[i];
+        cmp[i] = eps_key(i, um[i]);
+      } else {
+        vals[i] = cmp[i] = hat(um[i]);
+      }
+    }
+    mask_forward_row<kEpsKernel>(vals.data(), cmp.data(), n, a + m * n);
+  }
+}
+
+template <bool kEpsKernel>
+void mask_backward(const float* u, const float* d_a, float* d_u, int64_t rows, int64_t n) {
+  std::vector<float> vals(n), cmp(n), d_vals(n), phi(n), prefix(n + 1);
+  for (int64_t m = 0; m < rows; ++m) {
+    const float* um = u + m * n;
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (kEpsKernel) {
+        vals[i] = um[i];
+        cmp[i] = eps_key(i, um[i]);
+      } else {
+        vals[i] = cmp[i] = hat(um[i]);
+      }
+    }
+    std::fill(d_vals.begin(), d_vals.end(), 0.0f);
+    mask_backward_row<kEpsKernel>(vals.data(), cmp.data(), n, d_a + m * n, d_vals.data(),
+                                  phi.data(), prefix.data());
+    // parallel-eps differentiates the raw usage; parallel goes through û.
+    const float chain = kEpsKernel ? 1.0f : kOneMinusEps;
+    for (int64_t i = 0; i < n; ++i) d_u[m * n + i] += chain * d_vals[i];
+  }
+}
+
+// ------------------------------------------------------------- parallel-block
+// `parallel` on kLanes memories at once, slot-major: uh[k * kLanes + l] is û of
+// slot k of memory m0 + l. Every inner loop runs over the lanes, so the
+// compiler turns it into SIMD compares, selects and products. The products
+// multiply the same factors in the same order as mask_forward_row (factors of
+// exactly 1 are skipped, which does not change a float product), hence the
+// results are bit-identical to `parallel`. Padding lanes of the last block hold
+// û = ε and are never written back.
+constexpr int64_t kLanes = 16;
+
+// uh: [N, kLanes] slot-major block; lanes valid rows starting at m0.
+void load_block(const float* u, int64_t m0, int64_t lanes, int64_t n, float* uh) {
+  for (int64_t l = 0; l < kLanes; ++l) {
+    const float* um = u + (m0 + std::min(l, lanes - 1)) * n;
+    for (int64_t k = 0; k < n; ++k) uh[k * kLanes + l] = l < lanes ? hat(um[k]) : kEps;
+  }
+}
+
+// fills p[i][l] = Π_k φ[i][k] for one slot i of a block (all lanes).
+inline void block_product(const float* uh, int64_t n, int64_t i, float* p) {
+  const float* ui = uh + i * kLanes;
+  for (int64_t l = 0; l < kLanes; ++l) p[l] = 1.0f;
+  for (int64_t k = 0; k < i; ++k) {
+    const float* uk = uh + k * kLanes;
+    for (int64_t l = 0; l < kLanes; ++l) p[l] *= uk[l] <= ui[l] ? uk[l] : 1.0f;
+  }
+  for (int64_t k = i + 1; k < n; ++k) {
+    const float* uk = uh + k * kLanes;
+    for (int64_t l = 0; l < kLanes; ++l) p[l] *= uk[l] < ui[l] ? uk[l] : 1.0f;
+  }
+}
+
+#if defined(__AVX512F__)
+// Small memories, N in {4, 8, 16}: 16 / N whole memories per 512-bit register,
+// one float lane per slot, so no transposition is needed. Partner j of slot i
+// is k_j(i) = j + [j >= i] (the other slots in ascending order, as in the
+// scalar product); `before` marks the lanes where k_j(i) < i, whose tie rule
+// is ≤ instead of <. prod starts at 1 and takes the factors in ascending k, so
+// the rounding is that of mask_forward_row.
+template <int N>
+void block_forward_avx512(const float* u, float* a, int64_t rows) {
+  static_assert(16 % N == 0 && N >= 2);
+  constexpr int64_t kPerRegister = 16 / N;
+  __m512i partner[N - 1];
+  __mmask16 before[N - 1];
+  for (int j = 0; j < N - 1; ++j) {
+    alignas(64) int32_t lanes[16];
+    before[j] = 0;
+    for (int lane = 0; lane < 16; ++lane) {
+      const int i = lane % N, k = j + (j >= i ? 1 : 0);
+      lanes[lane] = lane - i + k;
+      if (k < i) before[j] = static_cast<__mmask16>(before[j] | (1u << lane));
+    }
+    partner[j] = _mm512_load_si512(lanes);
+  }
+  const __m512 eps = _mm512_set1_ps(kEps), one_minus_eps = _mm512_set1_ps(kOneMinusEps),
+               one = _mm512_set1_ps(1.0f);
+  auto kernel = [&](__m512 v) {
+    const __m512 h = _mm512_add_ps(eps, _mm512_mul_ps(one_minus_eps, v));  // û
+    // û is positive and finite, so p ≤ û  ⇔  p < next float above û: one
+    // comparison per partner serves both tie rules.
+    const __m512 h_up =
+        _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(h), _mm512_set1_epi32(1)));
+    __m512 prod = one;
+    for (int j = 0; j < N - 1; ++j) {
+      const __m512 p = _mm512_permutexvar_ps(partner[j], h);
+      const __mmask16 g =
+          _mm512_cmp_ps_mask(p, _mm512_mask_blend_ps(before[j], h, h_up), _CMP_LT_OQ);
+      prod = _mm512_mul_ps(prod, _mm512_mask_blend_ps(g, one, p));
+    }
+    return _mm512_mul_ps(_mm512_sub_ps(one, h), prod);
+  };
+  int64_t m = 0;
+  for (; m + kPerRegister <= rows; m += kPerRegister)
+    _mm512_storeu_ps(a + m * N, kernel(_mm512_loadu_ps(u + m * N)));
+  if (m < rows) {  // the last, partly filled register: masked load and store
+    const __mmask16 live = static_cast<__mmask16>((1u << ((rows - m) * N)) - 1u);
+    _mm512_mask_storeu_ps(a + m * N, live, kernel(_mm512_maskz_loadu_ps(live, u + m * N)));
+  }
+}
+#endif
+
+void block_forward(const float* u, float* a, int64_t rows, int64_t n) {
+#if defined(__AVX512F__)
+  if (n == 4) return block_forward_avx512<4>(u, a, rows);
+  if (n == 8) return block_forward_avx512<8>(u, a, rows);
+  if (n == 16) return block_forward_avx512<16>(u, a, rows);
+#endif
+  std::vector<float> uh(n * kLanes), out(n * kLanes);
+  alignas(64) float p[kLanes];
+  for (int64_t m0 = 0; m0 < rows; m0 += kLanes) {
+    const int64_t lanes = std::min(kLanes, rows - m0);
+    load_block(u, m0, lanes, n, uh.data());
+    for (int64_t i = 0; i < n; ++i) {
+      block_product(uh.data(), n, i, p);
+      const float* ui = uh.data() + i * kLanes;
+      for (int64_t l = 0; l < kLanes; ++l) out[i * kLanes + l] = (1.0f - ui[l]) * p[l];
+    }
+    for (int64_t l = 0; l < lanes; ++l)
+      for (int64_t k = 0; k < n; ++k) a[(m0 + l) * n + k] = out[k * kLanes + l];
+  }
+}
+
+// Backward of the block form: the mask-form derivative of mask_backward_row,
+// evaluated on all lanes at once with prefix/suffix products per lane.
+void block_backward(const float* u, const float* d_a, float* d_u, int64_t rows, int64_t n) {
+  std::vector<float> uh(n * kLanes), da(n * kLanes), dh(n * kLanes), phi(n * kLanes),
+      prefix((n + 1) * kLanes);
+  alignas(64) float c[kLanes], suffix[kLanes];
+  for (int64_t m0 = 0; m0 < rows; m0 += kLanes) {
+    const int64_t lanes = std::min(kLanes, rows - m0);
+    load_block(u, m0, lanes, n, uh.data());
+    for (int64_t l = 0; l < kLanes; ++l)
+      for (int64_t k = 0; k < n; ++k) da[k * kLanes + l] = l < lanes ? d_a[(m0 + l) * n + k] : 0.0f;
+    std::fill(dh.begin(), dh.end(), 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      const float* ui = uh.data() + i * kLanes;
+      for (int64_t l = 0; l < kLanes; ++l) prefix[l] = 1.0f;
+      for (int64_t k = 0; k < n; ++k) {
+        const float* uk = uh.data() + k * kLanes;
+        float* pk = prefix.data() + k * kLanes;
+        float* fk = phi.data() + k * kLanes;
+        for (int64_t l = 0; l < kLanes; ++l) {
+          const bool g = k < i ? uk[l] <= ui[l] : (k > i && uk[l] < ui[l]);
+          fk[l] = g ? uk[l] : 1.0f;
+          pk[kLanes + l] = pk[l] * fk[l];
+        }
+      }
+      for (int64_t l = 0; l < kLanes; ++l) {
+        dh[i * kLanes + l] -= da[i * kLanes + l] * prefix[n * kLanes + l];
+        c[l] = da[i * kLanes + l] * (1.0f - ui[l]);
+        suffix[l] = 1.0f;
+      }
+      for (int64_t k = n - 1; k >= 0; --k) {
+        const float* uk = uh.data() + k * kLanes;
+        for (int64_t l = 0; l < kLanes; ++l) {
+          const bool g = k < i ? uk[l] <= ui[l] : (k > i && uk[l] < ui[l]);
+          const float term = c[l] * (prefix[k * kLanes + l] * suffix[l]);
+          dh[k * kLanes + l] += g ? term : 0.0f;
+          suffix[l] *= phi[k * kLanes + l];
+        }
+      }
+    }
+    for (int64_t l = 0; l < lanes; ++l)
+      for (int64_t k = 0; k < n; ++k) d_u[(m0 + l) * n + k] += kOneMinusEps * dh[k * kLanes + l];
+  }
+}
+
+}  // namespace
+
+std::span<const AllocationVariant> allocation_variants() {
+  return kVariants;
+}
+
+std::string_view to_string(AllocationVariant v) {
+  switch (v) {
+    case AllocationVariant::sorted:
+      return "sorted";
+    case AllocationVariant::parallel:
+      return "parallel";
+    case AllocationVariant::parallel_eps:
+      return "parallel-eps";
+    case AllocationVariant::rank:
+      return "rank";
+    case AllocationVariant::parallel_block:
+      return "parallel-block";
+  }
+  return "?";
+}
+
+AllocationVariant parse_allocation_variant(std::string_view name) {
+  for (AllocationVariant v : kVariants)
+    if (to_string(v) == name) return v;
+  std::string known;
+  for (AllocationVariant v : kVariants)
+    known += std::string(known.empty() ? "" : ", ") + std::string(to_string(v));
+  throw std::invalid_argument("unknown allocation variant '" + std::string(name) +
+                              "' (known: " + known + ")");
+}
+
+void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant) {
+  check_usage(usage, "allocation_forward");
+  check_same_shape(out, usage, "allocation_forward: out");
+  const int64_t rows = usage.dim(0), n = usage.dim(1);
+  const float* u = usage.f32();
+  float* a = out.f32();
+  switch (variant) {
+    case AllocationVariant::sorted:
+      return ordered_forward<false>(u, a, rows, n);
+    case AllocationVariant::rank:
+      return ordered_forward<true>(u, a, rows, n);
+    case AllocationVariant::parallel:
+      return mask_forward<false>(u, a, rows, n);
+    case AllocationVariant::parallel_eps:
+      return mask_forward<true>(u, a, rows, n);
+    case AllocationVariant::parallel_block:
+      return block_forward(u, a, rows, n);
+  }
+}
+
+Tensor allocation_forward(const Tensor& usage, AllocationVariant variant) {
+  check_usage(usage, "allocation_forward");
+  Tensor out = Tensor::empty(usage.shape(), usage.device());
+  allocation_forward_into(out, usage, variant);
+  return out;
+}
+
+void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usage,
+                         AllocationVariant variant) {
+  if (!d_usage.defined()) return;
+  check_usage(usage, "allocation_backward");
+  require_cpu(d_out, "allocation_backward");
+  check_same_shape(d_out, usage, "allocation_backward: d_out");
+  check_same_shape(d_usage, usage, "allocation_backward: d_usage");
+  const int64_t rows = usage.dim(0), n = usage.dim(1);
+  const float *u = usage.f32(), *g = d_out.f32();
+  float* du = d_usage.f32();
+  switch (variant) {
+    case AllocationVariant::sorted:
+      return ordered_backward<false>(u, g, du, rows, n);
+    case AllocationVariant::rank:
+      return ordered_backward<true>(u, g, du, rows, n);
+    case AllocationVariant::parallel:
+      return mask_backward<false>(u, g, du, rows, n);
+    case AllocationVariant::parallel_eps:
+      return mask_backward<true>(u, g, du, rows, n);
+    case AllocationVariant::parallel_block:
+      return block_backward(u, g, du, rows, n);
+  }
+}
+
+void allocation_order(const float* usage, int64_t n, AllocationVariant variant, int32_t* order) {
+  std::vector<float> key(n);
+  if (variant == AllocationVariant::parallel_eps) {
+    // Ascending ε-offset key; the mask of A.1 ranks equal keys equally, the
+    // sort breaks such (vanishingly rare) exact key ties by index.
+    for (int64_t i = 0; i < n; ++i) key[i] = eps_key(i, usage[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) key[i] = hat(usage[i]);
+  }
+  sort_order(key.data(), n, order);
+}
+
+}  // namespace mare

@@ -1,0 +1,73 @@
+// Dynamic memory allocation of the DNC (SPEC §3 step 4), in several variants
+// behind one interface, selected by name.
+//
+// Semantics (DNC): û = ε + (1 − ε)·u with ε = 1e-6; order the slots by
+// ascending û, ties broken by lower slot index first (the free list φ); then
+//   a[φ_j] = (1 − û[φ_j]) · Π_{k<j} û[φ_k].
+// Rule every variant keeps: the backward is the derivative with the order held
+// fixed (no gradient through the order), computed without dividing by usage
+// values (zeros never give NaN), and accumulated (+=) into d_usage.
+//
+// Variants:
+//   sorted        a real sort of slot indices per memory (std::sort on (û, index)),
+//                 exclusive cumulative product, scatter back. The reference.
+//   parallel      the thesis's mask formulation (§3.3, eq. 3-20..3-23) with an
+//                 exact tie-break: g[n][n'] = [û[n] > û[n'] or (û[n] = û[n'] and
+//                 n > n')], a[n] = (1 − û[n]) Π_{n'} (1 − g + g·û[n']). O(N²) per
+//                 memory, no data-dependent branches. Equal to `sorted`.
+//   parallel-eps  the thesis's published kernel (appendix A.1) as written: the
+//                 order comes from key[n] = n·ε' + (1 − ε')·u[n] (ε' = 1e-6) and
+//                 the RAW usage u enters the product and (1 − u). Differs from
+//                 `sorted` by O(1) when two usages of one memory are closer than
+//                 about N·ε' (the offset reorders them), and by O(N·ε') otherwise.
+//   rank          rank-then-product: ranks by O(N²) branch-free integer counting
+//                 (the same comparisons as `parallel`), a scatter into the free
+//                 list, then the O(N) cumulative product of `sorted`. Bit-identical
+//                 to `sorted` in forward and backward.
+//   parallel-block  `parallel` evaluated many memories at a time so that every
+//                 comparison, select and product is a SIMD operation across
+//                 memories: for N in {4, 8, 16} on AVX-512 builds, 16/N whole
+//                 memories per 512-bit register with in-register partner
+//                 permutes; otherwise blocks of 16 memories in a slot-major
+//                 layout with loops the compiler vectorises. Bit-identical to
+//                 `parallel` (same factors, same order). Made for small N,
+//                 where per-memory work is too short for a sort or a scalar
+//                 loop to amortise.
+// All variants are single-threaded and deterministic.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "kernels/tensor.h"
+
+namespace mare {
+
+enum class AllocationVariant { sorted, parallel, parallel_eps, rank, parallel_block };
+
+inline constexpr float kAllocationEpsilon =
+    1e-6f;  // ε of û = ε + (1 − ε)·u, and ε' of parallel-eps
+
+// Every variant, in the order `mare bench allocation` prints them.
+std::span<const AllocationVariant> allocation_variants();
+std::string_view to_string(AllocationVariant v);
+// "sorted" | "parallel" | "parallel-eps" | "rank" | "parallel-block"; throws
+// std::invalid_argument listing the names otherwise.
+AllocationVariant parse_allocation_variant(std::string_view name);
+
+// usage: [M, N] -> allocation: [M, N]
+Tensor allocation_forward(const Tensor& usage, AllocationVariant variant);
+// Same, into a preallocated out: [M, N] (what the benchmark times: no allocation).
+void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant);
+// d_usage: [M, N] (accumulated; skipped when undefined), d_out: [M, N],
+// usage: [M, N] (the order is recomputed from it).
+void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usage,
+                         AllocationVariant variant);
+
+// The slot order a variant uses for one memory (free list φ: φ[0] is the slot
+// allocated first). usage: [N] values. For the sweep's disagreement counts and
+// for tests.
+void allocation_order(const float* usage, int64_t n, AllocationVariant variant, int32_t* order);
+
+}  // namespace mare

@@ -1,0 +1,535 @@
+// Allocation variants (SPEC §3 step 4) and a whole memory step composed over
+// T = 3 steps.
+//
+// 1. Every variant except parallel-eps agrees with `sorted` to 1e-5 in forward
+//    and backward for N ∈ {1, 2, 3, 4, 5, 8, 16, 32, 64, 128} on rows with random
+//    usages, exact ties, all zeros, exactly 1, values within 1e-7 of each
+//    other and values below ε; `rank` equals `sorted` and `parallel-block`
+//    equals `parallel` bit for bit (allocation.h promises it).
+// 2. parallel-eps agrees with `sorted` where usages are separated by more than
+//    N·ε', and differs by O(1) on a constructed near-tie (pinned).
+// 3. DNC properties and the hand case [0.1, 0.9, 0.0, 0.8] of thesis Fig. 2.28/3.7.
+// 4. content → retention → usage → allocation → write → links → reads over
+//    T = 3 steps: the float gradient of the composed ops against central
+//    differences of an independent double-precision composition, for every
+//    variant (the reference freezes w^w_{t−1} inside the usage and the free
+//    list at the point of evaluation, i.e. exactly SPEC §3's "no gradient").
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "kernels/memory/access.h"
+#include "kernels/memory/allocation.h"
+#include "kernels/memory/interface.h"
+#include "kernels/random.h"
+#include "tests/kernels/op_table.h"
+
+namespace mare::test {
+namespace {
+
+constexpr double kEps = 1e-6;
+
+std::vector<AllocationVariant> exact_variants() {
+  return {AllocationVariant::parallel, AllocationVariant::rank, AllocationVariant::parallel_block};
+}
+
+std::string name_of(AllocationVariant v) {
+  return std::string(to_string(v));
+}
+
+// |got − ref| ≤ atol + rtol·|ref| everywhere, and finite.
+::testing::AssertionResult close(const Tensor& got, const Tensor& ref, double atol, double rtol,
+                                 const std::string& what) {
+  std::vector<float> g = got.to_vector(), r = ref.to_vector();
+  const int64_t n = got.dim(-1);
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!std::isfinite(g[i]))
+      return ::testing::AssertionFailure() << what << ": element " << i << " is " << g[i];
+    const double err = std::fabs(double(g[i]) - r[i]), bound = atol + rtol * std::fabs(r[i]);
+    if (!(err <= bound))
+      return ::testing::AssertionFailure()
+             << what << ": memory " << i / n << " slot " << i % n << ": " << g[i] << " vs " << r[i]
+             << " (error " << err << " > " << bound << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult identical(const Tensor& a, const Tensor& b, const std::string& what) {
+  std::vector<float> x = a.to_vector(), y = b.to_vector();
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!(x[i] == y[i]))
+      return ::testing::AssertionFailure()
+             << what << ": element " << i << ": " << x[i] << " != " << y[i];
+  return ::testing::AssertionSuccess();
+}
+
+// Rows of every awkward kind for N slots (19 rows: more than one 16-memory
+// block of parallel-block, and not a multiple of 4).
+Tensor tricky_usages(int64_t n, uint64_t seed) {
+  const int64_t rows = 19;
+  Tensor u = random_tensor({rows, n}, seed, 0.0f, 1.0f);
+  float* x = u.f32();
+  PhiloxStream rng(seed, 99);
+  for (int64_t i = 0; i < n; ++i) {
+    x[8 * n + i] = 0.0f;                                                      // all zero
+    x[9 * n + i] = 1.0f;                                                      // all exactly 1
+    x[10 * n + i] = i % 3 == 0 ? 1.0f : (i % 3 == 1 ? 0.0f : x[10 * n + i]);  // 0s, 1s, random
+    x[11 * n + i] = 0.25f * static_cast<float>(1 + (i * 7) % 3);              // exact ties
+    // within 1e-7: 0.5 and the next floats above it (spacing 2^-24 ≈ 6e-8), shuffled
+    x[12 * n + i] = 0.5f + static_cast<float>((i * 5) % 2) * std::ldexp(1.0f, -24);
+    x[13 * n + i] = 0.1f + static_cast<float>((i * 3) % 4) * 1e-8f;  // 0.1 and its neighbours
+    x[14 * n + i] = x[14 * n + (i / 2)];                             // pairs of equal random values
+    x[15 * n + i] = static_cast<float>(i % 5) * 1e-8f;               // below ε: ties after û
+    x[16 * n + i] = rng.uniform() < 0.5f ? 1.0f : rng.uniform();     // many exact 1s
+  }
+  return u;
+}
+
+// Distinct usages, pairwise gaps ≥ 0.2/N (far above N·ε' for N ≤ 128).
+Tensor separated_usages(int64_t rows, int64_t n, uint64_t seed) {
+  Tensor u = random_tensor({rows, n}, seed, 0.0f, 1.0f);
+  for (int64_t b = 0; b < rows; ++b) {
+    std::vector<int64_t> perm(n);
+    std::iota(perm.begin(), perm.end(), 0);
+    PhiloxStream rng(seed + b, 5);
+    for (int64_t i = n - 1; i > 0; --i)
+      std::swap(perm[i], perm[rng.below(static_cast<uint32_t>(i + 1))]);
+    for (int64_t i = 0; i < n; ++i)
+      u.f32()[b * n + i] = (static_cast<float>(perm[i]) + 0.4f + 0.2f * u.f32()[b * n + i]) / n;
+  }
+  return u;
+}
+
+class AllocationAgreement : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(AllocationAgreement, ExactVariantsMatchSortedForwardAndBackward) {
+  const int64_t n = GetParam();
+  Tensor u = tricky_usages(n, 700 + n);
+  Tensor g = random_tensor(u.shape(), 800 + n);
+  Tensor a_ref = allocation_forward(u, AllocationVariant::sorted);
+  Tensor d_ref = Tensor::zeros_like(u);
+  allocation_backward(d_ref, g, u, AllocationVariant::sorted);
+  for (float v : d_ref.to_vector()) ASSERT_TRUE(std::isfinite(v)) << "sorted backward not finite";
+  for (AllocationVariant v : exact_variants()) {
+    Tensor a = allocation_forward(u, v);
+    Tensor d = Tensor::zeros_like(u);
+    allocation_backward(d, g, u, v);
+    EXPECT_TRUE(close(a, a_ref, 1e-5, 1e-5, name_of(v) + " forward, N " + std::to_string(n)));
+    EXPECT_TRUE(close(d, d_ref, 1e-5, 1e-5, name_of(v) + " backward, N " + std::to_string(n)));
+  }
+}
+
+TEST_P(AllocationAgreement, RankIsSortedAndBlockIsParallelBitForBit) {
+  const int64_t n = GetParam();
+  Tensor u = tricky_usages(n, 900 + n);
+  Tensor g = random_tensor(u.shape(), 901 + n);
+  auto run = [&](AllocationVariant v) {
+    Tensor d = Tensor::zeros_like(u);
+    allocation_backward(d, g, u, v);
+    return std::pair{allocation_forward(u, v), d};
+  };
+  auto [a_sorted, d_sorted] = run(AllocationVariant::sorted);
+  auto [a_rank, d_rank] = run(AllocationVariant::rank);
+  auto [a_par, d_par] = run(AllocationVariant::parallel);
+  auto [a_block, d_block] = run(AllocationVariant::parallel_block);
+  EXPECT_TRUE(identical(a_rank, a_sorted, "rank forward"));
+  EXPECT_TRUE(identical(d_rank, d_sorted, "rank backward"));
+  EXPECT_TRUE(identical(a_block, a_par, "parallel-block forward"));
+  EXPECT_TRUE(identical(d_block, d_par, "parallel-block backward"));
+}
+
+TEST_P(AllocationAgreement, ParallelEpsMatchesSortedWhenUsagesAreSeparated) {
+  const int64_t n = GetParam();
+  // Looser than 1e-5 by N·ε': parallel-eps multiplies raw usages where sorted
+  // multiplies û = ε + (1 − ε)u, |û − u| ≤ ε per factor, at most N factors.
+  const double atol = 1e-5 + n * kEps;
+  Tensor u = separated_usages(21, n, 1000 + n);
+  Tensor g = random_tensor(u.shape(), 1001 + n);
+  Tensor d_ref = Tensor::zeros_like(u), d = Tensor::zeros_like(u);
+  allocation_backward(d_ref, g, u, AllocationVariant::sorted);
+  allocation_backward(d, g, u, AllocationVariant::parallel_eps);
+  EXPECT_TRUE(close(allocation_forward(u, AllocationVariant::parallel_eps),
+                    allocation_forward(u, AllocationVariant::sorted), atol, 1e-5, "forward"));
+  EXPECT_TRUE(close(d, d_ref, atol, 1e-5, "backward"));
+}
+
+TEST_P(AllocationAgreement, DncProperties) {
+  const int64_t n = GetParam();
+  Tensor distinct = separated_usages(23, n, 1100 + n), tricky = tricky_usages(n, 1200 + n);
+  for (AllocationVariant v : allocation_variants()) {
+    for (const Tensor* u : {&distinct, &tricky}) {
+      std::vector<float> a = allocation_forward(*u, v).to_vector();
+      for (int64_t b = 0; b < u->dim(0); ++b) {
+        double sum = 0.0;
+        for (int64_t i = 0; i < n; ++i) {
+          EXPECT_GE(a[b * n + i], 0.0f) << name_of(v) << " memory " << b << " slot " << i;
+          sum += a[b * n + i];
+        }
+        EXPECT_LE(sum, 1.0 + 1e-6) << name_of(v) << " memory " << b;
+        if (u == &distinct) {  // no ties: the largest share goes to the least-used slot
+          const float* row = u->f32() + b * n;
+          EXPECT_EQ(
+              std::max_element(a.begin() + b * n, a.begin() + (b + 1) * n) - a.begin() - b * n,
+              std::min_element(row, row + n) - row)
+              << name_of(v) << " memory " << b;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(N, AllocationAgreement,
+                         ::testing::Values(1, 2, 3, 4, 5, 8, 16, 32, 64, 128));
+
+// Thesis Fig. 2.28 / 3.7: usage [0.1, 0.9, 0.0, 0.8] allocates (almost)
+// everything to slot 2. Expected values by hand from SPEC §3 with ε = 1e-6:
+// û = [0.1000009, 0.9000001, 1e-6, 0.8000002], free list (2, 0, 3, 1),
+// a2 = 1 − 1e-6, a0 = 0.8999991·1e-6, a3 = 0.1999998·1e-6·0.1000009,
+// a1 = 0.0999999·1e-6·0.1000009·0.8000002.
+TEST(AllocationHandCase, UsageFromTheThesis) {
+  Tensor u = Tensor::from_vector({0.1f, 0.9f, 0.0f, 0.8f}, {1, 4});
+  const double expect[4] = {8.999991e-7, 8.000066e-9, 0.999999, 2.0000160e-8};
+  for (AllocationVariant v : allocation_variants()) {
+    std::vector<float> a = allocation_forward(u, v).to_vector();
+    if (v == AllocationVariant::parallel_eps) {
+      // Raw usage: the empty slot takes exactly everything, as in Fig. 3.7.
+      EXPECT_EQ(a, (std::vector<float>{0.0f, 0.0f, 1.0f, 0.0f}));
+      continue;
+    }
+    for (int i = 0; i < 4; ++i)
+      EXPECT_NEAR(a[i], expect[i], 1e-5 * expect[i]) << name_of(v) << " slot " << i;
+  }
+}
+
+// The pinned difference of parallel-eps: two usages 8 float steps apart
+// (4.8e-7 < ε') are ordered one way by û and the other by the ε-offset key.
+TEST(AllocationParallelEps, NearTieIsReorderedAndChangesTheAllocation) {
+  const float u0 = 0.5f + 8.0f * std::ldexp(1.0f, -24), u1 = 0.5f;
+  Tensor u = Tensor::from_vector({u0, u1}, {1, 2});
+  int32_t order_sorted[2], order_eps[2];
+  allocation_order(u.f32(), 2, AllocationVariant::sorted, order_sorted);
+  allocation_order(u.f32(), 2, AllocationVariant::parallel_eps, order_eps);
+  EXPECT_EQ(order_sorted[0], 1);  // û1 < û0: slot 1 first
+  EXPECT_EQ(order_eps[0], 0);     // key0 = (1−ε')u0 < key1 = ε' + (1−ε')u1: slot 0 first
+  std::vector<float> s = allocation_forward(u, AllocationVariant::sorted).to_vector();
+  std::vector<float> e = allocation_forward(u, AllocationVariant::parallel_eps).to_vector();
+  const double h0 = kEps + (1 - kEps) * u0, h1 = kEps + (1 - kEps) * u1;
+  EXPECT_NEAR(s[0], (1 - h0) * h1, 1e-6);
+  EXPECT_NEAR(s[1], 1 - h1, 1e-6);
+  EXPECT_NEAR(e[0], 1 - double(u0), 1e-6);
+  EXPECT_NEAR(e[1], (1 - double(u1)) * u0, 1e-6);
+  EXPECT_GT(std::fabs(e[0] - s[0]), 0.2) << "the near-tie must change the allocation by O(1)";
+  // Separated by more than N·ε': the same order, the same allocation.
+  Tensor far = Tensor::from_vector({0.5f + 1e-4f, 0.5f}, {1, 2});
+  EXPECT_TRUE(close(allocation_forward(far, AllocationVariant::parallel_eps),
+                    allocation_forward(far, AllocationVariant::sorted), 1e-5 + 2 * kEps, 0,
+                    "separated pair"));
+}
+
+TEST(AllocationErrors, BadInputsAreRefused) {
+  EXPECT_THROW(parse_allocation_variant("bitonic"), std::invalid_argument);
+  EXPECT_EQ(parse_allocation_variant("parallel-eps"), AllocationVariant::parallel_eps);
+  EXPECT_THROW(allocation_forward(Tensor::zeros({2, 3, 4}), AllocationVariant::sorted), ShapeError);
+  Tensor d = Tensor::zeros({2, 4});
+  EXPECT_THROW(
+      allocation_backward(d, Tensor::zeros({2, 5}), Tensor::zeros({2, 4}), AllocationVariant::rank),
+      ShapeError);
+}
+
+// ------------------------------------------------------------- composed step
+constexpr int64_t kM = 2, kN = 4, kW = 3, kR = 2, kT = 3;
+const int64_t kX = interface_width(kR, kW);
+
+// The double-precision composition, written from SPEC §3 independently of the
+// kernels. `frozen` holds, per step, w^w_{t−1} as seen by the usage and the
+// free list per memory; record = true fills it (at the point of evaluation),
+// record = false reuses it (for the perturbed evaluations).
+struct Frozen {
+  std::vector<VecD> write_prev;                      // [T][M·N]
+  std::vector<std::vector<std::vector<int>>> order;  // [T][M][N]
+};
+
+double sig(double x) {
+  return 1 / (1 + std::exp(-x));
+}
+double oneplus(double x) {
+  return 1 + std::log1p(std::exp(x));
+}
+
+// Σ_t Σ cot_t · reads_t.
+double ref_composed_loss(const std::vector<VecD>& xi, const std::vector<VecD>& cot, bool eps_kernel,
+                         Frozen& fz, bool record) {
+  const int64_t m = kM, n = kN, w = kW, r = kR;
+  VecD mem(m * n * w, 0), u(m * n, 0), ww(m * n, 0), wr(m * r * n, 0), p(m * n, 0),
+      link(m * n * n, 0);
+  if (record) {
+    fz.write_prev.assign(kT, {});
+    fz.order.assign(kT, {});
+  }
+  double loss = 0;
+  auto content = [&](const VecD& mm, const double* key, double beta, int64_t b, double* out) {
+    double kk = 0;
+    for (int64_t j = 0; j < w; ++j) kk += key[j] * key[j];
+    VecD s(n);
+    for (int64_t i = 0; i < n; ++i) {
+      double dot = 0, nm = 0;
+      for (int64_t j = 0; j < w; ++j) {
+        dot += key[j] * mm[(b * n + i) * w + j];
+        nm += mm[(b * n + i) * w + j] * mm[(b * n + i) * w + j];
+      }
+      s[i] = beta * dot / (std::sqrt(kk + kEps) * std::sqrt(nm + kEps) + kEps);
+    }
+    double mx = *std::max_element(s.begin(), s.end()), z = 0;
+    for (double v : s) z += std::exp(v - mx);
+    for (int64_t i = 0; i < n; ++i) out[i] = std::exp(s[i] - mx) / z;
+  };
+  for (int64_t t = 0; t < kT; ++t) {
+    if (record) fz.write_prev[t] = ww;
+    const VecD& ww_frozen = fz.write_prev[t];
+    if (record) fz.order[t].assign(m, std::vector<int>(n));
+    VecD mem_new(m * n * w), u_new(m * n), ww_new(m * n), wr_new(m * r * n), p_new(m * n),
+        link_new(m * n * n);
+    for (int64_t b = 0; b < m; ++b) {
+      // interface split, in SPEC order
+      const double* x = &xi[t][b * kX];
+      const double* read_keys = x;
+      const double* read_str_raw = read_keys + r * w;
+      const double* write_key = read_str_raw + r;
+      const double write_str = oneplus(write_key[w]);
+      const double* erase_raw = write_key + w + 1;
+      const double* write_vec = erase_raw + w;
+      const double* free_raw = write_vec + w;
+      const double ga = sig(free_raw[r]), gw = sig(free_raw[r + 1]);
+      const double* modes_raw = free_raw + r + 2;
+      // write content on M_{t−1}
+      double cw[kN];
+      content(mem, write_key, write_str, b, cw);
+      // retention and usage (w^w_{t−1} frozen)
+      for (int64_t i = 0; i < n; ++i) {
+        double psi = 1;
+        for (int64_t h = 0; h < r; ++h) psi *= 1 - sig(free_raw[h]) * wr[(b * r + h) * n + i];
+        const double wf = ww_frozen[b * n + i];
+        u_new[b * n + i] = (u[b * n + i] + wf - u[b * n + i] * wf) * psi;
+      }
+      // allocation
+      double val[kN], key[kN], a[kN];
+      for (int64_t i = 0; i < n; ++i) {
+        const double uu = u_new[b * n + i];
+        val[i] = eps_kernel ? uu : kEps + (1 - kEps) * uu;
+        key[i] = eps_kernel ? i * kEps + (1 - kEps) * uu : val[i];
+      }
+      std::vector<int>& order = fz.order[t][b];
+      if (record) {
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int i, int j) { return key[i] < key[j]; });
+      }
+      double prod = 1;
+      for (int j = 0; j < n; ++j) {
+        a[order[j]] = (1 - val[order[j]]) * prod;
+        prod *= val[order[j]];
+      }
+      // write weights, memory, links, precedence
+      double sum_w = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        ww_new[b * n + i] = gw * (ga * a[i] + (1 - ga) * cw[i]);
+        sum_w += ww_new[b * n + i];
+      }
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < w; ++j)
+          mem_new[(b * n + i) * w + j] =
+              mem[(b * n + i) * w + j] * (1 - ww_new[b * n + i] * sig(erase_raw[j])) +
+              ww_new[b * n + i] * write_vec[j];
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          link_new[(b * n + i) * n + j] =
+              i == j ? 0
+                     : (1 - ww_new[b * n + i] - ww_new[b * n + j]) * link[(b * n + i) * n + j] +
+                           ww_new[b * n + i] * p[b * n + j];
+      for (int64_t i = 0; i < n; ++i)
+        p_new[b * n + i] = (1 - sum_w) * p[b * n + i] + ww_new[b * n + i];
+      // reads
+      for (int64_t h = 0; h < r; ++h) {
+        double cr[kN], f[kN] = {}, bw[kN] = {};
+        content(mem_new, read_keys + h * w, oneplus(read_str_raw[h]), b, cr);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            f[i] += link_new[(b * n + i) * n + j] * wr[(b * r + h) * n + j];
+            bw[i] += link_new[(b * n + j) * n + i] * wr[(b * r + h) * n + j];
+          }
+        const double* mr = modes_raw + 3 * h;
+        const double mx = std::max({mr[0], mr[1], mr[2]});
+        const double e0 = std::exp(mr[0] - mx), e1 = std::exp(mr[1] - mx),
+                     e2 = std::exp(mr[2] - mx);
+        const double pi0 = e0 / (e0 + e1 + e2), pi1 = e1 / (e0 + e1 + e2),
+                     pi2 = e2 / (e0 + e1 + e2);
+        for (int64_t i = 0; i < n; ++i)
+          wr_new[(b * r + h) * n + i] = pi0 * bw[i] + pi1 * cr[i] + pi2 * f[i];
+        for (int64_t j = 0; j < w; ++j) {
+          double rv = 0;
+          for (int64_t i = 0; i < n; ++i)
+            rv += wr_new[(b * r + h) * n + i] * mem_new[(b * n + i) * w + j];
+          loss += cot[t][(b * r + h) * w + j] * rv;
+        }
+      }
+    }
+    mem = mem_new;
+    u = u_new;
+    ww = ww_new;
+    wr = wr_new;
+    p = p_new;
+    link = link_new;
+  }
+  return loss;
+}
+
+// The same composition with the float kernels, forward then a hand-written
+// reverse pass; returns the loss and fills d_xi.
+struct StepTape {
+  InterfaceParts parts;
+  Tensor mem_prev, u_prev, ww_prev, wr_prev, p_prev, link_prev;
+  Tensor cw, psi, u, a, ww, mem, link, p, cr, wr;
+  LinkWeights dirs;
+};
+
+double kernel_composed_loss(const std::vector<Tensor>& xi, const std::vector<Tensor>& cot,
+                            AllocationVariant v, std::vector<Tensor>& d_xi) {
+  Tensor mem = Tensor::zeros({kM, kN, kW}), u = Tensor::zeros({kM, kN}),
+         ww = Tensor::zeros({kM, kN}), wr = Tensor::zeros({kM, kR, kN}),
+         p = Tensor::zeros({kM, kN}), link = Tensor::zeros({kM, kN, kN});
+  std::vector<StepTape> tape(kT);
+  double loss = 0;
+  for (int64_t t = 0; t < kT; ++t) {
+    StepTape& s = tape[t];
+    s.mem_prev = mem, s.u_prev = u, s.ww_prev = ww, s.wr_prev = wr, s.p_prev = p,
+    s.link_prev = link;
+    s.parts = interface_split_forward(xi[t], kR, kW);
+    s.cw = content_weighting_forward(mem, s.parts.write_key, s.parts.write_strength);
+    s.psi = retention_forward(s.parts.free_gates, wr);
+    s.u = usage_forward(u, ww, s.psi);
+    s.a = allocation_forward(s.u, v);
+    s.ww = write_weighting_forward(s.a, s.cw.reshape({kM, kN}), s.parts.allocation_gate,
+                                   s.parts.write_gate);
+    s.mem = memory_update_forward(mem, s.ww, s.parts.erase, s.parts.write_vector);
+    s.link = link_update_forward(link, p, s.ww);
+    s.p = precedence_update_forward(p, s.ww);
+    s.dirs = link_weights_forward(s.link, wr);
+    s.cr = content_weighting_forward(s.mem, s.parts.read_keys, s.parts.read_strengths);
+    s.wr = read_weights_forward(s.parts.read_modes, s.dirs.backward, s.cr, s.dirs.forward);
+    Tensor reads = read_vectors_forward(s.mem, s.wr);
+    for (int64_t i = 0; i < reads.numel(); ++i) loss += double(cot[t].f32()[i]) * reads.f32()[i];
+    mem = s.mem, u = s.u, ww = s.ww, wr = s.wr, p = s.p, link = s.link;
+  }
+  // Gradients of the state leaving step t, filled by steps t and t + 1.
+  Tensor d_mem = Tensor::zeros({kM, kN, kW}), d_u = Tensor::zeros({kM, kN}),
+         d_wr = Tensor::zeros({kM, kR, kN}), d_p = Tensor::zeros({kM, kN}),
+         d_link = Tensor::zeros({kM, kN, kN});
+  for (int64_t t = kT - 1; t >= 0; --t) {
+    StepTape& s = tape[t];
+    InterfaceParts dp{
+        Tensor::zeros_like(s.parts.read_keys),  Tensor::zeros_like(s.parts.read_strengths),
+        Tensor::zeros_like(s.parts.write_key),  Tensor::zeros_like(s.parts.write_strength),
+        Tensor::zeros_like(s.parts.erase),      Tensor::zeros_like(s.parts.write_vector),
+        Tensor::zeros_like(s.parts.free_gates), Tensor::zeros_like(s.parts.allocation_gate),
+        Tensor::zeros_like(s.parts.write_gate), Tensor::zeros_like(s.parts.read_modes)};
+    Tensor d_mem_prev = Tensor::zeros({kM, kN, kW}), d_u_prev = Tensor::zeros({kM, kN}),
+           d_wr_prev = Tensor::zeros({kM, kR, kN}), d_p_prev = Tensor::zeros({kM, kN}),
+           d_link_prev = Tensor::zeros({kM, kN, kN});
+    Tensor d_ww = Tensor::zeros({kM, kN}), d_cr = Tensor::zeros_like(s.cr),
+           d_f = Tensor::zeros_like(s.cr), d_b = Tensor::zeros_like(s.cr),
+           d_a = Tensor::zeros({kM, kN}), d_cw = Tensor::zeros({kM, kN}),
+           d_psi = Tensor::zeros({kM, kN});
+    read_vectors_backward(d_mem, d_wr, cot[t], s.mem, s.wr);
+    read_weights_backward(dp.read_modes, d_b, d_cr, d_f, d_wr, s.parts.read_modes, s.dirs.backward,
+                          s.cr, s.dirs.forward);
+    content_weighting_backward(d_mem, dp.read_keys, dp.read_strengths, d_cr, s.mem,
+                               s.parts.read_keys, s.parts.read_strengths, s.cr);
+    link_weights_backward(d_link, d_wr_prev, d_f, d_b, s.link, s.wr_prev);
+    precedence_update_backward(d_p_prev, d_ww, d_p, s.p_prev, s.ww);
+    link_update_backward(d_link_prev, d_p_prev, d_ww, d_link, s.link_prev, s.p_prev, s.ww);
+    memory_update_backward(d_mem_prev, d_ww, dp.erase, dp.write_vector, d_mem, s.mem_prev, s.ww,
+                           s.parts.erase, s.parts.write_vector);
+    write_weighting_backward(d_a, d_cw, dp.allocation_gate, dp.write_gate, d_ww, s.a,
+                             s.cw.reshape({kM, kN}), s.parts.allocation_gate, s.parts.write_gate);
+    allocation_backward(d_u, d_a, s.u, v);
+    usage_backward(d_u_prev, d_psi, d_u, s.u_prev, s.ww_prev, s.psi);
+    retention_backward(dp.free_gates, d_wr_prev, d_psi, s.parts.free_gates, s.wr_prev);
+    Tensor d_cw3 = d_cw.reshape({kM, 1, kN});
+    content_weighting_backward(d_mem_prev, dp.write_key, dp.write_strength, d_cw3, s.mem_prev,
+                               s.parts.write_key, s.parts.write_strength, s.cw);
+    interface_split_backward(d_xi[t], dp, xi[t], s.parts, kR, kW);
+    d_mem = d_mem_prev, d_u = d_u_prev, d_wr = d_wr_prev, d_p = d_p_prev, d_link = d_link_prev;
+  }
+  return loss;
+}
+
+class ComposedStep : public ::testing::TestWithParam<AllocationVariant> {};
+
+TEST_P(ComposedStep, GradientMatchesCentralDifferencesOfTheDoubleComposition) {
+  const AllocationVariant v = GetParam();
+  const bool eps_kernel = v == AllocationVariant::parallel_eps;
+  std::vector<Tensor> xi, cot, d_xi;
+  std::vector<VecD> xi_d, cot_d;
+  for (int64_t t = 0; t < kT; ++t) {
+    xi.push_back(random_tensor({kM, kX}, 1300 + t, -1.5f, 1.5f));
+    cot.push_back(random_tensor({kM, kR, kW}, 1400 + t));
+    d_xi.push_back(Tensor::zeros({kM, kX}));
+    xi_d.push_back(to_double(xi.back()));
+    cot_d.push_back(to_double(cot.back()));
+  }
+  const double loss = kernel_composed_loss(xi, cot, v, d_xi);
+  Frozen fz;
+  const double ref = ref_composed_loss(xi_d, cot_d, eps_kernel, fz, true);
+  EXPECT_NEAR(loss, ref, 1e-5 + 1e-5 * std::fabs(ref));
+  const double h = 1e-6;
+  int checked = 0;
+  for (int64_t t = 0; t < kT; ++t)
+    for (int64_t e = 0; e < kM * kX; ++e) {
+      const double keep = xi_d[t][e];
+      xi_d[t][e] = keep + h;
+      const double up = ref_composed_loss(xi_d, cot_d, eps_kernel, fz, false);
+      xi_d[t][e] = keep - h;
+      const double down = ref_composed_loss(xi_d, cot_d, eps_kernel, fz, false);
+      xi_d[t][e] = keep;
+      const double numeric = (up - down) / (2 * h), analytic = d_xi[t].f32()[e];
+      // Looser than the op table's default: a float chain of ~40 ops over three
+      // steps against double central differences.
+      EXPECT_NEAR(analytic, numeric, 5e-5 + 2e-3 * std::fabs(numeric))
+          << to_string(v) << ": step " << t << ", interface element " << e % kX << " of memory "
+          << e / kX;
+      ++checked;
+    }
+  EXPECT_EQ(checked, kT * kM * kX);
+}
+
+// The composition must exercise the usage path: the steps before 2 and 3
+// write something, so the usages there are neither zero nor tied and the
+// allocation backward carries gradient (otherwise the check above would be
+// blind to it).
+TEST(ComposedStepSanity, EarlierStepsWriteSoTheUsageIsExercised) {
+  std::vector<VecD> xi_d, cot_d;
+  for (int64_t t = 0; t < kT; ++t) {
+    xi_d.push_back(to_double(random_tensor({kM, kX}, 1300 + t, -1.5f, 1.5f)));
+    cot_d.push_back(to_double(random_tensor({kM, kR, kW}, 1400 + t)));
+  }
+  Frozen fz;
+  ref_composed_loss(xi_d, cot_d, false, fz, true);
+  for (int64_t t = 1; t < kT; ++t) {
+    const VecD& w = fz.write_prev[t];  // w^w of step t − 1, seen by the usage of step t
+    EXPECT_GT(*std::max_element(w.begin(), w.end()), 1e-2) << "step " << t - 1 << " wrote nothing";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, ComposedStep,
+                         ::testing::Values(AllocationVariant::sorted, AllocationVariant::parallel,
+                                           AllocationVariant::parallel_eps, AllocationVariant::rank,
+                                           AllocationVariant::parallel_block),
+                         [](const ::testing::TestParamInfo<AllocationVariant>& info) {
+                           std::string s(to_string(info.param));
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace mare::test
