@@ -8,6 +8,8 @@
 
 #include <iostream>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "experiments/cli/commands.h"
 #include "experiments/grpu_tasks.h"
@@ -109,6 +111,13 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--force", opt->force, "Run again even if DIR/result.json exists");
   cmd->callback([opt, extras, cmd] {
+    // A model serves one kind of task: say so rather than "unknown model".
+    std::string base = ModelSpec::parse(opt->model).base;
+    std::string task_kind = is_sequence_task(opt->task) ? "sequence" : "classification";
+    for (const ModelInfo& m : model_registry())
+      if (m.name == base && m.task_kind != task_kind)
+        throw std::invalid_argument("model '" + base + "' takes " + std::string(m.task_kind) +
+                                    " tasks; task '" + opt->task + "' is a " + task_kind + " task");
     if (is_sequence_task(opt->task)) {
       run_sequence(*opt, *extras, *cmd);
       return;
