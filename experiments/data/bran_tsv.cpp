@@ -39,10 +39,20 @@ std::string join_spans(const Document& doc, const Entity& e, bool starts) {
 }  // namespace
 
 const std::vector<std::string>& ctd_relation_classes() {
-  static const std::vector<std::string> classes{
-      "marker/mechanism",    "therapeutic",       "increase_expression", "increase_metabolic_proc",
-      "decrease_expression", "increase_activity", "affects_response",    "decrease_activity",
-      "affects_transport",   "increase_reaction", "decrease_reaction",   "decrease_metabolic_proc"};
+  static const std::vector<std::string> classes{"chem_disease_marker/mechanism",
+                                                "chem_disease_therapeutic",
+                                                "gene_disease_marker/mechanism",
+                                                "gene_disease_therapeutic",
+                                                "chem_gene_increases_expression",
+                                                "chem_gene_increases_metabolic_processing",
+                                                "chem_gene_decreases_expression",
+                                                "chem_gene_increases_activity",
+                                                "chem_gene_affects_response_to_substance",
+                                                "chem_gene_decreases_activity",
+                                                "chem_gene_affects_transport",
+                                                "chem_gene_increases_reaction",
+                                                "chem_gene_decreases_reaction",
+                                                "chem_gene_decreases_metabolic_processing"};
   return classes;
 }
 
@@ -154,7 +164,7 @@ std::vector<Document> parse_bran_tsv(std::string_view content, std::string_view 
     if (label != "Null" && !options.labels.count(label))
       fail(file, ln.number, column_of(f, 11),
            "unknown relation label " + quote(label) +
-               " (expected 'Null' or a known class, e.g. 'increase_expression')");
+               " (expected 'Null', 'CID' or a CTD class such as 'chem_gene_increases_expression')");
     for (const ListedPair& p : doc.pairs)
       if (p.head == ends[0] && p.tail == ends[1] && p.label == label)
         fail(file, ln.number, 1,

@@ -21,9 +21,10 @@
 
 namespace mare::data {
 
-// The relation names of the CTD data (thesis Table 4.9, BRAN's names). The 14 classes
-// are (pair type, name): marker/mechanism and therapeutic occur for chemical-disease
-// and for gene-disease pairs, the ten others for chemical-gene pairs.
+// The 14 relation classes of the CTD data (thesis Table 4.9) under BRAN's names (its
+// data/ctd/relation_map.txt), in the table's order: chem_disease_marker/mechanism,
+// chem_disease_therapeutic, gene_disease_marker/mechanism, gene_disease_therapeutic and
+// ten chem_gene_* classes. BRAN's CDR files use "CID"; negatives are "Null".
 const std::vector<std::string>& ctd_relation_classes();
 
 struct BranOptions {

@@ -19,6 +19,9 @@
 //     metabolism of"; reaction: "the reaction of"; transport: "the transport of",
 //     "the uptake of"; response: "the response of"); the class is direction_property
 //     (increase_expression, ..., affects_transport; the ten of Table 4.9).
+// Labels in the TSV are BRAN's names (data/ctd/relation_map.txt of its repository):
+// chem_disease_marker/mechanism, gene_disease_therapeutic, chem_gene_increases_expression,
+// chem_gene_affects_response_to_substance, ... (see ctd_classes() below).
 // The head may also be the anaphor "the compound", which refers to the document's
 // topic chemical (the first chemical of the title): this is what spreads pair
 // distances up to 500 tokens with a long tail. Distractors: negated phrases ("does not
@@ -31,6 +34,7 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <tuple>
 
 #include "experiments/data/bran_tsv.h"
 #include "experiments/data/error.h"
@@ -46,26 +50,33 @@ using synth::Piece;
 using synth::Sentence;
 
 struct CtdClass {
-  std::string head_type, tail_type, label;
+  std::string head_type, tail_type;
+  std::string label;          // BRAN's name (its data/ctd/relation_map.txt), written to the TSV
+  std::string key;            // thesis Table 4.9 name: picks the evidence phrases
   double train, valid, test;  // thesis Table 4.9
 };
 
 const std::vector<CtdClass>& ctd_classes() {
   static const std::vector<CtdClass> c{
-      {"Chemical", "Disease", "marker/mechanism", 41562, 5126, 5167},
-      {"Chemical", "Disease", "therapeutic", 24151, 2929, 3059},
-      {"Gene", "Disease", "marker/mechanism", 5930, 825, 819},
-      {"Gene", "Disease", "therapeutic", 560, 77, 75},
-      {"Chemical", "Gene", "increase_expression", 15581, 1958, 2137},
-      {"Chemical", "Gene", "increase_metabolic_proc", 5986, 740, 638},
-      {"Chemical", "Gene", "decrease_expression", 5870, 698, 783},
-      {"Chemical", "Gene", "increase_activity", 4154, 467, 497},
-      {"Chemical", "Gene", "affects_response", 3834, 475, 508},
-      {"Chemical", "Gene", "decrease_activity", 3124, 396, 434},
-      {"Chemical", "Gene", "affects_transport", 3009, 333, 361},
-      {"Chemical", "Gene", "increase_reaction", 2881, 367, 353},
-      {"Chemical", "Gene", "decrease_reaction", 2221, 247, 269},
-      {"Chemical", "Gene", "decrease_metabolic_proc", 798, 100, 120}};
+      {"Chemical", "Disease", "chem_disease_marker/mechanism", "marker/mechanism", 41562, 5126,
+       5167},
+      {"Chemical", "Disease", "chem_disease_therapeutic", "therapeutic", 24151, 2929, 3059},
+      {"Gene", "Disease", "gene_disease_marker/mechanism", "marker/mechanism", 5930, 825, 819},
+      {"Gene", "Disease", "gene_disease_therapeutic", "therapeutic", 560, 77, 75},
+      {"Chemical", "Gene", "chem_gene_increases_expression", "increase_expression", 15581, 1958,
+       2137},
+      {"Chemical", "Gene", "chem_gene_increases_metabolic_processing", "increase_metabolic_proc",
+       5986, 740, 638},
+      {"Chemical", "Gene", "chem_gene_decreases_expression", "decrease_expression", 5870, 698, 783},
+      {"Chemical", "Gene", "chem_gene_increases_activity", "increase_activity", 4154, 467, 497},
+      {"Chemical", "Gene", "chem_gene_affects_response_to_substance", "affects_response", 3834, 475,
+       508},
+      {"Chemical", "Gene", "chem_gene_decreases_activity", "decrease_activity", 3124, 396, 434},
+      {"Chemical", "Gene", "chem_gene_affects_transport", "affects_transport", 3009, 333, 361},
+      {"Chemical", "Gene", "chem_gene_increases_reaction", "increase_reaction", 2881, 367, 353},
+      {"Chemical", "Gene", "chem_gene_decreases_reaction", "decrease_reaction", 2221, 247, 269},
+      {"Chemical", "Gene", "chem_gene_decreases_metabolic_processing", "decrease_metabolic_proc",
+       798, 100, 120}};
   return c;
 }
 
@@ -106,15 +117,16 @@ std::string negate(const std::string& phrase) {
 
 // A phrase for a class, and a distractor phrase for a pair type.
 std::string class_phrase(Rng& rng, const CtdClass& c) {
-  if (c.tail_type == "Disease") return rng.pick(disease_phrases().at(c.label));
-  const std::size_t us = c.label.find('_');
-  return rng.pick(gene_verbs().at(c.label.substr(0, us))) + " " +
-         rng.pick(gene_properties().at(c.label.substr(us + 1)));
+  if (c.tail_type == "Disease") return rng.pick(disease_phrases().at(c.key));
+  const std::size_t us = c.key.find('_');
+  return rng.pick(gene_verbs().at(c.key.substr(0, us))) + " " +
+         rng.pick(gene_properties().at(c.key.substr(us + 1)));
 }
 
-bool is_class(const std::string& label) {
+// Whether direction_property (e.g. "increase_expression") is a chemical-gene class.
+bool is_class(const std::string& key) {
   for (const CtdClass& c : ctd_classes())
-    if (c.label == label) return true;
+    if (c.tail_type == "Gene" && c.key == key) return true;
   return false;
 }
 
@@ -379,18 +391,21 @@ std::map<std::string, std::string> ctd_groups() {
 }  // namespace
 
 std::vector<Relation> ctd_oracle(const Document& doc) {
-  // phrase (space-joined tokens) -> label, per (head type, tail type)
-  static const std::map<std::pair<std::string, std::string>, std::string> table = [] {
-    std::map<std::pair<std::string, std::string>, std::string> t;
-    for (const auto& [label, phrases] : disease_phrases())
-      for (const auto& p : phrases) t[{"Disease", p}] = label;
-    for (const auto& [dir, verbs] : gene_verbs())
-      for (const auto& [prop, props] : gene_properties()) {
-        const std::string label = dir + "_" + prop;
-        if (!is_class(label)) continue;
-        for (const auto& v : verbs)
-          for (const auto& p : props) t[{"Gene", v + " " + p}] = label;
+  // (head type, tail type, phrase as space-joined tokens) -> BRAN label
+  using Key = std::tuple<std::string, std::string, std::string>;
+  static const std::map<Key, std::string> table = [] {
+    std::map<Key, std::string> t;
+    for (const CtdClass& c : ctd_classes()) {
+      if (c.tail_type == "Disease") {
+        for (const auto& p : disease_phrases().at(c.key))
+          t[{c.head_type, c.tail_type, p}] = c.label;
+        continue;
       }
+      const std::size_t us = c.key.find('_');
+      for (const auto& v : gene_verbs().at(c.key.substr(0, us)))
+        for (const auto& p : gene_properties().at(c.key.substr(us + 1)))
+          t[{c.head_type, c.tail_type, v + " " + p}] = c.label;
+    }
     return t;
   }();
   std::vector<Relation> out;
@@ -426,14 +441,14 @@ std::vector<Relation> ctd_oracle(const Document& doc) {
           sentence_of[head.tokens.begin] != sent)
         continue;
       if (!(head.type == "Chemical" || (head.type == "Gene" && tail.type == "Disease"))) continue;
-      auto it = table.find({tail.type, between(head.tokens.end, tail.tokens.begin)});
+      auto it = table.find({head.type, tail.type, between(head.tokens.end, tail.tokens.begin)});
       if (it != table.end()) add(head.entities[0], tail.entities[0], it->second);
     }
     const Span s = doc.sentences[sent];
     for (int t = s.begin; t + 1 < tail.tokens.begin && topic >= 0; ++t) {
       if ((doc.tokens[t].text == "the" || doc.tokens[t].text == "The") &&
           doc.tokens[t + 1].text == "compound") {
-        auto it = table.find({tail.type, between(t + 2, tail.tokens.begin)});
+        auto it = table.find({"Chemical", tail.type, between(t + 2, tail.tokens.begin)});
         if (it != table.end()) add(topic, tail.entities[0], it->second);
       }
     }

@@ -121,7 +121,7 @@ TEST(Semeval, RelationsPathFollowsTheTaskNaming) {
 }
 
 const std::string kBran =
-    "D1\tChemical\taspirin\t0:5\t1:6\tG1\tGene\tCOX 2\t3\t5\tdoc1\tdecrease_activity\t"
+    "D1\tChemical\taspirin\t0:5\t1:6\tG1\tGene\tCOX 2\t3\t5\tdoc1\tchem_gene_decreases_activity\t"
     "aspirin blocks the COX 2 ; aspirin .\n"
     "D1\tChemical\taspirin\t0:5\t1:6\tC2\tDisease\tpain\t7\t8\tdoc1\tNull\t"
     "aspirin blocks the COX 2 ; aspirin . pain\n";
@@ -129,7 +129,7 @@ const std::string kBran =
 TEST(BranTsv, ParsesPairsAndRejectsADifferentTextForTheSameDocument) {
   EXPECT_THROW(parse_bran_tsv(kBran, "b.tsv"), DataError);
   const std::string ok =
-      "D1\tChemical\taspirin\t0:5\t1:6\tG1\tGene\tCOX 2\t3\t5\tdoc1\tdecrease_activity\t"
+      "D1\tChemical\taspirin\t0:5\t1:6\tG1\tGene\tCOX 2\t3\t5\tdoc1\tchem_gene_decreases_activity\t"
       "aspirin blocks the COX 2 ; aspirin . pain\n"
       "D1\tChemical\taspirin\t0:5\t1:6\tC2\tDisease\tpain\t7\t8\tdoc1\tNull\t"
       "aspirin blocks the COX 2 ; aspirin . pain\n";
@@ -142,7 +142,7 @@ TEST(BranTsv, ParsesPairsAndRejectsADifferentTextForTheSameDocument) {
   EXPECT_EQ(d.mentions[2].text, "COX 2");
   EXPECT_EQ(d.mentions[2].tokens, (Span{3, 5}));
   ASSERT_EQ(d.relations.size(), 1u);
-  EXPECT_EQ(d.relations[0].type, "decrease_activity");
+  EXPECT_EQ(d.relations[0].type, "chem_gene_decreases_activity");
   EXPECT_EQ(d.pairs.size(), 2u);
   EXPECT_EQ(write_bran_tsv(docs), ok);
 }

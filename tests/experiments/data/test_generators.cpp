@@ -121,18 +121,18 @@ TEST(SynthCtd, FourteenClassesInTableOrderAndDistancesUpTo500) {
   std::map<std::string, int> counts;
   std::map<std::string, int> types;
   for (const Document& d : docs) {
-    for (const Relation& rel : d.relations)
-      ++counts[d.entities[rel.head].type + ">" + d.entities[rel.tail].type + ":" + rel.type];
+    for (const Relation& rel : d.relations) ++counts[rel.type];
     for (const Entity& e : d.entities) ++types[e.type];
   }
   EXPECT_EQ(counts.size(), 14u);
   EXPECT_EQ(types.size(), 7u);
   // Table 4.9: chemical-disease marker/mechanism is the largest class, then therapeutic,
   // then chemical-gene increase_expression; gene-disease therapeutic is among the rarest.
-  const int cd_mm = counts["Chemical>Disease:marker/mechanism"];
-  const int cd_th = counts["Chemical>Disease:therapeutic"];
-  const int cg_ie = counts["Chemical>Gene:increase_expression"];
-  const int gd_th = counts["Gene>Disease:therapeutic"];
+  for (const std::string& c : ctd_relation_classes()) EXPECT_TRUE(counts.count(c)) << c;
+  const int cd_mm = counts["chem_disease_marker/mechanism"];
+  const int cd_th = counts["chem_disease_therapeutic"];
+  const int cg_ie = counts["chem_gene_increases_expression"];
+  const int gd_th = counts["gene_disease_therapeutic"];
   EXPECT_GT(cd_mm, cd_th);
   EXPECT_GT(cd_th, cg_ie);
   EXPECT_GT(cg_ie, gd_th);
@@ -232,14 +232,14 @@ TEST(Oracles, CtdReadsPhrasesAnaphorAndIgnoresNegation) {
       ". aspirin does not increase the activity of CYP 1 .";
   const std::string line_a = "C1\tChemical\taspirin\t2:16\t3:17\tG1\tGene\tCYP 1\t13\t15\td\t";
   const std::string tsv =
-      line_a + "increase_expression\t" + text + "\n" +
+      line_a + "chem_gene_increases_expression\t" + text + "\n" +
       "C1\tChemical\taspirin\t2:16\t3:17\tP1\tDisease\tpain\t4\t5\td\tNull\t" + text + "\n" +
       "C1\tChemical\taspirin\t2:16\t3:17\tG2\tGene\tCYP 1\t23\t25\td\tNull\t" + text + "\n";
   // G2 follows a negated phrase: no relation
   const auto docs = parse_bran_tsv(tsv, "o.tsv");
   const auto rels = ctd_oracle(docs[0]);
   ASSERT_EQ(rels.size(), 1u);
-  EXPECT_EQ(rels[0].type, "increase_expression");
+  EXPECT_EQ(rels[0].type, "chem_gene_increases_expression");
   EXPECT_EQ(docs[0].entities[rels[0].head].id, "C1");
   EXPECT_EQ(docs[0].entities[rels[0].tail].id, "G1");
 }
