@@ -8,6 +8,7 @@
 #include "experiments/data/bran_tsv.h"
 #include "experiments/data/error.h"
 #include "experiments/data/examples.h"
+#include "experiments/data/inspect.h"
 #include "experiments/data/pubtator.h"
 #include "experiments/data/semeval.h"
 #include "experiments/data/vocab.h"
@@ -63,6 +64,16 @@ TEST(Pubtator, ParsesMentionsEntitiesAndRelations) {
   const Document& u = docs[1];
   EXPECT_EQ(u.mentions[0].text, "Lithium");
   EXPECT_EQ(u.mentions[0].char_begin, 16);
+}
+
+TEST(Inspect, CountsMentionsEntitiesRelationsAndDistances) {
+  const auto docs = parse_pubtator(kPubtator, "mem.pubtator");
+  const std::string r = describe_documents(docs, "title");
+  // mentions: Chemical 4 + 1 (the "-1" naloxone counts as a mention), Disease 2 + 1
+  for (const char* want :
+       {"documents: 2\n", "    Chemical: 5\n", "    Disease: 3\n", "relations: 2 in 1 classes",
+        "Chemical -> Disease : CID: 2\n", "candidate pairs (related type pairs): 5, NULL 3"})
+    EXPECT_NE(r.find(want), std::string::npos) << want << "\n" << r;
 }
 
 TEST(Pubtator, RoundTripIsByteIdentical) {
