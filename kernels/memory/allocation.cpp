@@ -27,7 +27,7 @@
 
 #include "kernels/ops/common.h"
 
-#if defined(__AVX512F__)
+#if defined(__SSE__)
 #include <immintrin.h>
 #endif
 
@@ -48,6 +48,27 @@ inline float hat(float u) {
 inline float eps_key(int64_t n, float u) {
   return static_cast<float>(n) * kEps + kOneMinusEps * u;
 }
+
+// Products of many usages below 1 reach the subnormal range (N = 128: a
+// product of up to 127 factors), where x86 multiplies take a microcode assist
+// ~100 times slower than a normal multiply. Every variant therefore runs with
+// subnormal results and inputs flushed to zero (FTZ and DAZ, as TensorFlow's
+// CPU kernels do), restored on exit: values below 1.2e-38 become 0, the same
+// for all variants, far below every tolerance.
+class FlushSubnormals {
+ public:
+#if defined(__SSE__)
+  FlushSubnormals() : saved_(_mm_getcsr()) {
+    _mm_setcsr(saved_ | 0x8040u);
+  }  // FTZ | DAZ
+  ~FlushSubnormals() {
+    _mm_setcsr(saved_);
+  }
+
+ private:
+  unsigned saved_;
+#endif
+};
 
 constexpr std::array kVariants = {AllocationVariant::sorted, AllocationVariant::parallel,
                                   AllocationVariant::parallel_eps, AllocationVariant::rank,
@@ -142,55 +163,77 @@ void ordered_backward(const float* u, const float* d_a, float* d_u, int64_t rows
 }
 
 // ------------------------------------------------------------- parallel
-// The mask g[n][k] of `parallel` as 0/1 float, written out as in eq. 3-20
-// with the exact tie-break.
-inline float mask_exact(const float* uh, int64_t n, int64_t k) {
-  return precedes(uh[k], k, uh[n], n) ? 1.0f : 0.0f;
-}
-// The mask of `parallel-eps` as in appendix A.1: (key[n] − key[k]) > 0.
-inline float mask_eps(const float* key, int64_t n, int64_t k) {
-  return (key[n] - key[k]) > 0.0f ? 1.0f : 0.0f;
-}
-
+// The mask formulation materialised per memory, transposed so that the loops
+// run over rows i (contiguous, no dependency between rows):
+//   phi_t[k·N + i] = φ[i][k] = 1 − g[i][k] + g[i][k]·vals[k]      (eq. 3-20..3-22)
 // vals: what enters the product (û for parallel, raw u for parallel-eps);
-// cmp: what the mask compares (û, or the ε-offset keys).
+// cmp: what the mask compares (û, or the ε-offset keys of A.1).
 template <bool kEpsKernel>
-void mask_forward_row(const float* vals, const float* cmp, int64_t n, float* a) {
-  for (int64_t i = 0; i < n; ++i) {
-    float p = 1.0f;
-    for (int64_t k = 0; k < n; ++k) {
-      const float g = kEpsKernel ? mask_eps(cmp, i, k) : mask_exact(cmp, i, k);
-      p *= (1.0f - g) + g * vals[k];  // φ[i][k] = 1 − g + g·u[k]  (eq. 3-22)
+void fill_phi(const float* vals, const float* cmp, int64_t n, float* phi_t, float* g_t) {
+  for (int64_t k = 0; k < n; ++k) {
+    float* phi = phi_t + k * n;
+    float* gk = g_t + k * n;
+    auto set = [&](int64_t i, bool g) {
+      gk[i] = g ? 1.0f : 0.0f;
+      phi[i] = (1.0f - gk[i]) + gk[i] * vals[k];
+    };
+    if constexpr (kEpsKernel) {
+      for (int64_t i = 0; i < n; ++i) set(i, (cmp[i] - cmp[k]) > 0.0f);  // A.1: key[i] − key[k] > 0
+    } else {  // g[i][k] = [slot k precedes slot i]: ties go to the lower index
+      for (int64_t i = 0; i < k; ++i) set(i, cmp[k] < cmp[i]);
+      set(k, false);
+      for (int64_t i = k + 1; i < n; ++i) set(i, cmp[k] <= cmp[i]);
     }
-    a[i] = (1.0f - vals[i]) * p;  // eq. 3-23
   }
 }
 
-// d_vals[k] += Σ_i d_a[i] · ∂a[i]/∂vals[k]; phi, prefix: scratch [N], [N + 1].
+// a[i] = (1 − vals[i]) · Π_k φ[i][k]   (eq. 3-23). The N products advance
+// together over k; each still takes its factors in ascending k.
+// phi_t, g_t: [N, N] scratch; p: [N] scratch.
+template <bool kEpsKernel>
+void mask_forward_row(const float* vals, const float* cmp, int64_t n, float* a, float* phi_t,
+                      float* g_t, float* p) {
+  fill_phi<kEpsKernel>(vals, cmp, n, phi_t, g_t);
+  for (int64_t i = 0; i < n; ++i) p[i] = 1.0f;
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t i = 0; i < n; ++i) p[i] *= phi_t[k * n + i];
+  for (int64_t i = 0; i < n; ++i) a[i] = (1.0f - vals[i]) * p[i];
+}
+
+// d_vals[k] += Σ_i d_a[i] · ∂a[i]/∂vals[k]:
+//   ∂a[i]/∂vals[i] = −Π_k φ[i][k],
+//   ∂a[i]/∂vals[k] = (1 − vals[i]) · g[i][k] · (Π_{k'<k} φ[i][k']) · (Π_{k'>k} φ[i][k'])
+// with prefix and suffix products (no division). The sums into d_vals run row
+// by row in ascending i (within a row: the diagonal term first, then k
+// descending), the order parallel-block reproduces lane by lane.
+// scratch: 4·N² + 3·N floats.
 template <bool kEpsKernel>
 void mask_backward_row(const float* vals, const float* cmp, int64_t n, const float* d_a,
-                       float* d_vals, float* phi, float* prefix) {
+                       float* d_vals, float* scratch) {
+  float *phi_t = scratch, *g_t = phi_t + n * n, *pre_t = g_t + n * n, *term_t = pre_t + (n + 1) * n,
+        *c = term_t + n * n, *suffix = c + n;
+  fill_phi<kEpsKernel>(vals, cmp, n, phi_t, g_t);
+  for (int64_t i = 0; i < n; ++i) pre_t[i] = 1.0f;
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t i = 0; i < n; ++i) pre_t[(k + 1) * n + i] = pre_t[k * n + i] * phi_t[k * n + i];
   for (int64_t i = 0; i < n; ++i) {
-    prefix[0] = 1.0f;
-    for (int64_t k = 0; k < n; ++k) {
-      const float g = kEpsKernel ? mask_eps(cmp, i, k) : mask_exact(cmp, i, k);
-      phi[k] = (1.0f - g) + g * vals[k];
-      prefix[k + 1] = prefix[k] * phi[k];
+    c[i] = d_a[i] * (1.0f - vals[i]);
+    suffix[i] = 1.0f;
+  }
+  for (int64_t k = n - 1; k >= 0; --k)
+    for (int64_t i = 0; i < n; ++i) {
+      term_t[k * n + i] = g_t[k * n + i] * (c[i] * (pre_t[k * n + i] * suffix[i]));
+      suffix[i] *= phi_t[k * n + i];
     }
-    d_vals[i] -= d_a[i] * prefix[n];  // ∂a[i]/∂vals[i] = −Π_k φ[i][k]
-    const float c = d_a[i] * (1.0f - vals[i]);
-    float suffix = 1.0f;
-    for (int64_t k = n - 1; k >= 0; --k) {
-      const float g = kEpsKernel ? mask_eps(cmp, i, k) : mask_exact(cmp, i, k);
-      d_vals[k] += g * (c * (prefix[k] * suffix));  // ∂φ[i][k]/∂vals[k] = g
-      suffix *= phi[k];
-    }
+  for (int64_t i = 0; i < n; ++i) {
+    d_vals[i] -= d_a[i] * pre_t[n * n + i];
+    for (int64_t k = n - 1; k >= 0; --k) d_vals[k] += term_t[k * n + i];
   }
 }
 
 template <bool kEpsKernel>
 void mask_forward(const float* u, float* a, int64_t rows, int64_t n) {
-  std::vector<float> vals(n), cmp(n);
+  std::vector<float> vals(n), cmp(n), phi_t(n * n), g_t(n * n), p(n);
   for (int64_t m = 0; m < rows; ++m) {
     const float* um = u + m * n;
     for (int64_t i = 0; i < n; ++i) {
@@ -201,13 +244,14 @@ void mask_forward(const float* u, float* a, int64_t rows, int64_t n) {
         vals[i] = cmp[i] = hat(um[i]);
       }
     }
-    mask_forward_row<kEpsKernel>(vals.data(), cmp.data(), n, a + m * n);
+    mask_forward_row<kEpsKernel>(vals.data(), cmp.data(), n, a + m * n, phi_t.data(), g_t.data(),
+                                 p.data());
   }
 }
 
 template <bool kEpsKernel>
 void mask_backward(const float* u, const float* d_a, float* d_u, int64_t rows, int64_t n) {
-  std::vector<float> vals(n), cmp(n), d_vals(n), phi(n), prefix(n + 1);
+  std::vector<float> vals(n), cmp(n), d_vals(n), scratch(4 * n * n + 3 * n);
   for (int64_t m = 0; m < rows; ++m) {
     const float* um = u + m * n;
     for (int64_t i = 0; i < n; ++i) {
@@ -220,7 +264,7 @@ void mask_backward(const float* u, const float* d_a, float* d_u, int64_t rows, i
     }
     std::fill(d_vals.begin(), d_vals.end(), 0.0f);
     mask_backward_row<kEpsKernel>(vals.data(), cmp.data(), n, d_a + m * n, d_vals.data(),
-                                  phi.data(), prefix.data());
+                                  scratch.data());
     // parallel-eps differentiates the raw usage; parallel goes through û.
     const float chain = kEpsKernel ? 1.0f : kOneMinusEps;
     for (int64_t i = 0; i < n; ++i) d_u[m * n + i] += chain * d_vals[i];
@@ -245,17 +289,18 @@ void load_block(const float* u, int64_t m0, int64_t lanes, int64_t n, float* uh)
   }
 }
 
-// fills p[i][l] = Π_k φ[i][k] for one slot i of a block (all lanes).
-inline void block_product(const float* uh, int64_t n, int64_t i, float* p) {
-  const float* ui = uh + i * kLanes;
-  for (int64_t l = 0; l < kLanes; ++l) p[l] = 1.0f;
-  for (int64_t k = 0; k < i; ++k) {
-    const float* uk = uh + k * kLanes;
-    for (int64_t l = 0; l < kLanes; ++l) p[l] *= uk[l] <= ui[l] ? uk[l] : 1.0f;
-  }
-  for (int64_t k = i + 1; k < n; ++k) {
-    const float* uk = uh + k * kLanes;
-    for (int64_t l = 0; l < kLanes; ++l) p[l] *= uk[l] < ui[l] ? uk[l] : 1.0f;
+// p[i][l] = Π_k φ[i][k] for every slot i of a block, k outermost: each
+// product still takes its factors in ascending k. uh, p: [N, kLanes].
+void block_products(const float* __restrict uh, int64_t n, float* __restrict p) {
+  for (int64_t i = 0; i < n * kLanes; ++i) p[i] = 1.0f;
+  for (int64_t k = 0; k < n; ++k) {
+    const float* __restrict uk = uh + k * kLanes;
+    for (int64_t i = 0; i < k; ++i)  // k after i: strictly smaller usage precedes
+      for (int64_t l = 0; l < kLanes; ++l)
+        p[i * kLanes + l] *= uk[l] < uh[i * kLanes + l] ? uk[l] : 1.0f;
+    for (int64_t i = k + 1; i < n; ++i)  // k before i: ties precede too
+      for (int64_t l = 0; l < kLanes; ++l)
+        p[i * kLanes + l] *= uk[l] <= uh[i * kLanes + l] ? uk[l] : 1.0f;
   }
 }
 
@@ -315,16 +360,12 @@ void block_forward(const float* u, float* a, int64_t rows, int64_t n) {
   if (n == 8) return block_forward_avx512<8>(u, a, rows);
   if (n == 16) return block_forward_avx512<16>(u, a, rows);
 #endif
-  std::vector<float> uh(n * kLanes), out(n * kLanes);
-  alignas(64) float p[kLanes];
+  std::vector<float> uh(n * kLanes), prod(n * kLanes), out(n * kLanes);
   for (int64_t m0 = 0; m0 < rows; m0 += kLanes) {
     const int64_t lanes = std::min(kLanes, rows - m0);
     load_block(u, m0, lanes, n, uh.data());
-    for (int64_t i = 0; i < n; ++i) {
-      block_product(uh.data(), n, i, p);
-      const float* ui = uh.data() + i * kLanes;
-      for (int64_t l = 0; l < kLanes; ++l) out[i * kLanes + l] = (1.0f - ui[l]) * p[l];
-    }
+    block_products(uh.data(), n, prod.data());
+    for (int64_t i = 0; i < n * kLanes; ++i) out[i] = (1.0f - uh[i]) * prod[i];
     for (int64_t l = 0; l < lanes; ++l)
       for (int64_t k = 0; k < n; ++k) a[(m0 + l) * n + k] = out[k * kLanes + l];
   }
@@ -413,6 +454,7 @@ void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant
   const int64_t rows = usage.dim(0), n = usage.dim(1);
   const float* u = usage.f32();
   float* a = out.f32();
+  FlushSubnormals flush;
   switch (variant) {
     case AllocationVariant::sorted:
       return ordered_forward<false>(u, a, rows, n);
@@ -444,6 +486,7 @@ void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usa
   const int64_t rows = usage.dim(0), n = usage.dim(1);
   const float *u = usage.f32(), *g = d_out.f32();
   float* du = d_usage.f32();
+  FlushSubnormals flush;
   switch (variant) {
     case AllocationVariant::sorted:
       return ordered_backward<false>(u, g, du, rows, n);

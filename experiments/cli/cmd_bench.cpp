@@ -1,0 +1,194 @@
+// `mare bench allocation`: the allocation-kernel comparison of thesis Table 4.14
+// on this machine (SPEC §10, issue 3). Runs the shared sweep of
+// kernels/memory/allocation_sweep.h, prints the Table-4.14-shaped tables and
+// writes the rows as JSON and CSV (each written to a temporary file and
+// renamed, so a reader never sees half a file). Only the CPU backend exists;
+// `--device cuda` is refused with a message.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "experiments/cli/commands.h"
+#include "experiments/run_dir.h"
+#include "kernels/memory/allocation_sweep.h"
+#include "mare_build_info.h"
+
+namespace mare::cli {
+
+namespace {
+
+struct BenchAllocationOptions {
+  std::string device = "cpu";
+  std::vector<std::string> variants;
+  std::vector<int64_t> seqs{1, 10, 50, 100, 200, 500, 1000};
+  std::vector<int64_t> mems{4, 16, 32, 64, 128};
+  int64_t batch = 32;
+  int repetitions = 5;
+  bool no_backward = false;
+  std::string clock = "wall";
+  std::string json_path, csv_path;
+};
+
+nlohmann::json to_json(const SweepResult& r) {
+  nlohmann::json j;
+  j["benchmark"] = "allocation";
+  j["device"] = "cpu";
+  j["threads"] = 1;
+  j["hardware_threads"] = std::thread::hardware_concurrency();
+  j["mare_commit"] = MARE_GIT_COMMIT;
+  j["build"] = std::string(MARE_BUILD_TYPE) + ", " + MARE_CXX_COMPILER + ", " + MARE_CXX_FLAGS;
+  j["batch"] = r.config.batch;
+  j["repetitions"] = r.config.repetitions;
+  j["min_repetition_seconds"] = r.config.min_rep_seconds;
+  j["seed"] = r.config.seed;
+  j["statistic"] = "median seconds per call over repetitions, warm-up excluded";
+  j["clock"] = r.config.cpu_clock ? "thread_cpu" : "wall";
+  j["bytes"] = "bytes one pass must read and write; copy = memcpy of exactly those bytes";
+  j["wall_seconds"] = r.wall_seconds;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const SweepRow& s : r.rows)
+    rows.push_back({{"variant", s.variant},
+                    {"pass", s.pass},
+                    {"seq", s.seq},
+                    {"mem", s.mem},
+                    {"batch", s.batch},
+                    {"memories", s.memories},
+                    {"bytes_processed", s.bytes},
+                    {"calls_per_repetition", s.calls_per_repetition},
+                    {"repetitions", s.repetitions},
+                    {"seconds", s.seconds},
+                    {"wall_seconds", s.wall_seconds},
+                    {"cpu_seconds", s.cpu_seconds},
+                    {"seconds_min", s.seconds_min},
+                    {"seconds_max", s.seconds_max},
+                    {"copy_floor_seconds", s.floor_seconds},
+                    {"floor_ratio", s.floor_ratio},
+                    {"speedup_vs_sorted", s.speedup_vs_sorted},
+                    {"gbytes_per_second", s.gbytes_per_second}});
+  j["rows"] = rows;
+  nlohmann::json eps = nlohmann::json::array();
+  for (const SweepPointDisagreement& d : r.disagreements)
+    eps.push_back({{"seq", d.seq},
+                   {"mem", d.mem},
+                   {"memories", d.eps.memories},
+                   {"alloc_differs", d.eps.alloc_differs},
+                   {"order_differs", d.eps.order_differs},
+                   {"max_abs_diff", d.eps.max_abs_diff},
+                   {"threshold", EpsDisagreement::kThreshold}});
+  j["parallel_eps_vs_sorted"] = eps;
+  return j;
+}
+
+std::string to_csv(const SweepResult& r) {
+  std::ostringstream os;
+  os.precision(9);
+  os << "variant,pass,seq,mem,batch,memories,bytes_processed,calls_per_repetition,repetitions,"
+        "seconds,"
+        "wall_seconds,cpu_seconds,seconds_min,seconds_max,copy_floor_seconds,floor_ratio,speedup_"
+        "vs_sorted,"
+        "gbytes_per_second,eps_alloc_differs,eps_order_differs,eps_max_abs_diff\n";
+  for (const SweepRow& s : r.rows) {
+    os << s.variant << "," << s.pass << "," << s.seq << "," << s.mem << "," << s.batch << ","
+       << s.memories << "," << s.bytes << "," << s.calls_per_repetition << "," << s.repetitions
+       << "," << s.seconds << "," << s.wall_seconds << "," << s.cpu_seconds << "," << s.seconds_min
+       << "," << s.seconds_max << "," << s.floor_seconds << "," << s.floor_ratio << ","
+       << s.speedup_vs_sorted << "," << s.gbytes_per_second;
+    const SweepPointDisagreement* d = nullptr;
+    for (const SweepPointDisagreement& x : r.disagreements)
+      if (x.seq == s.seq && x.mem == s.mem) d = &x;
+    if (d && s.variant == "parallel-eps")
+      os << "," << d->eps.alloc_differs << "," << d->eps.order_differs << ","
+         << d->eps.max_abs_diff;
+    else
+      os << ",,,";
+    os << "\n";
+  }
+  return os.str();
+}
+
+void run_bench_allocation(const BenchAllocationOptions& o) {
+  if (o.device == "cuda")
+    throw std::invalid_argument(
+        "bench allocation: --device cuda is not available: the CUDA backend does not exist yet "
+        "(only --device cpu)");
+  if (o.device != "cpu")
+    throw std::invalid_argument("bench allocation: unknown --device '" + o.device +
+                                "' (expected cpu)");
+  SweepConfig config;
+  for (const std::string& name : o.variants)
+    config.variants.push_back(parse_allocation_variant(name));
+  config.seqs = o.seqs;
+  config.mems = o.mems;
+  config.batch = o.batch;
+  config.repetitions = o.repetitions;
+  config.backward = !o.no_backward;
+  if (o.clock != "wall" && o.clock != "cpu")
+    throw std::invalid_argument("bench allocation: --clock must be wall or cpu, got '" + o.clock +
+                                "'");
+  config.cpu_clock = o.clock == "cpu";
+  if (config.seqs.empty() || config.mems.empty())
+    throw std::invalid_argument("bench allocation: --seq and --mem need at least one value");
+  for (int64_t v : config.seqs)
+    if (v < 1) throw std::invalid_argument("bench allocation: --seq values must be >= 1");
+  for (int64_t v : config.mems)
+    if (v < 1) throw std::invalid_argument("bench allocation: --mem values must be >= 1");
+  if (config.batch < 1) throw std::invalid_argument("bench allocation: --batch must be >= 1");
+  if (config.repetitions < 1)
+    throw std::invalid_argument("bench allocation: --repetitions must be >= 1");
+
+  std::cerr << "mare bench allocation: " << config.mems.size() * config.seqs.size()
+            << " sweep points\n";
+  SweepResult result =
+      run_allocation_sweep(config, [](const std::string& line) { std::cerr << line << "\n"; });
+  std::cout << format_sweep_tables(result);
+  if (!o.json_path.empty()) {
+    atomic_write(o.json_path, json_text(to_json(result)));
+    std::cout << "wrote " << o.json_path << "\n";
+  }
+  if (!o.csv_path.empty()) {
+    atomic_write(o.csv_path, to_csv(result));
+    std::cout << "wrote " << o.csv_path << "\n";
+  }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto* bench = app.add_subcommand("bench", "Kernel benchmarks");
+  bench->require_subcommand(1);
+  auto opts = std::make_shared<BenchAllocationOptions>();
+  auto* alloc = bench->add_subcommand(
+      "allocation",
+      "Time the DNC allocation variants over sequence length x memory size (thesis Table 4.14), "
+      "against a copy of the same bytes");
+  alloc->add_option("--device", opts->device, "cpu (cuda: not built yet)")->capture_default_str();
+  alloc
+      ->add_option("--variants", opts->variants,
+                   "Variants to time (default all): sorted, parallel, parallel-eps, rank, "
+                   "parallel-block")
+      ->delimiter(',');
+  alloc->add_option("--seq", opts->seqs, "Sequence lengths (tokens per sequence)")
+      ->delimiter(',')
+      ->capture_default_str();
+  alloc->add_option("--mem", opts->mems, "Memory sizes N (slots)")
+      ->delimiter(',')
+      ->capture_default_str();
+  alloc->add_option("--batch", opts->batch, "Sequences per batch (M = batch x seq memories)")
+      ->capture_default_str();
+  alloc
+      ->add_option("--repetitions", opts->repetitions,
+                   "Timed repetitions per point (the median is reported)")
+      ->capture_default_str();
+  alloc
+      ->add_option("--clock", opts->clock,
+                   "Clock behind the medians and ratios: wall (steady_clock) or cpu (this "
+                   "thread's CPU time, for a shared machine); both go to JSON/CSV")
+      ->capture_default_str();
+  alloc->add_flag("--no-backward", opts->no_backward, "Time the forward pass only");
+  alloc->add_option("--json", opts->json_path, "Write the rows as JSON to FILE");
+  alloc->add_option("--csv", opts->csv_path, "Write the rows as CSV to FILE");
+  alloc->callback([opts] { run_bench_allocation(*opts); });
+}
+
+}  // namespace mare::cli

@@ -1,0 +1,68 @@
+// Allocation benchmarks (Google Benchmark): every allocation variant over
+// seq ∈ {1, 10, 50, 100, 200, 500, 1000} × N ∈ {4, 16, 32, 64, 128}, batch 32
+// (M = 32·seq memories), forward (bwd:0) and forward+backward (bwd:1), beside
+// BM_CopyFloor: a memcpy of exactly the bytes the same pass must read and
+// write. Inputs and problem sizes come from kernels/memory/allocation_sweep.h,
+// the code `mare bench allocation` runs, so both time the same thing; this
+// binary adds Google Benchmark's own repetitions, aggregates and JSON:
+//   build/kernels/bench/bench_allocation --benchmark_repetitions=5 \
+//     --benchmark_out=allocation.json --benchmark_out_format=json
+// Counters: bytes_per_second (from SetBytesProcessed), items_per_second
+// (memories), and on parallel-eps rows `alloc_differs`, the memories it
+// allocates differently from sorted (computed before timing).
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "kernels/memory/allocation_sweep.h"
+
+namespace {
+
+using namespace mare;
+
+constexpr int64_t kBatch = 32;
+const std::vector<int64_t> kSeqs{1, 10, 50, 100, 200, 500, 1000};
+const std::vector<int64_t> kMems{4, 16, 32, 64, 128};
+
+void bm_allocation(benchmark::State& st, AllocationVariant v) {
+  const int64_t seq = st.range(0), mem = st.range(1);
+  const bool backward = st.range(2) != 0;
+  AllocationProblem p = make_allocation_problem(kBatch, seq, mem, 1);
+  if (v == AllocationVariant::parallel_eps)
+    st.counters["alloc_differs"] = static_cast<double>(count_eps_disagreement(p).alloc_differs);
+  for (auto _ : st) run_allocation_pass(p, v, backward);
+  st.SetBytesProcessed(st.iterations() * allocation_pass_bytes(p.memories(), mem, backward));
+  st.SetItemsProcessed(st.iterations() * p.memories());
+}
+
+void bm_copy_floor(benchmark::State& st) {
+  const int64_t seq = st.range(0), mem = st.range(1);
+  const bool backward = st.range(2) != 0;
+  const int64_t bytes = allocation_pass_bytes(kBatch * seq, mem, backward);
+  CopyFloor floor(bytes);
+  for (auto _ : st) floor.run();
+  st.SetBytesProcessed(st.iterations() * bytes);
+  st.SetItemsProcessed(st.iterations() * kBatch * seq);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  for (AllocationVariant v : allocation_variants())
+    benchmark::RegisterBenchmark(("BM_Allocation/variant:" + std::string(to_string(v))).c_str(),
+                                 [v](benchmark::State& st) { bm_allocation(st, v); })
+        ->ArgsProduct({kSeqs, kMems, {0, 1}})
+        ->ArgNames({"seq", "mem", "bwd"})
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_CopyFloor", bm_copy_floor)
+      ->ArgsProduct({kSeqs, kMems, {0, 1}})
+      ->ArgNames({"seq", "mem", "bwd"})
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

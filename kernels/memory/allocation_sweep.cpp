@@ -1,0 +1,314 @@
+// The allocation sweep: inputs, the timed passes, the copy floor, the
+// parallel-eps disagreement counts and the Table-4.14-shaped text. The timing
+// protocol is described in allocation_sweep.h; nothing here asserts a time.
+#include "kernels/memory/allocation_sweep.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "kernels/random.h"
+
+namespace mare {
+
+namespace {
+
+// Compiler barrier: the pointed-to memory counts as read and written.
+inline void clobber(const void* p) {
+  asm volatile("" : : "r"(p) : "memory");
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Seconds of `calls` back-to-back calls: wall time (steady_clock) and the
+// CPU time of this thread (CLOCK_THREAD_CPUTIME_ID, which leaves out the time
+// the thread waited for a core on a shared machine).
+struct Elapsed {
+  double wall = 0.0, cpu = 0.0;
+};
+
+double thread_cpu_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+template <class F>
+Elapsed seconds_of(F&& f, int64_t calls) {
+  const double c0 = thread_cpu_now();
+  const auto t0 = Clock::now();
+  for (int64_t c = 0; c < calls; ++c) f();
+  const auto t1 = Clock::now();
+  const double c1 = thread_cpu_now();
+  return {std::chrono::duration<double>(t1 - t0).count(), c1 - c0};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t k = v.size() / 2;
+  return v.size() % 2 ? v[k] : 0.5 * (v[k - 1] + v[k]);
+}
+
+const char* pass_name(bool backward) {
+  return backward ? "forward+backward" : "forward";
+}
+
+}  // namespace
+
+AllocationProblem make_allocation_problem(int64_t batch, int64_t seq, int64_t slots,
+                                          uint64_t seed) {
+  if (batch < 1 || seq < 1 || slots < 1)
+    throw std::invalid_argument(
+        "allocation problem: batch, seq and memory size must be >= 1 (got " +
+        std::to_string(batch) + ", " + std::to_string(seq) + ", " + std::to_string(slots) + ")");
+  AllocationProblem p;
+  p.batch = batch;
+  p.seq = seq;
+  p.slots = slots;
+  const Shape s{batch * seq, slots};
+  p.usage = Tensor::empty(s);
+  fill_uniform(p.usage, seed, kStreamData, 0.0f, 1.0f);
+  p.d_out = Tensor::empty(s);
+  fill_uniform(p.d_out, seed + 1, kStreamData, -1.0f, 1.0f);
+  p.out = Tensor::zeros(s);
+  p.d_usage = Tensor::zeros(s);
+  return p;
+}
+
+int64_t allocation_pass_bytes(int64_t memories, int64_t slots, bool backward) {
+  const int64_t plane = memories * slots * static_cast<int64_t>(sizeof(float));
+  return backward ? 6 * plane : 2 * plane;
+}
+
+void run_allocation_pass(AllocationProblem& p, AllocationVariant v, bool backward) {
+  allocation_forward_into(p.out, p.usage, v);
+  if (backward) allocation_backward(p.d_usage, p.d_out, p.usage, v);
+  clobber(p.out.f32());
+  clobber(p.d_usage.f32());
+}
+
+CopyFloor::CopyFloor(int64_t bytes) : src_(bytes / 2, 1), dst_(bytes / 2, 0) {}
+
+void CopyFloor::run() {
+  std::memcpy(dst_.data(), src_.data(), src_.size());
+  clobber(dst_.data());
+}
+
+EpsDisagreement count_eps_disagreement(const AllocationProblem& p) {
+  const int64_t m = p.memories(), n = p.slots;
+  Tensor a_sorted = allocation_forward(p.usage, AllocationVariant::sorted);
+  Tensor a_eps = allocation_forward(p.usage, AllocationVariant::parallel_eps);
+  std::vector<int32_t> o_sorted(n), o_eps(n);
+  EpsDisagreement d;
+  d.memories = m;
+  for (int64_t b = 0; b < m; ++b) {
+    const float* u = p.usage.f32() + b * n;
+    allocation_order(u, n, AllocationVariant::sorted, o_sorted.data());
+    allocation_order(u, n, AllocationVariant::parallel_eps, o_eps.data());
+    d.order_differs += o_sorted != o_eps;
+    double worst = 0.0;
+    for (int64_t i = 0; i < n; ++i)
+      worst =
+          std::max(worst, std::fabs(double(a_eps.f32()[b * n + i]) - a_sorted.f32()[b * n + i]));
+    d.alloc_differs += worst > EpsDisagreement::kThreshold;
+    d.max_abs_diff = std::max(d.max_abs_diff, worst);
+  }
+  return d;
+}
+
+SweepResult run_allocation_sweep(const SweepConfig& config_in,
+                                 const std::function<void(const std::string&)>& progress) {
+  SweepResult result;
+  result.config = config_in;
+  SweepConfig& config = result.config;
+  if (config.variants.empty())
+    config.variants.assign(allocation_variants().begin(), allocation_variants().end());
+  if (config.repetitions < 1)
+    throw std::invalid_argument("allocation sweep: repetitions must be >= 1");
+  const bool has_eps = std::find(config.variants.begin(), config.variants.end(),
+                                 AllocationVariant::parallel_eps) != config.variants.end();
+  const auto start = Clock::now();
+  std::vector<bool> passes{false};
+  if (config.backward) passes.push_back(true);
+
+  for (int64_t mem : config.mems)
+    for (int64_t seq : config.seqs) {
+      AllocationProblem p = make_allocation_problem(config.batch, seq, mem, config.seed);
+      for (bool backward : passes) {
+        const int64_t bytes = allocation_pass_bytes(p.memories(), mem, backward);
+        CopyFloor floor(bytes);
+        // Contestants: index 0 is the copy floor, then the variants.
+        const size_t k = config.variants.size() + 1;
+        auto call = [&](size_t i) {
+          if (i == 0)
+            floor.run();
+          else
+            run_allocation_pass(p, config.variants[i - 1], backward);
+        };
+        // Warm-up: the first call of each contestant is timed only to size
+        // its repetitions and is not recorded.
+        std::vector<int64_t> calls(k);
+        for (size_t i = 0; i < k; ++i) {
+          const double once = std::max(seconds_of([&] { call(i); }, 1).wall, 1e-9);
+          calls[i] = std::max<int64_t>(1, std::llround(std::ceil(config.min_rep_seconds / once)));
+        }
+        // Timed repetitions, interleaved: the copy floor runs once before
+        // every variant's repetition, so it is sampled repetitions × variants
+        // times under the same conditions as the variants.
+        std::vector<std::vector<double>> per_call(k), cpu_per_call(k);
+        auto time_rep = [&](size_t i) {
+          const Elapsed e = seconds_of([&] { call(i); }, calls[i]);
+          per_call[i].push_back(e.wall / calls[i]);
+          cpu_per_call[i].push_back(e.cpu / calls[i]);
+        };
+        for (int rep = 0; rep < config.repetitions; ++rep)
+          for (size_t i = 1; i < k; ++i) {
+            time_rep(0);
+            time_rep(i);
+          }
+
+        // The chosen clock fills seconds/min/max and the ratios; both medians
+        // are kept.
+        auto& chosen = config.cpu_clock ? cpu_per_call : per_call;
+        const double floor_s = median(chosen[0]);
+        for (size_t i = 0; i < k; ++i) {
+          SweepRow row;
+          row.variant = i == 0 ? "copy" : std::string(to_string(config.variants[i - 1]));
+          row.pass = pass_name(backward);
+          row.seq = seq;
+          row.mem = mem;
+          row.batch = config.batch;
+          row.memories = p.memories();
+          row.bytes = bytes;
+          row.calls_per_repetition = calls[i];
+          row.repetitions = static_cast<int64_t>(chosen[i].size());
+          row.seconds = median(chosen[i]);
+          row.seconds_min = *std::min_element(chosen[i].begin(), chosen[i].end());
+          row.seconds_max = *std::max_element(chosen[i].begin(), chosen[i].end());
+          row.wall_seconds = median(per_call[i]);
+          row.cpu_seconds = median(cpu_per_call[i]);
+          row.floor_seconds = floor_s;
+          row.floor_ratio = row.seconds / floor_s;
+          row.gbytes_per_second = bytes / row.seconds / 1e9;
+          result.rows.push_back(row);
+        }
+      }
+      if (has_eps) result.disagreements.push_back({seq, mem, count_eps_disagreement(p)});
+      if (progress) {
+        std::ostringstream line;
+        line << "  N " << mem << ", seq " << seq << " (" << p.memories() << " memories) done";
+        progress(line.str());
+      }
+    }
+
+  // Speedup over sorted, point by point.
+  std::map<std::tuple<std::string, int64_t, int64_t>, double> sorted_s;
+  for (const SweepRow& r : result.rows)
+    if (r.variant == "sorted") sorted_s[{r.pass, r.seq, r.mem}] = r.seconds;
+  for (SweepRow& r : result.rows) {
+    auto it = sorted_s.find({r.pass, r.seq, r.mem});
+    if (it != sorted_s.end() && r.variant != "copy") r.speedup_vs_sorted = it->second / r.seconds;
+  }
+  result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+std::string format_sweep_tables(const SweepResult& result) {
+  const SweepConfig& c = result.config;
+  std::map<std::tuple<std::string, std::string, int64_t, int64_t>, const SweepRow*> at;
+  for (const SweepRow& r : result.rows) at[{r.variant, r.pass, r.seq, r.mem}] = &r;
+  std::vector<std::string> names{"copy"};
+  for (AllocationVariant v : c.variants) names.emplace_back(to_string(v));
+
+  std::ostringstream os;
+  char buf[64];
+  auto header = [&](const std::string& title) {
+    os << "\n" << title << "\n";
+    std::snprintf(buf, sizeof buf, "%-15s %5s", "variant", "N");
+    os << buf;
+    for (int64_t s : c.seqs) {
+      std::snprintf(buf, sizeof buf, " %10s", ("seq " + std::to_string(s)).c_str());
+      os << buf;
+    }
+    os << "\n";
+  };
+  auto table = [&](const std::string& title, const std::string& pass, bool with_copy,
+                   const std::function<double(const SweepRow&)>& value, const char* fmt) {
+    header(title);
+    for (int64_t mem : c.mems)
+      for (const std::string& name : names) {
+        if (name == "copy" && !with_copy) continue;
+        std::snprintf(buf, sizeof buf, "%-15s %5lld", name.c_str(), static_cast<long long>(mem));
+        os << buf;
+        for (int64_t s : c.seqs) {
+          auto it = at.find({name, pass, s, mem});
+          if (it == at.end() || (value(*it->second) == 0.0 && name != "copy")) {
+            std::snprintf(buf, sizeof buf, " %10s", "-");
+          } else {
+            std::snprintf(buf, sizeof buf, fmt, value(*it->second));
+          }
+          os << buf;
+        }
+        os << "\n";
+      }
+  };
+
+  os << "allocation benchmark: batch " << c.batch << " (M = " << c.batch
+     << " x seq memories), device cpu, 1 thread, medians of " << c.repetitions
+     << " repetitions (warm-up excluded), " << (c.cpu_clock ? "thread CPU time" : "wall-clock time")
+     << "; copy = memcpy of the bytes the pass reads and writes\n";
+  std::vector<bool> passes{false};
+  if (c.backward) passes.push_back(true);
+  for (bool backward : passes) {
+    const std::string pass = pass_name(backward);
+    table(
+        pass + ": milliseconds per call", pass, true,
+        [](const SweepRow& r) { return r.seconds * 1e3; }, " %10.4f");
+    table(
+        pass + ": speedup over sorted (sorted time / variant time)", pass, false,
+        [](const SweepRow& r) { return r.speedup_vs_sorted; }, " %10.2f");
+    table(
+        pass + ": ratio to the copy floor (variant time / copy time)", pass, false,
+        [](const SweepRow& r) { return r.floor_ratio; }, " %10.2f");
+  }
+  if (!result.disagreements.empty()) {
+    os << "\nparallel-eps vs sorted: memories allocated differently (max |a_eps - a_sorted| > "
+       << EpsDisagreement::kThreshold << ") / memories; [memories with a different free list];"
+       << " largest difference\n";
+    for (const SweepPointDisagreement& d : result.disagreements)
+      os << "  N " << d.mem << ", seq " << d.seq << ": " << d.eps.alloc_differs << " / "
+         << d.eps.memories << "  [" << d.eps.order_differs << "]  max " << d.eps.max_abs_diff
+         << "\n";
+  }
+  // Summary: the fastest variant per memory size at the longest sequence.
+  const int64_t last_seq = c.seqs.empty() ? 0 : *std::max_element(c.seqs.begin(), c.seqs.end());
+  os << "\nfastest variant at seq " << last_seq << ":\n";
+  for (bool backward : passes)
+    for (int64_t mem : c.mems) {
+      const SweepRow* best = nullptr;
+      for (const SweepRow& r : result.rows)
+        if (r.variant != "copy" && r.pass == pass_name(backward) && r.mem == mem &&
+            r.seq == last_seq && (!best || r.seconds < best->seconds))
+          best = &r;
+      if (!best) continue;
+      std::snprintf(buf, sizeof buf, "%.2f", best->floor_ratio);
+      os << "  " << pass_name(backward) << ", N " << mem << ": " << best->variant << " ("
+         << best->seconds * 1e3 << " ms, " << buf << "x the copy floor";
+      if (best->speedup_vs_sorted > 0) {
+        std::snprintf(buf, sizeof buf, "%.2f", best->speedup_vs_sorted);
+        os << ", " << buf << "x faster than sorted";
+      }
+      os << ")\n";
+    }
+  std::snprintf(buf, sizeof buf, "%.1f", result.wall_seconds);
+  os << "sweep wall time " << buf << " s\n";
+  return os.str();
+}
+
+}  // namespace mare

@@ -1,0 +1,123 @@
+// The allocation benchmark sweep (SPEC §10, issue 3): every allocation variant
+// over sequence length × memory size, forward and forward+backward, each next
+// to a plain copy of exactly the bytes the pass must read and write (the
+// floor no allocation kernel can beat), plus how many memories `parallel-eps`
+// allocates differently from `sorted`. Shared by `mare bench allocation` and
+// the Google Benchmark binary kernels/bench/bench_allocation.
+//
+// Timing protocol (rule of this file): one thread; a sweep point's inputs are
+// built before anything is timed; per (point, pass) each contestant's first
+// call is a warm-up, timed only to size a repetition to at least
+// `min_rep_seconds` of back-to-back calls, and not recorded; then
+// `repetitions` rounds in which every variant's repetition is preceded by a
+// repetition of the copy floor (interleaved, so that noise from a shared
+// machine hits them alike; the floor is sampled repetitions × variants
+// times). Reported: the median over repetitions of seconds per call, with min
+// and max. std::chrono::steady_clock around whole repetitions; a compiler
+// barrier after every call keeps the copy from being elided (the kernels live
+// in another translation unit and cannot be).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/memory/allocation.h"
+#include "kernels/tensor.h"
+
+namespace mare {
+
+// Inputs of one sweep point: M = batch · seq memories of N slots.
+struct AllocationProblem {
+  int64_t batch = 0, seq = 0, slots = 0;
+  Tensor usage;    // [M, N], uniform in [0, 1) from Philox (24-bit values, so exact ties occur)
+  Tensor d_out;    // [M, N], uniform in [−1, 1): the cotangent of the backward pass
+  Tensor out;      // [M, N], preallocated output of the forward
+  Tensor d_usage;  // [M, N], preallocated gradient (the backward accumulates into it)
+  int64_t memories() const { return batch * seq; }
+};
+AllocationProblem make_allocation_problem(int64_t batch, int64_t seq, int64_t slots, uint64_t seed);
+
+// Bytes one pass must read and write: forward reads u and writes a (8·M·N);
+// forward+backward adds reading u, d_a, d_u and writing d_u (24·M·N in all).
+int64_t allocation_pass_bytes(int64_t memories, int64_t slots, bool backward);
+
+// One timed call of a pass (forward, or forward then backward) on a problem.
+void run_allocation_pass(AllocationProblem& p, AllocationVariant v, bool backward);
+
+// The copy floor: copies bytes/2 from one buffer to another (bytes/2 read,
+// bytes/2 written).
+class CopyFloor {
+ public:
+  explicit CopyFloor(int64_t bytes);
+  void run();
+
+ private:
+  std::vector<char> src_, dst_;
+};
+
+// How `parallel-eps` differs from `sorted` on one problem's usages.
+struct EpsDisagreement {
+  int64_t memories = 0;
+  int64_t order_differs = 0;  // memories whose free list differs
+  int64_t alloc_differs = 0;  // memories with max_n |a_eps − a_sorted| > threshold
+  double max_abs_diff = 0.0;  // over all memories
+  static constexpr double kThreshold = 1e-3;  // far above the O(N·ε') of raw u vs û
+};
+EpsDisagreement count_eps_disagreement(const AllocationProblem& p);
+
+struct SweepConfig {
+  std::vector<AllocationVariant> variants;  // default: every variant
+  std::vector<int64_t> seqs{1, 10, 50, 100, 200, 500, 1000};
+  std::vector<int64_t> mems{4, 16, 32, 64, 128};
+  int64_t batch = 32;
+  int repetitions = 5;
+  double min_rep_seconds = 1e-3;
+  uint64_t seed = 1;
+  bool backward = true;  // also time forward+backward
+  // Which clock fills SweepRow::seconds and the ratios: wall (steady_clock,
+  // default) or this thread's CPU time (robust when the machine is shared).
+  bool cpu_clock = false;
+};
+
+struct SweepRow {
+  std::string variant;  // a variant name, or "copy" for the floor
+  std::string pass;     // "forward" | "forward+backward"
+  int64_t seq = 0, mem = 0, batch = 0, memories = 0;
+  int64_t bytes = 0;  // allocation_pass_bytes
+  int64_t calls_per_repetition = 0;
+  int64_t repetitions = 0;    // timed repetitions behind the median (the copy: × variants)
+  double seconds = 0.0;       // median over repetitions, per call, on the chosen clock
+  double wall_seconds = 0.0;  // median of wall-clock time per call
+  double cpu_seconds = 0.0;   // median of thread CPU time per call
+  double seconds_min = 0.0, seconds_max = 0.0;
+  double floor_seconds = 0.0;      // the copy floor's median for the same point and pass
+  double floor_ratio = 0.0;        // seconds / floor_seconds
+  double speedup_vs_sorted = 0.0;  // sorted's seconds / seconds (0 when sorted was not run)
+  double gbytes_per_second = 0.0;  // bytes / seconds / 1e9
+};
+
+struct SweepPointDisagreement {
+  int64_t seq = 0, mem = 0;
+  EpsDisagreement eps;
+};
+
+struct SweepResult {
+  SweepConfig config;
+  std::vector<SweepRow> rows;
+  std::vector<SweepPointDisagreement> disagreements;  // when parallel-eps is among the variants
+  double wall_seconds = 0.0;
+};
+
+// Runs the sweep; `progress` (may be empty) receives one line per point.
+SweepResult run_allocation_sweep(const SweepConfig& config,
+                                 const std::function<void(const std::string&)>& progress = {});
+
+// The result as Table-4.14-shaped text: for each pass, tables of median ms per
+// call, speedup over sorted and ratio to the copy floor (variant × memory size
+// × sequence length), the parallel-eps disagreement table, and a summary line
+// per memory size (fastest variant at the longest sequence).
+std::string format_sweep_tables(const SweepResult& result);
+
+}  // namespace mare
