@@ -5,8 +5,8 @@
 // write. Inputs and problem sizes come from kernels/memory/allocation_sweep.h,
 // the code `mare bench allocation` runs, so both time the same thing; this
 // binary adds Google Benchmark's own repetitions, aggregates and JSON:
-//   build/kernels/bench/bench_allocation --benchmark_repetitions=5 \
-//     --benchmark_out=allocation.json --benchmark_out_format=json
+//   build/kernels/bench/bench_allocation --benchmark_repetitions=5
+//       --benchmark_out=allocation.json --benchmark_out_format=json
 // Counters: bytes_per_second (from SetBytesProcessed), items_per_second
 // (memories), and on parallel-eps rows `alloc_differs`, the memories it
 // allocates differently from sorted (computed before timing).
