@@ -62,11 +62,13 @@ AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor
           p.row(row).setZero();
           continue;
         }
+        // exp once per element in float; the sum in double.
         double sum = 0.0;
-        for (int64_t col = 0; col < d.j; ++col)
-          sum += std::exp(static_cast<double>(p(row, col) - mx));
-        for (int64_t col = 0; col < d.j; ++col)
-          p(row, col) = static_cast<float>(std::exp(static_cast<double>(p(row, col) - mx)) / sum);
+        for (int64_t col = 0; col < d.j; ++col) {
+          p(row, col) = std::exp(p(row, col) - mx);  // masked: exp(−inf) = 0
+          sum += p(row, col);
+        }
+        p.row(row) *= static_cast<float>(1.0 / sum);
       }
       oh.noalias() = p * vh;
     }

@@ -34,15 +34,18 @@ void row_softmax(const float* x, const float* m, float* y, int64_t c, bool log_s
     for (int64_t j = 0; j < c; ++j) y[j] = 0.0f;
     return;
   }
+  // exp once per element in float (it dominates the cost); the sum in double.
   double sum = 0.0;
-  for (int64_t j = 0; j < c; ++j)
-    if (kept(m, j)) sum += std::exp(static_cast<double>(x[j] - mx));
+  for (int64_t j = 0; j < c; ++j) {
+    y[j] = kept(m, j) ? std::exp(x[j] - mx) : 0.0f;
+    sum += y[j];
+  }
   if (log_space) {
     float lse = static_cast<float>(std::log(sum));
     for (int64_t j = 0; j < c; ++j) y[j] = kept(m, j) ? x[j] - mx - lse : 0.0f;
   } else {
-    for (int64_t j = 0; j < c; ++j)
-      y[j] = kept(m, j) ? static_cast<float>(std::exp(static_cast<double>(x[j] - mx)) / sum) : 0.0f;
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t j = 0; j < c; ++j) y[j] *= inv;
   }
 }
 
