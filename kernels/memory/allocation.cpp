@@ -371,9 +371,84 @@ void block_forward(const float* u, float* a, int64_t rows, int64_t n) {
   }
 }
 
+#if defined(__AVX512F__)
+// Backward for N in {4, 8} in the register layout of block_forward_avx512:
+// lane x of a memory accumulates d û[x] over the rows i in ascending order,
+// the diagonal term −d_a[x]·Π_k φ[x][k] at i = x, otherwise
+//   g[i][x] · (c_i · (Π_{k<x} φ[i][k] · Π_{k>x} φ[i][k])),  c_i = d_a[i](1 − û[i]),
+// with the prefix and suffix products of row i built lane by lane in the same
+// order as mask_backward_row, hence bit-identical to `parallel`.
+template <int N>
+void block_backward_avx512(const float* u, const float* d_a, float* d_u, int64_t rows) {
+  static_assert(16 % N == 0 && N >= 2);
+  constexpr int64_t kPerRegister = 16 / N;
+  __m512i slot_of[N];                        // lane -> lane of slot e of the same memory
+  __mmask16 is_slot[N], below[N], above[N];  // lane x == e, x < e, x > e
+  for (int e = 0; e < N; ++e) {
+    alignas(64) int32_t lanes[16];
+    is_slot[e] = below[e] = above[e] = 0;
+    for (int lane = 0; lane < 16; ++lane) {
+      const int x = lane % N;
+      lanes[lane] = lane - x + e;
+      const __mmask16 bit = static_cast<__mmask16>(1u << lane);
+      if (x == e) is_slot[e] |= bit;
+      if (x < e) below[e] |= bit;
+      if (x > e) above[e] |= bit;
+    }
+    slot_of[e] = _mm512_load_si512(lanes);
+  }
+  const __m512 eps = _mm512_set1_ps(kEps), one_minus_eps = _mm512_set1_ps(kOneMinusEps),
+               one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+  auto kernel = [&](__m512 v, __m512 da, __m512 du) {
+    const __m512 h = _mm512_add_ps(eps, _mm512_mul_ps(one_minus_eps, v));  // û
+    const __m512 c = _mm512_mul_ps(da, _mm512_sub_ps(one, h));
+    __m512 acc = zero;
+    for (int i = 0; i < N; ++i) {
+      const __m512 hi = _mm512_permutexvar_ps(slot_of[i], h);  // û[i] in every lane
+      // g[i][x] = [slot x precedes slot i]: ≤ for x < i, < for x > i, 0 for x = i.
+      const __mmask16 g = _mm512_mask_cmp_ps_mask(below[i], h, hi, _CMP_LE_OQ) |
+                          _mm512_mask_cmp_ps_mask(above[i], h, hi, _CMP_LT_OQ);
+      const __m512 phi = _mm512_mask_blend_ps(g, one, h);  // φ[i][x] in lane x
+      // prefix[x] = (…(1·φ[i][0])·…)·φ[i][x−1], suffix[x] = (…(1·φ[i][N−1])·…)·φ[i][x+1]
+      __m512 prefix = one, suffix = one;
+      for (int k = 0; k < N - 1; ++k) {
+        prefix =
+            _mm512_mask_mul_ps(prefix, above[k], prefix, _mm512_permutexvar_ps(slot_of[k], phi));
+        const int ks = N - 1 - k;
+        suffix =
+            _mm512_mask_mul_ps(suffix, below[ks], suffix, _mm512_permutexvar_ps(slot_of[ks], phi));
+      }
+      const __m512 full = _mm512_mul_ps(_mm512_permutexvar_ps(slot_of[N - 1], prefix),
+                                        _mm512_permutexvar_ps(slot_of[N - 1], phi));
+      const __m512 ci = _mm512_permutexvar_ps(slot_of[i], c);
+      const __m512 term = _mm512_mul_ps(ci, _mm512_mul_ps(prefix, suffix));
+      acc = _mm512_mask_add_ps(acc, g, acc, term);
+      const __m512 self = _mm512_mul_ps(_mm512_permutexvar_ps(slot_of[i], da), full);
+      acc = _mm512_mask_sub_ps(acc, is_slot[i], acc, self);
+    }
+    return _mm512_add_ps(du, _mm512_mul_ps(one_minus_eps, acc));
+  };
+  int64_t m = 0;
+  for (; m + kPerRegister <= rows; m += kPerRegister)
+    _mm512_storeu_ps(d_u + m * N, kernel(_mm512_loadu_ps(u + m * N), _mm512_loadu_ps(d_a + m * N),
+                                         _mm512_loadu_ps(d_u + m * N)));
+  if (m < rows) {
+    const __mmask16 live = static_cast<__mmask16>((1u << ((rows - m) * N)) - 1u);
+    _mm512_mask_storeu_ps(
+        d_u + m * N, live,
+        kernel(_mm512_maskz_loadu_ps(live, u + m * N), _mm512_maskz_loadu_ps(live, d_a + m * N),
+               _mm512_maskz_loadu_ps(live, d_u + m * N)));
+  }
+}
+#endif
+
 // Backward of the block form: the mask-form derivative of mask_backward_row,
 // evaluated on all lanes at once with prefix/suffix products per lane.
 void block_backward(const float* u, const float* d_a, float* d_u, int64_t rows, int64_t n) {
+#if defined(__AVX512F__)
+  if (n == 4) return block_backward_avx512<4>(u, d_a, d_u, rows);
+  if (n == 8) return block_backward_avx512<8>(u, d_a, d_u, rows);
+#endif
   std::vector<float> uh(n * kLanes), da(n * kLanes), dh(n * kLanes), phi(n * kLanes),
       prefix((n + 1) * kLanes);
   alignas(64) float c[kLanes], suffix[kLanes];
