@@ -29,11 +29,13 @@
 //                 memories: for N in {4, 8, 16} on AVX-512 builds, 16/N whole
 //                 memories per 512-bit register with in-register partner
 //                 permutes; otherwise blocks of 16 memories in a slot-major
-//                 layout with loops the compiler vectorises. Bit-identical to
-//                 `parallel` (same factors, same order). Made for small N,
-//                 where per-memory work is too short for a sort or a scalar
-//                 loop to amortise.
-// All variants are single-threaded and deterministic.
+//                 layout with loops the compiler vectorises; the backward has
+//                 the register form for N in {4, 8}. Bit-identical to
+//                 `parallel` (same factors, same order), forward and
+//                 backward. Made for small N, where per-memory work is too
+//                 short for a sort or a scalar loop to amortise.
+// All variants are single-threaded and deterministic, and run with subnormals
+// flushed to zero (see allocation.cpp).
 #pragma once
 
 #include <span>
