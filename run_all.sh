@@ -57,13 +57,23 @@ run_tests() {
 }
 
 run_main() {
-  local out="$ROOT/results"
-  mkdir -p "$out/runs" "$out/bench"
-  log "end-to-end proof: mlp on xor (seed 1)"
-  "$BUILD_DIR/mare" train --model mlp --task xor --seed 1 --out "$out/runs/mlp-xor-seed1"
+  local out="$ROOT/results" mare="$BUILD_DIR/mare"
+  mkdir -p "$out/runs" "$out/bench" "$out/data"
+  log "end-to-end proof: mlp on xor (seed 1) -> results/runs/mlp-xor-seed1"
+  "$mare" train --model mlp --task xor --seed 1 --out "$out/runs/mlp-xor-seed1"
+
+  log "synthetic corpora in the real formats, with the oracle F1 -> results/data/"
+  for g in synth-cdr synth-ctd synth-semeval; do
+    "$mare" data generate "$g" --out "$out/data/$g" --seed 1
+  done
+
   log "op benchmarks -> results/bench/ops.json"
   "$BUILD_DIR/kernels/bench/bench_ops" --benchmark_out="$out/bench/ops.json" \
     --benchmark_out_format=json --benchmark_min_time=0.05
+
+  log "allocation kernels over sequence length x memory size -> results/bench/allocation.{json,csv}"
+  "$mare" bench allocation --json "$out/bench/allocation.json" --csv "$out/bench/allocation.csv"
+
   log "done: results are under results/"
 }
 
