@@ -94,11 +94,14 @@ def main():
         if done:
             tr = [a for a, _ in done]
             te = [b for _, b in done]
-            ours_tr = "%s [%s, %s]" % (fmt(statistics.median(tr)), fmt(min(tr)), fmt(max(tr)))
-            ours_te = "%s [%s, %s]" % (fmt(statistics.median(te)), fmt(min(te)), fmt(max(te)))
+            if len(done) == 1:  # one seed: its value, no median or range
+                ours_tr, ours_te = fmt(tr[0]) + " (1 seed)", fmt(te[0]) + " (1 seed)"
+            else:
+                ours_tr = "%s [%s, %s]" % (fmt(statistics.median(tr)), fmt(min(tr)), fmt(max(tr)))
+                ours_te = "%s [%s, %s]" % (fmt(statistics.median(te)), fmt(min(te)), fmt(max(te)))
         else:
             ours_tr = ours_te = "not run to 1000 epochs"
-        cost = "%.2f s" % statistics.mean(per_epoch) if per_epoch else "-"
+        cost = "%.2f" % statistics.mean(per_epoch) if per_epoch else "-"
         table.append("| %s | `%s` | %d | %s | %s | %s | %s | %s |" %
                      (label, model, len(done), pub[0], ours_tr, pub[1], ours_te, cost))
     with open(os.path.join(HERE, "runs.csv"), "w", newline="") as f:
@@ -107,7 +110,8 @@ def main():
         w.writerows(run_lines)
     with open(os.path.join(HERE, "table.md"), "w") as f:
         f.write("| row | model | seeds done (1000 epochs) | published train MSE | ours: median "
-                "[min, max] | published test MSE | ours: median [min, max] | s/epoch |\n")
+                "[min, max] | published test MSE | ours: median [min, max] | "
+                "measured s/epoch |\n")
         f.write("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
         f.write("\n".join(table) + "\n")
     print(open(os.path.join(HERE, "table.md")).read())
