@@ -87,16 +87,11 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
   Adam adam(params, {.l2 = opt.l2, .clip_norm = opt.clip_norm});
   LrSchedule schedule = LrSchedule::parse(opt.schedule, opt.lr);
 
-  nlohmann::json config = {{"model", spec.canonical()},
-                           {"task", opt.task},
-                           {"seed", opt.seed},
-                           {"epochs", opt.epochs},
-                           {"batch", opt.batch},
-                           {"lr", decimal(opt.lr)},
-                           {"schedule", opt.schedule},
-                           {"clip_norm", decimal(opt.clip_norm)},
-                           {"l2", decimal(opt.l2)},
-                           {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
+  nlohmann::json config = {{"model", spec.canonical()}, {"task", opt.task},
+                           {"seed", opt.seed},          {"epochs", opt.epochs},
+                           {"batch", opt.batch},        {"lr", decimal(opt.lr)},
+                           {"schedule", opt.schedule},  {"clip_norm", decimal(opt.clip_norm)},
+                           {"l2", decimal(opt.l2)},     {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
   run.write_manifest({{"command", "train"},
                       {"config", config},
                       {"seed", opt.seed},

@@ -6,6 +6,9 @@
 #include <span>
 #include <string_view>
 
+#include "kernels/memory/access.h"
+#include "kernels/memory/allocation.h"
+#include "kernels/memory/interface.h"
 #include "kernels/ops/attention.h"
 #include "kernels/ops/conv.h"
 #include "kernels/ops/elementwise.h"
@@ -14,9 +17,6 @@
 #include "kernels/ops/loss.h"
 #include "kernels/ops/norm.h"
 #include "kernels/ops/softmax.h"
-#include "kernels/memory/access.h"
-#include "kernels/memory/allocation.h"
-#include "kernels/memory/interface.h"
 
 namespace mare {
 

@@ -220,7 +220,9 @@ std::vector<BadCase> cases() {
 }
 
 // Readable parameter in test listings and failure messages (ctest shows it).
-void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const BadCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class BadInput : public ::testing::TestWithParam<BadCase> {};
 
