@@ -502,12 +502,7 @@ GenerateReport generate_synth_cdr(const std::string& out_dir, const GenerateOpti
     if (sp.name == "train") train_docs = loaded;
   }
   const Embeddings emb = synth::make_vectors(train_docs, cdr_groups(), 50, root.fork("vectors"));
-  const std::string txt = (std::filesystem::path(out_dir) / "vectors.txt").string();
-  const std::string bin = (std::filesystem::path(out_dir) / "vectors.bin").string();
-  write_file(txt, write_word2vec_text(emb));
-  write_file(bin, write_word2vec_binary(emb));
-  report.files.push_back(txt);
-  report.files.push_back(bin);
+  for (const std::string& f : synth::write_vectors(out_dir, emb)) report.files.push_back(f);
   return report;
 }
 

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <set>
 
+#include "experiments/data/error.h"
 #include "experiments/data/tokenizer.h"
 
 namespace mare::data::synth {
@@ -118,6 +120,14 @@ std::string syllable_name(Rng& rng, const std::vector<std::string>& heads,
                           const std::vector<std::string>& middles,
                           const std::vector<std::string>& tails) {
   return rng.pick(heads) + rng.pick(middles) + rng.pick(tails);
+}
+
+std::vector<std::string> write_vectors(const std::string& out_dir, const Embeddings& emb) {
+  const std::string txt = (std::filesystem::path(out_dir) / "vectors.txt").string();
+  const std::string bin = (std::filesystem::path(out_dir) / "vectors.bin").string();
+  write_file(txt, write_word2vec_text(emb));
+  write_file(bin, write_word2vec_binary(emb));
+  return {txt, bin};
 }
 
 }  // namespace mare::data::synth

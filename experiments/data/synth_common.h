@@ -57,6 +57,10 @@ std::vector<int> class_plan(const std::vector<double>& weights, int total, Rng& 
 Embeddings make_vectors(const std::vector<Document>& docs,
                         const std::map<std::string, std::string>& groups, int dim, Rng rng);
 
+// Writes `emb` as out_dir/vectors.txt and out_dir/vectors.bin (word2vec text and
+// binary); returns the two paths.
+std::vector<std::string> write_vectors(const std::string& out_dir, const Embeddings& emb);
+
 // Pronounceable names from syllables, unique within one generator run.
 std::string syllable_name(Rng& rng, const std::vector<std::string>& heads,
                           const std::vector<std::string>& middles,

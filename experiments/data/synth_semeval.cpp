@@ -329,12 +329,7 @@ GenerateReport generate_synth_semeval(const std::string& out_dir, const Generate
   }
   const Embeddings emb =
       synth::make_vectors(train_docs, semeval_groups(), 50, root.fork("vectors"));
-  const std::string txt = (std::filesystem::path(out_dir) / "vectors.txt").string();
-  const std::string bin = (std::filesystem::path(out_dir) / "vectors.bin").string();
-  write_file(txt, write_word2vec_text(emb));
-  write_file(bin, write_word2vec_binary(emb));
-  report.files.push_back(txt);
-  report.files.push_back(bin);
+  for (const std::string& f : synth::write_vectors(out_dir, emb)) report.files.push_back(f);
   return report;
 }
 
