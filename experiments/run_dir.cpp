@@ -69,6 +69,14 @@ void RunDir::write_timing(const nlohmann::json& j) {
   atomic_write(dir_ / "timing.json", json_text(j));
 }
 
+void RunDir::write_training_timing(double wall_seconds, int64_t steps,
+                                   const std::vector<double>& seconds_per_epoch) {
+  write_timing({{"wall_seconds", wall_seconds},
+                {"steps", steps},
+                {"seconds_per_step", steps ? wall_seconds / steps : 0.0},
+                {"seconds_per_epoch", seconds_per_epoch}});
+}
+
 void RunDir::write_result(const nlohmann::json& j) {
   if (metrics_.is_open()) metrics_.close();
   atomic_write(dir_ / "result.json", json_text(j));

@@ -9,9 +9,11 @@
 // or the new one, never a part.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +36,9 @@ class RunDir {
   void write_manifest(const nlohmann::json& j);
   void append_metrics(const nlohmann::json& j);
   void write_timing(const nlohmann::json& j);
+  // timing.json of a training run: wall time, steps, seconds per step and per epoch.
+  void write_training_timing(double wall_seconds, int64_t steps,
+                             const std::vector<double>& seconds_per_epoch);
   void write_result(const nlohmann::json& j);
 
  private:

@@ -153,10 +153,7 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
   save_checkpoint((opt.out / "checkpoint.bin").string(), params, &adam);
 
   double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  run.write_timing({{"wall_seconds", wall},
-                    {"steps", step},
-                    {"seconds_per_step", step ? wall / step : 0.0},
-                    {"seconds_per_epoch", epoch_seconds}});
+  run.write_training_timing(wall, step, epoch_seconds);
   nlohmann::json result = {{"status", status},
                            {"model", spec.canonical()},
                            {"task", opt.task},
