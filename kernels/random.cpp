@@ -3,6 +3,10 @@
 
 #include <Random123/philox.h>
 
+#ifdef MARE_WITH_CUDA
+#include "kernels/cuda/ops_cuda.h"
+#endif
+
 #include <cmath>
 #include <numbers>
 
@@ -34,17 +38,20 @@ float philox_normal(uint64_t seed, uint32_t stream, uint64_t g) {
   return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
 }
 
-static void check_host_f32(const Tensor& t, const char* what) {
+// True when t is on the GPU (the fill then runs in kernels/cuda/random.cu).
+static bool check_f32_on_cuda(const Tensor& t, const char* what) {
   check_defined(t, what);
   check_dtype(t, DType::f32, what);
-  if (t.device() != Device::cpu)
-    throw std::invalid_argument(std::string(what) +
-                                ": tensor is on cuda; the CUDA fills live in "
-                                "the CUDA backend");
+  return t.device() == Device::cuda;
 }
 
 void fill_uniform(Tensor& t, uint64_t seed, uint32_t stream, float lo, float hi, uint64_t offset) {
-  check_host_f32(t, "fill_uniform");
+#ifdef MARE_WITH_CUDA
+  if (check_f32_on_cuda(t, "fill_uniform"))
+    return cuda::fill_uniform(t, seed, stream, lo, hi, offset);
+#else
+  check_f32_on_cuda(t, "fill_uniform");
+#endif
   float* p = t.f32();
   for (int64_t j = 0; j < t.numel(); ++j)
     p[j] = lo + (hi - lo) * philox_uniform(seed, stream, offset + j);
@@ -52,14 +59,24 @@ void fill_uniform(Tensor& t, uint64_t seed, uint32_t stream, float lo, float hi,
 
 void fill_normal(Tensor& t, uint64_t seed, uint32_t stream, float mean, float stddev,
                  uint64_t offset) {
-  check_host_f32(t, "fill_normal");
+#ifdef MARE_WITH_CUDA
+  if (check_f32_on_cuda(t, "fill_normal"))
+    return cuda::fill_normal(t, seed, stream, mean, stddev, offset);
+#else
+  check_f32_on_cuda(t, "fill_normal");
+#endif
   float* p = t.f32();
   for (int64_t j = 0; j < t.numel(); ++j)
     p[j] = mean + stddev * philox_normal(seed, stream, offset + j);
 }
 
 void fill_bernoulli(Tensor& t, uint64_t seed, uint32_t stream, float prob, uint64_t offset) {
-  check_host_f32(t, "fill_bernoulli");
+#ifdef MARE_WITH_CUDA
+  if (check_f32_on_cuda(t, "fill_bernoulli"))
+    return cuda::fill_bernoulli(t, seed, stream, prob, offset);
+#else
+  check_f32_on_cuda(t, "fill_bernoulli");
+#endif
   float* p = t.f32();
   for (int64_t j = 0; j < t.numel(); ++j)
     p[j] = philox_uniform(seed, stream, offset + j) < prob ? 1.0f : 0.0f;

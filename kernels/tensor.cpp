@@ -7,6 +7,10 @@
 #include <cstring>
 #include <sstream>
 
+#ifdef MARE_WITH_CUDA
+#include "kernels/cuda/runtime.h"
+#endif
+
 namespace mare {
 
 const char* to_string(Device d) {
@@ -71,15 +75,6 @@ std::string Shape::str() const {
 }
 
 // ---------------------------------------------------------------- Storage
-#ifdef MARE_WITH_CUDA
-namespace cuda {
-void* device_alloc(size_t bytes);
-void device_free(void* p, size_t bytes);
-void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
-void fill_f32(float* p, size_t n, float value);
-bool device_present();
-}  // namespace cuda
-#endif
 
 Storage::Storage(size_t nbytes, Device dev) : bytes(nbytes), device(dev) {
   if (dev == Device::cpu) {

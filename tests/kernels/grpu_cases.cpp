@@ -95,13 +95,15 @@ OpCase grpu_case(const std::string& variant, int64_t B, int64_t ic, int64_t H, G
   c.differentiable = {true, false, true, true, true, true, true};
   auto vm = [cfg](const Tensor& t) { return cfg.machine ? t : Tensor(); };
   c.forward = [=](const Ts& in) {
-    return Ts{grpu_cell_forward(in[0], vm(in[1]), in[2], in[3], in[4], in[5], in[6], mask, cfg).h};
+    return Ts{
+        grpu_cell_forward(in[0], vm(in[1]), in[2], in[3], in[4], in[5], in[6], on_dev(mask), cfg)
+            .h};
   };
   c.backward = [=](const Ts& in, const Ts& g, Ts& d) {
     GrpuCellResult f =
-        grpu_cell_forward(in[0], vm(in[1]), in[2], in[3], in[4], in[5], in[6], mask, cfg);
-    grpu_cell_backward(d[0], d[2], d[3], d[4], d[5], d[6], g[0], in[0], in[2], in[3], in[5], mask,
-                       f, cfg);
+        grpu_cell_forward(in[0], vm(in[1]), in[2], in[3], in[4], in[5], in[6], on_dev(mask), cfg);
+    grpu_cell_backward(d[0], d[2], d[3], d[4], d[5], d[6], g[0], in[0], in[2], in[3], in[5],
+                       on_dev(mask), f, cfg);
   };
   VecD mref(mask_values.begin(), mask_values.end());
   c.reference = [=](const Vs& in) { return Vs{ref_grpu(in, mref, B, ic, H, cfg)}; };
@@ -163,12 +165,12 @@ std::vector<OpCase> grpu_op_cases() {
                 random_tensor({I + H, H}, 355),     random_tensor({H}, 356)};
     c.differentiable = {true, true, true, true, true, true};
     c.forward = [=](const Ts& in) {
-      return Ts{gru_cell_forward(in[0], in[1], in[2], in[3], in[4], in[5], mask).h};
+      return Ts{gru_cell_forward(in[0], in[1], in[2], in[3], in[4], in[5], on_dev(mask)).h};
     };
     c.backward = [=](const Ts& in, const Ts& g, Ts& d) {
-      GrpuCellResult f = gru_cell_forward(in[0], in[1], in[2], in[3], in[4], in[5], mask);
-      gru_cell_backward(d[0], d[1], d[2], d[3], d[4], d[5], g[0], in[0], in[1], in[2], in[4], mask,
-                        f);
+      GrpuCellResult f = gru_cell_forward(in[0], in[1], in[2], in[3], in[4], in[5], on_dev(mask));
+      gru_cell_backward(d[0], d[1], d[2], d[3], d[4], d[5], g[0], in[0], in[1], in[2], in[4],
+                        on_dev(mask), f);
     };
     c.reference = [=](const Vs& in) {
       Vs full = {in[0], VecD(B, 0.0), in[1], in[2], in[3], in[4], in[5]};
@@ -187,13 +189,13 @@ std::vector<OpCase> grpu_op_cases() {
                 random_tensor({I + H, 4 * H}, 364), random_tensor({4 * H}, 365)};
     c.differentiable = {true, true, true, true, true};
     c.forward = [=](const Ts& in) {
-      LstmCellResult r = lstm_cell_forward(in[0], in[1], in[2], in[3], in[4], mask);
+      LstmCellResult r = lstm_cell_forward(in[0], in[1], in[2], in[3], in[4], on_dev(mask));
       return Ts{r.h, r.c};
     };
     c.backward = [=](const Ts& in, const Ts& g, Ts& d) {
-      LstmCellResult r = lstm_cell_forward(in[0], in[1], in[2], in[3], in[4], mask);
-      lstm_cell_backward(d[0], d[1], d[2], d[3], d[4], g[0], g[1], in[0], in[1], in[2], in[3], mask,
-                         r);
+      LstmCellResult r = lstm_cell_forward(in[0], in[1], in[2], in[3], in[4], on_dev(mask));
+      lstm_cell_backward(d[0], d[1], d[2], d[3], d[4], g[0], g[1], in[0], in[1], in[2], in[3],
+                         on_dev(mask), r);
     };
     VecD mref = {1, 0, 1, 1};
     c.reference = [=](const Vs& in) {

@@ -16,6 +16,20 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float lo, float hi) {
   return t;
 }
 
+namespace {
+Device g_table_device = Device::cpu;
+}
+Device table_device() {
+  return g_table_device;
+}
+void set_table_device(Device d) {
+  g_table_device = d;
+}
+Tensor on_dev(const Tensor& t) {
+  if (!t.defined() || t.device() == g_table_device) return t;
+  return t.to(g_table_device);
+}
+
 VecD to_double(const Tensor& t) {
   std::vector<float> v = t.to_vector();
   return {v.begin(), v.end()};
@@ -272,13 +286,15 @@ std::vector<OpCase> softmax_cases() {
       c.differentiable = {true};
       Tensor m = masked ? mask : Tensor();
       c.forward = [=](const Ts& in) {
-        return Ts{log_space ? log_softmax_forward(in[0], m) : softmax_forward(in[0], m)};
+        Tensor md = on_dev(m);
+        return Ts{log_space ? log_softmax_forward(in[0], md) : softmax_forward(in[0], md)};
       };
       c.backward = [=](const Ts& in, const Ts& g, Ts& d) {
+        Tensor md = on_dev(m);
         if (log_space)
-          log_softmax_backward(d[0], g[0], log_softmax_forward(in[0], m), m);
+          log_softmax_backward(d[0], g[0], log_softmax_forward(in[0], md), md);
         else
-          softmax_backward(d[0], g[0], softmax_forward(in[0], m));
+          softmax_backward(d[0], g[0], softmax_forward(in[0], md));
       };
       VecD mref = masked ? to_double(mask) : VecD{};
       c.reference = [=](const Vs& in) { return Vs{ref_softmax(in[0], mref, 7, log_space)}; };
@@ -293,10 +309,12 @@ std::vector<OpCase> softmax_cases() {
     c.op = "logsumexp_sets";
     c.inputs = {random_tensor({6, 5}, 43, -3, 3)};
     c.differentiable = {true};
-    c.forward = [=](const Ts& in) { return Ts{logsumexp_sets_forward(in[0], offsets, rows)}; };
+    c.forward = [=](const Ts& in) {
+      return Ts{logsumexp_sets_forward(in[0], on_dev(offsets), on_dev(rows))};
+    };
     c.backward = [=](const Ts& in, const Ts& g, Ts& d) {
-      logsumexp_sets_backward(d[0], g[0], in[0], logsumexp_sets_forward(in[0], offsets, rows),
-                              offsets, rows);
+      Tensor o = on_dev(offsets), r = on_dev(rows);
+      logsumexp_sets_backward(d[0], g[0], in[0], logsumexp_sets_forward(in[0], o, r), o, r);
     };
     c.reference = [](const Vs& in) {
       std::vector<std::vector<int>> sets = {{0, 2}, {1}, {3, 4, 5, 0}};
@@ -369,7 +387,7 @@ std::vector<OpCase> norm_cases() {
                 random_tensor({4}, 58)};
     c.differentiable = {true, true, true};
     auto run = [=](const Ts& in) {
-      Tensor m = rm.clone(), v = rv.clone();  // fresh running statistics per call
+      Tensor m = on_dev(rm).clone(), v = on_dev(rv).clone();  // fresh running statistics
       return batch_norm_forward(in[0], in[1], in[2], m, v, training, 0.1f, 1e-5f);
     };
     c.forward = [=](const Ts& in) { return Ts{run(in).out}; };
@@ -504,8 +522,10 @@ std::vector<OpCase> indexing_cases() {
     c.op = "embedding";
     c.inputs = {random_tensor({7, 5}, 72)};
     c.differentiable = {true};
-    c.forward = [=](const Ts& in) { return Ts{embedding_forward(in[0], ids)}; };
-    c.backward = [=](const Ts&, const Ts& g, Ts& d) { embedding_backward(d[0], g[0], ids); };
+    c.forward = [=](const Ts& in) { return Ts{embedding_forward(in[0], on_dev(ids))}; };
+    c.backward = [=](const Ts&, const Ts& g, Ts& d) {
+      embedding_backward(d[0], g[0], on_dev(ids));
+    };
     c.reference = [=](const Vs& in) {
       VecD y;
       for (int32_t id : id_values)
@@ -585,9 +605,12 @@ std::vector<OpCase> loss_cases() {
     c.op = "cross_entropy";
     c.inputs = {random_tensor({5, 4}, 81, -3, 3)};
     c.differentiable = {true};
-    c.forward = [=](const Ts& in) { return Ts{cross_entropy_forward(in[0], t, w).loss}; };
+    c.forward = [=](const Ts& in) {
+      return Ts{cross_entropy_forward(in[0], on_dev(t), on_dev(w)).loss};
+    };
     c.backward = [=](const Ts& in, const Ts& g, Ts& d) {
-      cross_entropy_backward(d[0], g[0].item(), cross_entropy_forward(in[0], t, w).probs, t, w);
+      Tensor td = on_dev(t), wd = on_dev(w);
+      cross_entropy_backward(d[0], g[0].item(), cross_entropy_forward(in[0], td, wd).probs, td, wd);
     };
     VecD wd = weighted ? to_double(w) : VecD{1, 1, 1, 1};
     c.reference = [=](const Vs& in) {
@@ -643,10 +666,10 @@ std::vector<OpCase> attention_cases() {
                 random_tensor({f.b, f.j, f.d}, 93)};
     c.differentiable = {true, true, true};
     c.forward = [=](const Ts& in) {
-      return Ts{attention_forward(in[0], in[1], in[2], f.heads, mask).out};
+      return Ts{attention_forward(in[0], in[1], in[2], f.heads, on_dev(mask)).out};
     };
     c.backward = [=](const Ts& in, const Ts& g, Ts& d) {
-      AttentionResult r = attention_forward(in[0], in[1], in[2], f.heads, mask);
+      AttentionResult r = attention_forward(in[0], in[1], in[2], f.heads, on_dev(mask));
       attention_backward(d[0], d[1], d[2], g[0], in[0], in[1], in[2], r.probs, f.heads);
     };
     VecD mref = f.masked ? to_double(mask) : VecD{};

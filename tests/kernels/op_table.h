@@ -7,10 +7,14 @@
 //   2. backward matches central differences of the reference in double
 //      precision, for a fixed random cotangent on every output;
 //   3. backward accumulates: gradients that start at 1 end at 1 + gradient.
-// A CUDA column (same closures, tensors on the GPU) joins with the CUDA backend.
+// The CUDA column (test_op_table.cpp, OpTableCuda) runs the same closures with
+// the inputs on the GPU and compares forward and backward with the CPU run,
+// with fresh GPU allocations poisoned (NaN) so that unwritten outputs show.
+// Closures that capture tensors (masks, indices) pass them through on_dev().
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,7 +44,17 @@ struct OpCase {
   Tol forward_tol{1e-5, 1e-5};
   Tol grad_tol{2e-5, 2e-4};
   double fd_step = 1e-6;
+  // GPU against CPU. Default by family: elementwise {1e-6, 1e-5}, everything
+  // after a reduction or a GEMM {1e-5, 1e-4} (SPEC §2).
+  std::optional<Tol> cuda_tol;
 };
+
+// The device the table currently runs its closures on (cpu, or cuda in the
+// CUDA column). on_dev(t) returns t on that device (a copy when it is not
+// there already; undefined stays undefined).
+Device table_device();
+void set_table_device(Device d);
+Tensor on_dev(const Tensor& t);
 
 std::vector<OpCase> all_op_cases();
 // Cases of later op families, each in its own file, joined by all_op_cases().

@@ -10,6 +10,9 @@
 #include "kernels/ops.h"
 #include "kernels/random.h"
 #include "tests/kernels/op_table.h"
+#ifdef MARE_WITH_CUDA
+#include "kernels/cuda/runtime.h"
+#endif
 
 namespace mare::test {
 namespace {
@@ -124,6 +127,99 @@ std::string case_name(const ::testing::TestParamInfo<OpCase>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, OpTable, ::testing::ValuesIn(all_op_cases()), case_name);
+
+// ------------------------------------------------------------- CUDA column
+// Every case again with its inputs on the GPU, against the CPU run of the same
+// closures (the CPU column above ties the CPU to the double reference).
+// Fresh GPU allocations are poisoned with NaN bytes, so an output element a
+// kernel forgets to write fails the finiteness check.
+
+Tol cuda_tolerance(const OpCase& c) {
+  if (c.cuda_tol) return *c.cuda_tol;
+  for (const OpInfo& op : op_registry())
+    if (op.name == c.op && op.family == "elementwise") return {1e-6, 1e-5};
+  return {1e-5, 1e-4};
+}
+
+std::string cuda_skip_reason() {
+  return cuda_compiled() ? "no CUDA device found: the CUDA column of the op table is skipped"
+                         : "this build has no CUDA backend: the CUDA column of the op table is "
+                           "skipped";
+}
+
+// Runs a block with the table on the GPU and poisoned allocations.
+class OnGpu {
+ public:
+  OnGpu() {
+    set_table_device(Device::cuda);
+#ifdef MARE_WITH_CUDA
+    cuda::set_poison_allocations(true);
+#endif
+  }
+  ~OnGpu() {
+    set_table_device(Device::cpu);
+#ifdef MARE_WITH_CUDA
+    cuda::set_poison_allocations(false);
+#endif
+  }
+};
+
+std::vector<Tensor> to_device(const std::vector<Tensor>& ts, Device d) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(t.defined() ? t.to(d) : Tensor());
+  return out;
+}
+
+class OpTableCuda : public ::testing::TestWithParam<OpCase> {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << cuda_skip_reason();
+  }
+};
+
+TEST_P(OpTableCuda, ForwardMatchesCpu) {
+  const OpCase& c = GetParam();
+  std::vector<Tensor> cpu = c.forward(c.inputs);
+  std::vector<Tensor> gpu;
+  {
+    OnGpu scope;
+    gpu = c.forward(to_device(c.inputs, Device::cuda));
+  }
+  ASSERT_EQ(gpu.size(), cpu.size());
+  for (size_t k = 0; k < gpu.size(); ++k) {
+    EXPECT_EQ(gpu[k].device(), Device::cuda) << "output " << k << " is not on the GPU";
+    EXPECT_EQ(gpu[k].shape(), cpu[k].shape()) << "output " << k;
+    EXPECT_TRUE(all_close(to_double(gpu[k]), to_double(cpu[k]), cuda_tolerance(c),
+                          "GPU output " + std::to_string(k)));
+  }
+}
+
+TEST_P(OpTableCuda, BackwardMatchesCpu) {
+  const OpCase& c = GetParam();
+  std::vector<Tensor> outs = c.forward(c.inputs);
+  std::vector<Tensor> g;
+  for (size_t k = 0; k < outs.size(); ++k) g.push_back(random_tensor(outs[k].shape(), 3000 + k));
+  // Gradients start at 1 on both devices: the GPU must accumulate too.
+  std::vector<Tensor> d_cpu(c.inputs.size()), d_gpu(c.inputs.size());
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    if (c.differentiable[i]) {
+      d_cpu[i] = Tensor::full(c.inputs[i].shape(), 1.0f);
+      d_gpu[i] = Tensor::full(c.inputs[i].shape(), 1.0f, Device::cuda);
+    }
+  c.backward(c.inputs, g, d_cpu);
+  {
+    OnGpu scope;
+    c.backward(to_device(c.inputs, Device::cuda), to_device(g, Device::cuda), d_gpu);
+  }
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    if (!c.differentiable[i]) continue;
+    EXPECT_EQ(d_gpu[i].device(), Device::cuda);
+    EXPECT_TRUE(all_close(to_double(d_gpu[i]), to_double(d_cpu[i]), cuda_tolerance(c),
+                          "GPU gradient of input " + std::to_string(i)));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cuda, OpTableCuda, ::testing::ValuesIn(all_op_cases()), case_name);
 
 TEST(OpTableCoverage, EveryRegisteredOpHasACase) {
   std::set<std::string> covered, names;

@@ -1,0 +1,81 @@
+// Shared by every .cu file of the CUDA backend: error checks that name the
+// failing call, file and line; the stream and cuBLAS handle all ops use; launch
+// sizing; device scratch memory; tensor checks.
+//
+// Conventions of the backend (each family file follows them):
+// - A file holds its kernels first (device functions, __global__ kernels), then
+//   the host launchers, which have exactly the signature of the CPU op and live
+//   in namespace mare::cuda (declared in kernels/cuda/ops_cuda.h).
+// - The CPU entry point validates shapes and dtypes, then dispatches here when
+//   its tensors are on the GPU; launchers check that every tensor they touch is
+//   on the GPU (require_cuda) and launch on `stream()`.
+// - Backward accumulates (+=) like on the CPU and skips undefined gradients.
+// - No floating-point atomics: every reduction has a fixed order, so the same
+//   inputs give the same bits on the same device (the harness's determinism).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "kernels/cuda/runtime.h"
+#include "kernels/tensor.h"
+
+namespace mare::cuda {
+
+// Throws std::runtime_error "CUDA error <name> (<text>) in <call> at <file>:<line>".
+void check_cuda(cudaError_t status, const char* call, const char* file, int line);
+void check_cublas(cublasStatus_t status, const char* call, const char* file, int line);
+
+#define MARE_CUDA_CHECK(call) ::mare::cuda::check_cuda((call), #call, __FILE__, __LINE__)
+#define MARE_CUBLAS_CHECK(call) ::mare::cuda::check_cublas((call), #call, __FILE__, __LINE__)
+// After a kernel launch: reports a bad launch configuration under the kernel's name.
+#define MARE_LAUNCH_CHECK(kernel) \
+  ::mare::cuda::check_cuda(cudaGetLastError(), "launch of " kernel, __FILE__, __LINE__)
+
+// The stream every op of the current device is queued on, and a cuBLAS handle
+// bound to it (created on first use, one per device).
+cudaStream_t stream();
+cublasHandle_t cublas();
+
+constexpr int kThreads = 256;
+// Blocks for a grid-stride loop over n items (at least 1, at most 65 535 · 32).
+inline unsigned int blocks_for(int64_t n, int threads = kThreads) {
+  int64_t b = (n + threads - 1) / threads;
+  if (b < 1) b = 1;
+  if (b > 2097120) b = 2097120;
+  return static_cast<unsigned int>(b);
+}
+
+// Device scratch memory from the caching allocator, released at scope exit
+// (stream-ordered: safe even while kernels using it are still queued).
+class Workspace {
+ public:
+  explicit Workspace(size_t bytes) : bytes_(bytes), ptr_(bytes ? device_alloc(bytes) : nullptr) {}
+  ~Workspace() {
+    if (ptr_) device_free(ptr_, bytes_);
+  }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  void* get() const { return ptr_; }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  size_t bytes_;
+  void* ptr_;
+};
+
+// Throws std::invalid_argument naming `op` when a defined tensor is not on the GPU.
+void require_cuda(std::initializer_list<const Tensor*> ts, const char* op);
+
+// int64 element counts are checked to fit the 32-bit indices kernels use.
+int to_int(int64_t n, const char* what);
+
+}  // namespace mare::cuda

@@ -1,0 +1,158 @@
+// The CUDA runtime: copies, fills, the caching allocator, poisoned allocations,
+// device errors, and the device Philox against the host one, bit for bit.
+// Without a GPU (or without the CUDA backend) every test here skips with a
+// message; what can be checked without a GPU (how a missing GPU is reported)
+// is checked in both builds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/ops.h"
+#include "kernels/random.h"
+#include "tests/kernels/op_table.h"
+#ifdef MARE_WITH_CUDA
+#include "kernels/cuda/runtime.h"
+#endif
+
+namespace mare::test {
+namespace {
+
+#define MARE_REQUIRE_GPU()                                                                    \
+  do {                                                                                        \
+    if (!cuda_available())                                                                    \
+      GTEST_SKIP() << (cuda_compiled() ? "no CUDA device found: GPU test skipped"             \
+                                       : "this build has no CUDA backend: GPU test skipped"); \
+  } while (0)
+
+TEST(CudaRuntime, BuildFlagMatchesCompiledBackend) {
+#ifdef MARE_WITH_CUDA
+  EXPECT_TRUE(cuda_compiled());
+#else
+  EXPECT_FALSE(cuda_compiled());
+  EXPECT_FALSE(cuda_available());
+#endif
+}
+
+TEST(CudaRuntime, MissingGpuIsAClearError) {
+  if (cuda_available()) GTEST_SKIP() << "a GPU is present: nothing to refuse";
+  try {
+    Tensor::zeros({2, 3}, Device::cuda);
+    FAIL() << "expected an error for a CUDA tensor without a GPU";
+  } catch (const std::exception& e) {
+    std::string m = e.what();
+    EXPECT_TRUE(m.find("CUDA") != std::string::npos || m.find("cuda") != std::string::npos) << m;
+  }
+}
+
+TEST(CudaRuntime, CopiesRoundTripBothDtypes) {
+  MARE_REQUIRE_GPU();
+  Tensor x = random_tensor({3, 5, 7}, 1);
+  EXPECT_EQ(x.to(Device::cuda).to(Device::cpu).to_vector(), x.to_vector());
+  Tensor ids = Tensor::from_indices({4, -1, 7, 0, 2147483647}, {5});
+  EXPECT_EQ(ids.to(Device::cuda).to_index_vector(), ids.to_index_vector());
+  Tensor g = x.to(Device::cuda), h = Tensor::empty(x.shape(), Device::cuda);
+  h.copy_from(g);  // device to device
+  EXPECT_EQ(h.to_vector(), x.to_vector());
+  Tensor f = Tensor::full({1000}, -2.5f, Device::cuda);
+  for (float v : f.to_vector()) ASSERT_EQ(v, -2.5f);
+  f.zero();
+  for (float v : f.to_vector()) ASSERT_EQ(v, 0.0f);
+  EXPECT_EQ(Tensor::zeros({0, 4}, Device::cuda).to_vector().size(), 0u);
+}
+
+#ifdef MARE_WITH_CUDA
+TEST(CudaRuntime, SteadyStateReusesCachedBlocks) {
+  MARE_REQUIRE_GPU();
+  Tensor x = random_tensor({64, 33}, 2).to(Device::cuda);
+  for (int i = 0; i < 3; ++i) relu_forward(sigmoid_forward(x));  // warm the cache
+  cuda::synchronize();
+  uint64_t before = cuda::allocator_stats().driver_allocations;
+  for (int i = 0; i < 50; ++i) relu_forward(sigmoid_forward(x));
+  cuda::synchronize();
+  EXPECT_EQ(cuda::allocator_stats().driver_allocations, before)
+      << "ops in steady state must not call cudaMalloc";
+  EXPECT_GT(cuda::allocator_stats().cache_hits, 0u);
+}
+
+TEST(CudaRuntime, PoisonedAllocationsAreNaN) {
+  MARE_REQUIRE_GPU();
+  cuda::set_poison_allocations(true);
+  Tensor t = Tensor::empty({17, 3}, Device::cuda);
+  cuda::set_poison_allocations(false);
+  for (float v : t.to_vector()) ASSERT_TRUE(std::isnan(v));
+}
+
+TEST(CudaRuntime, BadDeviceIndexNamesTheDevice) {
+  MARE_REQUIRE_GPU();
+  try {
+    cuda::set_device(cuda::device_count() + 3);
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
+  cuda::DeviceInfo info = cuda::device_info(cuda::current_device());
+  EXPECT_FALSE(info.name.empty());
+  EXPECT_GE(info.compute_major, 7);
+  EXPECT_GT(info.total_memory, 0u);
+}
+#endif
+
+TEST(CudaRuntime, MixedDevicesAreRefusedByName) {
+  MARE_REQUIRE_GPU();
+  Tensor a = random_tensor({4, 4}, 3), b = random_tensor({4, 4}, 4).to(Device::cuda);
+  try {
+    add_forward(a, b);
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("add_forward"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("different devices"), std::string::npos) << e.what();
+  }
+}
+
+// ------------------------------------------------------------- Philox
+// Same (seed, stream, offset) -> the same bits on both devices.
+void expect_same_bits(const Tensor& cpu, const Tensor& gpu, const char* what) {
+  std::vector<float> a = cpu.to_vector(), b = gpu.to_vector();
+  ASSERT_EQ(a.size(), b.size());
+  size_t differ = 0, first = a.size();
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+      if (first == a.size()) first = i;
+      ++differ;
+    }
+  EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << a.size()
+                        << " values differ, first at " << first;
+}
+
+TEST(CudaPhilox, UniformNormalBernoulliBitIdentical) {
+  MARE_REQUIRE_GPU();
+  // A seed above 2^32, an odd offset (draws that start mid-block) and an odd size.
+  const uint64_t seed = 0x1234'5678'9abcULL, offset = 12345;
+  const uint32_t stream = kStreamParamBase + 17;
+  const Shape shape{313, 257};
+  Tensor hu = Tensor::empty(shape), du = Tensor::empty(shape, Device::cuda);
+  fill_uniform(hu, seed, stream, -0.3f, 0.7f, offset);
+  fill_uniform(du, seed, stream, -0.3f, 0.7f, offset);
+  expect_same_bits(hu, du, "fill_uniform");
+  Tensor hn = Tensor::empty(shape), dn = Tensor::empty(shape, Device::cuda);
+  fill_normal(hn, seed, stream, 0.1f, 0.02f, offset);
+  fill_normal(dn, seed, stream, 0.1f, 0.02f, offset);
+  expect_same_bits(hn, dn, "fill_normal");
+  Tensor hb = Tensor::empty(shape), db = Tensor::empty(shape, Device::cuda);
+  fill_bernoulli(hb, seed, stream, 0.35f, offset);
+  fill_bernoulli(db, seed, stream, 0.35f, offset);
+  expect_same_bits(hb, db, "fill_bernoulli");
+}
+
+TEST(CudaPhilox, DropoutMasksBitIdentical) {
+  MARE_REQUIRE_GPU();
+  Tensor x = random_tensor({37, 129}, 5);
+  DropoutResult h = dropout_forward(x, 0.3f, 77, kStreamDropoutBase + 2, 999);
+  DropoutResult d = dropout_forward(x.to(Device::cuda), 0.3f, 77, kStreamDropoutBase + 2, 999);
+  expect_same_bits(h.mask, d.mask, "dropout mask");
+  expect_same_bits(h.out, d.out, "dropout output");
+}
+
+}  // namespace
+}  // namespace mare::test
