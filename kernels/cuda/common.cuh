@@ -72,6 +72,17 @@ class Workspace {
   void* ptr_;
 };
 
+// The one GEMM of the backend (linalg.cu), for every family: for each of
+// `count` triples (pointers advanced by the strides)
+//   C [m, n] = alpha · op(A) · op(B) + beta · C       (all row-major)
+// A is stored [m, k] ([k, m] if trans_a) with row stride lda, B [k, n] ([n, k] if
+// trans_b) with row stride ldb, C with row stride ldc. cuBLAS (column-major) is
+// asked for Cᵀ = op(B)ᵀ · op(A)ᵀ. beta = 0 never reads C; k = 0 leaves beta · C.
+void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float* a, int64_t lda, int64_t stride_a, const float* b, int64_t ldb,
+                    int64_t stride_b, float beta, float* c, int64_t ldc, int64_t stride_c,
+                    int64_t count);
+
 // Throws std::invalid_argument naming `op` when a defined tensor is not on the GPU.
 void require_cuda(std::initializer_list<const Tensor*> ts, const char* op);
 

@@ -10,6 +10,8 @@
 namespace mare::cuda {
 
 // ------------------------------------------------------------------ kernels
+namespace {
+
 __global__ void fill_uniform_kernel(float* __restrict__ p, int64_t n, uint64_t seed,
                                     uint32_t stream, float lo, float hi, uint64_t offset) {
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < n;
@@ -30,6 +32,8 @@ __global__ void fill_bernoulli_kernel(float* __restrict__ p, int64_t n, uint64_t
        j += int64_t(gridDim.x) * blockDim.x)
     p[j] = philox_uniform(seed, stream, offset + j) < prob ? 1.0f : 0.0f;
 }
+
+}  // namespace
 
 // ------------------------------------------------------------------ launchers
 void fill_uniform(Tensor& t, uint64_t seed, uint32_t stream, float lo, float hi, uint64_t offset) {

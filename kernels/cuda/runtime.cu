@@ -13,11 +13,15 @@
 namespace mare::cuda {
 
 // ------------------------------------------------------------------ kernels
+namespace {
+
 __global__ void fill_kernel(float* __restrict__ p, int64_t n, float value) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     p[i] = value;
 }
+
+}  // namespace
 
 // ------------------------------------------------------------------ errors
 void check_cuda(cudaError_t status, const char* call, const char* file, int line) {

@@ -38,8 +38,9 @@ Dims attention_dims(const Tensor& q, const Tensor& k, const Tensor& v, int heads
 AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads,
                                   const Tensor& key_mask) {
   Dims d = attention_dims(q, k, v, heads, "attention_forward");
-  require_cpu(q, "attention_forward");
   if (key_mask.defined()) check_shape(key_mask, {d.b, d.j}, "attention_forward: key_mask");
+  MARE_CUDA_DISPATCH("attention_forward", attention_forward(q, k, v, heads, key_mask), &q, &k, &v,
+                     &key_mask);
   AttentionResult r{Tensor::empty({d.b, d.i, d.d}), Tensor::empty({d.b, d.heads, d.i, d.j})};
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.dk));
   const float neg_inf = -std::numeric_limits<float>::infinity();
@@ -78,12 +79,14 @@ AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor
 void attention_backward(Tensor& d_q, Tensor& d_k, Tensor& d_v, const Tensor& d_out, const Tensor& q,
                         const Tensor& k, const Tensor& v, const Tensor& probs, int heads) {
   Dims d = attention_dims(q, k, v, heads, "attention_backward");
-  require_cpu(d_out, "attention_backward");
   check_same_shape(d_out, q, "attention_backward: d_out");
   check_shape(probs, {d.b, d.heads, d.i, d.j}, "attention_backward: probs");
   if (d_q.defined()) check_same_shape(d_q, q, "attention_backward: d_q");
   if (d_k.defined()) check_same_shape(d_k, k, "attention_backward: d_k");
   if (d_v.defined()) check_same_shape(d_v, v, "attention_backward: d_v");
+  MARE_CUDA_DISPATCH("attention_backward",
+                     attention_backward(d_q, d_k, d_v, d_out, q, k, v, probs, heads), &d_q, &d_k,
+                     &d_v, &d_out, &q, &k, &v, &probs);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.dk));
   MatRM dp(d.i, d.j);
   for (int64_t b = 0; b < d.b; ++b)

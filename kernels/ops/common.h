@@ -72,7 +72,7 @@ inline int64_t last_dim(const Tensor& t) {
   return t.dim(-1);
 }
 inline int64_t leading_rows(const Tensor& t) {
-  return t.numel() / t.dim(-1);
+  return t.dim(-1) == 0 ? 0 : t.numel() / t.dim(-1);
 }
 
 // For an axis of a tensor: outer (product before), size, inner (product after).

@@ -35,7 +35,6 @@ void check_odd_kernel(int64_t k, const char* op) {
 Tensor conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& bias) {
   check_rank(x, 3, "conv1d_forward: x");
   check_rank(w, 3, "conv1d_forward: w");
-  require_cpu(x, "conv1d_forward");
   int64_t b = x.dim(0), len = x.dim(1), cin = x.dim(2), kernel = w.dim(0), cout = w.dim(2);
   check_odd_kernel(kernel, "conv1d_forward");
   if (w.dim(1) != cin)
@@ -43,6 +42,7 @@ Tensor conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& bias) {
                      std::to_string(w.dim(1)) + " input channels, x " + x.shape().str() + " has " +
                      std::to_string(cin));
   if (bias.defined()) check_shape(bias, {cout}, "conv1d_forward: bias");
+  MARE_CUDA_DISPATCH("conv1d_forward", conv1d_forward(x, w, bias), &x, &w, &bias);
   Tensor out = Tensor::zeros({b, len, cout});
   for (int64_t n = 0; n < b; ++n) {
     CMapRM xb(x.f32() + n * len * cin, len, cin);
@@ -61,12 +61,20 @@ Tensor conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& bias) {
 
 void conv1d_backward(Tensor& d_x, Tensor& d_w, Tensor& d_bias, const Tensor& d_out, const Tensor& x,
                      const Tensor& w) {
-  require_cpu(d_out, "conv1d_backward");
+  check_rank(x, 3, "conv1d_backward: x");
+  check_rank(w, 3, "conv1d_backward: w");
   int64_t b = x.dim(0), len = x.dim(1), cin = x.dim(2), kernel = w.dim(0), cout = w.dim(2);
+  check_odd_kernel(kernel, "conv1d_backward");
+  if (w.dim(1) != cin)
+    throw ShapeError("conv1d_backward: w " + w.shape().str() + " expects " +
+                     std::to_string(w.dim(1)) + " input channels, x " + x.shape().str() + " has " +
+                     std::to_string(cin));
   check_shape(d_out, {b, len, cout}, "conv1d_backward: d_out");
   if (d_x.defined()) check_same_shape(d_x, x, "conv1d_backward: d_x");
   if (d_w.defined()) check_same_shape(d_w, w, "conv1d_backward: d_w");
   if (d_bias.defined()) check_shape(d_bias, {cout}, "conv1d_backward: d_bias");
+  MARE_CUDA_DISPATCH("conv1d_backward", conv1d_backward(d_x, d_w, d_bias, d_out, x, w), &d_x, &d_w,
+                     &d_bias, &d_out, &x, &w);
   for (int64_t n = 0; n < b; ++n) {
     CMapRM xb(x.f32() + n * len * cin, len, cin);
     CMapRM gb(d_out.f32() + n * len * cout, len, cout);
@@ -93,11 +101,12 @@ void conv1d_backward(Tensor& d_x, Tensor& d_w, Tensor& d_bias, const Tensor& d_o
 Tensor depthwise_conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& bias) {
   check_rank(x, 3, "depthwise_conv1d_forward: x");
   check_rank(w, 2, "depthwise_conv1d_forward: w");
-  require_cpu(x, "depthwise_conv1d_forward");
   int64_t b = x.dim(0), len = x.dim(1), c = x.dim(2), kernel = w.dim(0);
   check_odd_kernel(kernel, "depthwise_conv1d_forward");
   check_shape(w, {kernel, c}, "depthwise_conv1d_forward: w");
   if (bias.defined()) check_shape(bias, {c}, "depthwise_conv1d_forward: bias");
+  MARE_CUDA_DISPATCH("depthwise_conv1d_forward", depthwise_conv1d_forward(x, w, bias), &x, &w,
+                     &bias);
   Tensor out = Tensor::empty({b, len, c});
   for (int64_t n = 0; n < b; ++n)
     for (int64_t i = 0; i < len; ++i) {
@@ -116,12 +125,21 @@ Tensor depthwise_conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& 
 
 void depthwise_conv1d_backward(Tensor& d_x, Tensor& d_w, Tensor& d_bias, const Tensor& d_out,
                                const Tensor& x, const Tensor& w) {
-  require_cpu(d_out, "depthwise_conv1d_backward");
+  check_rank(x, 3, "depthwise_conv1d_backward: x");
+  check_rank(w, 2, "depthwise_conv1d_backward: w");
   int64_t b = x.dim(0), len = x.dim(1), c = x.dim(2), kernel = w.dim(0);
+  check_odd_kernel(kernel, "depthwise_conv1d_backward");
+  if (w.dim(1) != c)
+    throw ShapeError("depthwise_conv1d_backward: w " + w.shape().str() + " has " +
+                     std::to_string(w.dim(1)) + " channels, x " + x.shape().str() + " has " +
+                     std::to_string(c));
   check_same_shape(d_out, x, "depthwise_conv1d_backward: d_out");
   if (d_x.defined()) check_same_shape(d_x, x, "depthwise_conv1d_backward: d_x");
   if (d_w.defined()) check_same_shape(d_w, w, "depthwise_conv1d_backward: d_w");
   if (d_bias.defined()) check_shape(d_bias, {c}, "depthwise_conv1d_backward: d_bias");
+  MARE_CUDA_DISPATCH("depthwise_conv1d_backward",
+                     depthwise_conv1d_backward(d_x, d_w, d_bias, d_out, x, w), &d_x, &d_w, &d_bias,
+                     &d_out, &x, &w);
   for (int64_t n = 0; n < b; ++n)
     for (int64_t i = 0; i < len; ++i) {
       const float* g = d_out.f32() + (n * len + i) * c;

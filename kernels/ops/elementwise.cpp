@@ -13,9 +13,7 @@ using namespace detail;
 namespace {
 
 template <class F>
-Tensor map_unary(const Tensor& x, const char* op, F f) {
-  check_defined(x, op);
-  require_cpu(x, op);
+Tensor map_unary(const Tensor& x, F f) {
   Tensor out = Tensor::empty(x.shape(), x.device());
   const float* px = x.f32();
   float* po = out.f32();
@@ -23,22 +21,31 @@ Tensor map_unary(const Tensor& x, const char* op, F f) {
   return out;
 }
 
-// d_x[i] += d_out[i] * g(saved[i])
-template <class G>
-void accumulate_unary(Tensor& d_x, const Tensor& d_out, const Tensor& saved, const char* op, G g) {
-  if (!d_x.defined()) return;
-  require_cpu(d_out, op);
+// The checks of a unary backward; false when d_x is undefined (nothing to do).
+bool unary_backward_checks(const Tensor& d_x, const Tensor& d_out, const Tensor& saved,
+                           const char* op) {
+  if (!d_x.defined()) return false;
   check_same_shape(d_x, d_out, op);
   check_same_shape(saved, d_out, op);
+  return true;
+}
+
+// d_x[i] += d_out[i] * g(saved[i])   (shapes checked by unary_backward_checks)
+template <class G>
+void accumulate_unary(Tensor& d_x, const Tensor& d_out, const Tensor& saved, G g) {
   float* pd = d_x.f32();
   const float* pg = d_out.f32();
   const float* ps = saved.f32();
   for (int64_t i = 0; i < d_out.numel(); ++i) pd[i] += pg[i] * g(ps[i]);
 }
 
-void accumulate(Tensor& d_x, const Tensor& d_out, float s, const char* op) {
+void check_accumulate(const Tensor& d_x, const Tensor& d_out, const char* op) {
+  if (d_x.defined()) check_same_shape(d_x, d_out, op);
+}
+
+// d_x += s * d_out, when d_x is defined (shapes checked by check_accumulate)
+void accumulate(Tensor& d_x, const Tensor& d_out, float s) {
   if (!d_x.defined()) return;
-  check_same_shape(d_x, d_out, op);
   float* pd = d_x.f32();
   const float* pg = d_out.f32();
   for (int64_t i = 0; i < d_out.numel(); ++i) pd[i] += s * pg[i];
@@ -48,8 +55,8 @@ void accumulate(Tensor& d_x, const Tensor& d_out, float s, const char* op) {
 
 Tensor bias_add_forward(const Tensor& x, const Tensor& bias) {
   check_defined(x, "bias_add_forward");
-  require_cpu(x, "bias_add_forward");
   check_shape(bias, {last_dim(x)}, "bias_add_forward: bias");
+  MARE_CUDA_DISPATCH("bias_add_forward", bias_add_forward(x, bias), &x, &bias);
   Tensor out = Tensor::empty(x.shape(), x.device());
   int64_t c = last_dim(x), rows = leading_rows(x);
   const float *px = x.f32(), *pb = bias.f32();
@@ -60,11 +67,13 @@ Tensor bias_add_forward(const Tensor& x, const Tensor& bias) {
 }
 
 void bias_add_backward(Tensor& d_x, Tensor& d_bias, const Tensor& d_out) {
-  require_cpu(d_out, "bias_add_backward");
-  accumulate(d_x, d_out, 1.0f, "bias_add_backward: d_x");
+  check_accumulate(d_x, d_out, "bias_add_backward: d_x");
+  if (d_bias.defined()) check_shape(d_bias, {last_dim(d_out)}, "bias_add_backward: d_bias");
+  MARE_CUDA_DISPATCH("bias_add_backward", bias_add_backward(d_x, d_bias, d_out), &d_x, &d_bias,
+                     &d_out);
+  accumulate(d_x, d_out, 1.0f);
   if (!d_bias.defined()) return;
   int64_t c = last_dim(d_out), rows = leading_rows(d_out);
-  check_shape(d_bias, {c}, "bias_add_backward: d_bias");
   float* pb = d_bias.f32();
   const float* pg = d_out.f32();
   for (int64_t r = 0; r < rows; ++r)
@@ -73,7 +82,7 @@ void bias_add_backward(Tensor& d_x, Tensor& d_bias, const Tensor& d_out) {
 
 Tensor add_forward(const Tensor& a, const Tensor& b) {
   check_same_shape(a, b, "add_forward");
-  require_cpu(a, "add_forward");
+  MARE_CUDA_DISPATCH("add_forward", add_forward(a, b), &a, &b);
   Tensor out = Tensor::empty(a.shape(), a.device());
   const float *pa = a.f32(), *pb = b.f32();
   float* po = out.f32();
@@ -82,14 +91,16 @@ Tensor add_forward(const Tensor& a, const Tensor& b) {
 }
 
 void add_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out) {
-  require_cpu(d_out, "add_backward");
-  accumulate(d_a, d_out, 1.0f, "add_backward: d_a");
-  accumulate(d_b, d_out, 1.0f, "add_backward: d_b");
+  check_accumulate(d_a, d_out, "add_backward: d_a");
+  check_accumulate(d_b, d_out, "add_backward: d_b");
+  MARE_CUDA_DISPATCH("add_backward", add_backward(d_a, d_b, d_out), &d_a, &d_b, &d_out);
+  accumulate(d_a, d_out, 1.0f);
+  accumulate(d_b, d_out, 1.0f);
 }
 
 Tensor mul_forward(const Tensor& a, const Tensor& b) {
   check_same_shape(a, b, "mul_forward");
-  require_cpu(a, "mul_forward");
+  MARE_CUDA_DISPATCH("mul_forward", mul_forward(a, b), &a, &b);
   Tensor out = Tensor::empty(a.shape(), a.device());
   const float *pa = a.f32(), *pb = b.f32();
   float* po = out.f32();
@@ -98,47 +109,60 @@ Tensor mul_forward(const Tensor& a, const Tensor& b) {
 }
 
 void mul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a, const Tensor& b) {
-  require_cpu(d_out, "mul_backward");
   check_same_shape(a, d_out, "mul_backward: a");
   check_same_shape(b, d_out, "mul_backward: b");
+  if (d_a.defined()) check_same_shape(d_a, d_out, "mul_backward: d_a");
+  if (d_b.defined()) check_same_shape(d_b, d_out, "mul_backward: d_b");
+  MARE_CUDA_DISPATCH("mul_backward", mul_backward(d_a, d_b, d_out, a, b), &d_a, &d_b, &d_out, &a,
+                     &b);
   const float *pg = d_out.f32(), *pa = a.f32(), *pb = b.f32();
   if (d_a.defined()) {
-    check_same_shape(d_a, d_out, "mul_backward: d_a");
     float* p = d_a.f32();
     for (int64_t i = 0; i < d_out.numel(); ++i) p[i] += pg[i] * pb[i];
   }
   if (d_b.defined()) {
-    check_same_shape(d_b, d_out, "mul_backward: d_b");
     float* p = d_b.f32();
     for (int64_t i = 0; i < d_out.numel(); ++i) p[i] += pg[i] * pa[i];
   }
 }
 
 Tensor scale_forward(const Tensor& x, float s) {
-  return map_unary(x, "scale_forward", [s](float v) { return s * v; });
+  check_defined(x, "scale_forward");
+  MARE_CUDA_DISPATCH("scale_forward", scale_forward(x, s), &x);
+  return map_unary(x, [s](float v) { return s * v; });
 }
 void scale_backward(Tensor& d_x, const Tensor& d_out, float s) {
-  require_cpu(d_out, "scale_backward");
-  accumulate(d_x, d_out, s, "scale_backward");
+  check_accumulate(d_x, d_out, "scale_backward");
+  MARE_CUDA_DISPATCH("scale_backward", scale_backward(d_x, d_out, s), &d_x, &d_out);
+  accumulate(d_x, d_out, s);
 }
 
 Tensor relu_forward(const Tensor& x) {
-  return map_unary(x, "relu_forward", [](float v) { return v > 0.0f ? v : 0.0f; });
+  check_defined(x, "relu_forward");
+  MARE_CUDA_DISPATCH("relu_forward", relu_forward(x), &x);
+  return map_unary(x, [](float v) { return v > 0.0f ? v : 0.0f; });
 }
 void relu_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
-  accumulate_unary(d_x, d_out, x, "relu_backward", [](float v) { return v > 0.0f ? 1.0f : 0.0f; });
+  if (!unary_backward_checks(d_x, d_out, x, "relu_backward")) return;
+  MARE_CUDA_DISPATCH("relu_backward", relu_backward(d_x, d_out, x), &d_x, &d_out, &x);
+  accumulate_unary(d_x, d_out, x, [](float v) { return v > 0.0f ? 1.0f : 0.0f; });
 }
 
 Tensor relu6_forward(const Tensor& x) {
-  return map_unary(x, "relu6_forward", [](float v) { return std::min(std::max(v, 0.0f), 6.0f); });
+  check_defined(x, "relu6_forward");
+  MARE_CUDA_DISPATCH("relu6_forward", relu6_forward(x), &x);
+  return map_unary(x, [](float v) { return std::min(std::max(v, 0.0f), 6.0f); });
 }
 void relu6_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
-  accumulate_unary(d_x, d_out, x, "relu6_backward",
-                   [](float v) { return (v > 0.0f && v < 6.0f) ? 1.0f : 0.0f; });
+  if (!unary_backward_checks(d_x, d_out, x, "relu6_backward")) return;
+  MARE_CUDA_DISPATCH("relu6_backward", relu6_backward(d_x, d_out, x), &d_x, &d_out, &x);
+  accumulate_unary(d_x, d_out, x, [](float v) { return (v > 0.0f && v < 6.0f) ? 1.0f : 0.0f; });
 }
 
 Tensor sigmoid_forward(const Tensor& x) {
-  return map_unary(x, "sigmoid_forward", [](float v) {
+  check_defined(x, "sigmoid_forward");
+  MARE_CUDA_DISPATCH("sigmoid_forward", sigmoid_forward(x), &x);
+  return map_unary(x, [](float v) {
     // Stable on both tails: never exponentiates a large positive number.
     if (v >= 0.0f) return 1.0f / (1.0f + std::exp(-v));
     float e = std::exp(v);
@@ -146,24 +170,33 @@ Tensor sigmoid_forward(const Tensor& x) {
   });
 }
 void sigmoid_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out) {
-  accumulate_unary(d_x, d_out, out, "sigmoid_backward", [](float y) { return y * (1.0f - y); });
+  if (!unary_backward_checks(d_x, d_out, out, "sigmoid_backward")) return;
+  MARE_CUDA_DISPATCH("sigmoid_backward", sigmoid_backward(d_x, d_out, out), &d_x, &d_out, &out);
+  accumulate_unary(d_x, d_out, out, [](float y) { return y * (1.0f - y); });
 }
 
 Tensor tanh_forward(const Tensor& x) {
-  return map_unary(x, "tanh_forward", [](float v) { return std::tanh(v); });
+  check_defined(x, "tanh_forward");
+  MARE_CUDA_DISPATCH("tanh_forward", tanh_forward(x), &x);
+  return map_unary(x, [](float v) { return std::tanh(v); });
 }
 void tanh_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out) {
-  accumulate_unary(d_x, d_out, out, "tanh_backward", [](float y) { return 1.0f - y * y; });
+  if (!unary_backward_checks(d_x, d_out, out, "tanh_backward")) return;
+  MARE_CUDA_DISPATCH("tanh_backward", tanh_backward(d_x, d_out, out), &d_x, &d_out, &out);
+  accumulate_unary(d_x, d_out, out, [](float y) { return 1.0f - y * y; });
 }
 
 Tensor oneplus_forward(const Tensor& x) {
+  check_defined(x, "oneplus_forward");
+  MARE_CUDA_DISPATCH("oneplus_forward", oneplus_forward(x), &x);
   // 1 + softplus(x) = 1 + max(x, 0) + log1p(e^-|x|)
-  return map_unary(x, "oneplus_forward", [](float v) {
-    return 1.0f + std::max(v, 0.0f) + std::log1p(std::exp(-std::fabs(v)));
-  });
+  return map_unary(
+      x, [](float v) { return 1.0f + std::max(v, 0.0f) + std::log1p(std::exp(-std::fabs(v))); });
 }
 void oneplus_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
-  accumulate_unary(d_x, d_out, x, "oneplus_backward", [](float v) {
+  if (!unary_backward_checks(d_x, d_out, x, "oneplus_backward")) return;
+  MARE_CUDA_DISPATCH("oneplus_backward", oneplus_backward(d_x, d_out, x), &d_x, &d_out, &x);
+  accumulate_unary(d_x, d_out, x, [](float v) {
     if (v >= 0.0f) return 1.0f / (1.0f + std::exp(-v));
     float e = std::exp(v);
     return e / (1.0f + e);
@@ -171,20 +204,23 @@ void oneplus_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
 }
 
 Tensor hard_sigmoid_forward(const Tensor& x) {
-  return map_unary(x, "hard_sigmoid_forward",
-                   [](float v) { return std::min(std::max(0.2f * v + 0.5f, 0.0f), 1.0f); });
+  check_defined(x, "hard_sigmoid_forward");
+  MARE_CUDA_DISPATCH("hard_sigmoid_forward", hard_sigmoid_forward(x), &x);
+  return map_unary(x, [](float v) { return std::min(std::max(0.2f * v + 0.5f, 0.0f), 1.0f); });
 }
 void hard_sigmoid_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
-  accumulate_unary(d_x, d_out, x, "hard_sigmoid_backward",
-                   [](float v) { return (v > -2.5f && v < 2.5f) ? 0.2f : 0.0f; });
+  if (!unary_backward_checks(d_x, d_out, x, "hard_sigmoid_backward")) return;
+  MARE_CUDA_DISPATCH("hard_sigmoid_backward", hard_sigmoid_backward(d_x, d_out, x), &d_x, &d_out,
+                     &x);
+  accumulate_unary(d_x, d_out, x, [](float v) { return (v > -2.5f && v < 2.5f) ? 0.2f : 0.0f; });
 }
 
 DropoutResult dropout_forward(const Tensor& x, float p, uint64_t seed, uint32_t stream,
                               uint64_t offset) {
   check_defined(x, "dropout_forward");
-  require_cpu(x, "dropout_forward");
   if (!(p >= 0.0f && p < 1.0f))
     throw std::invalid_argument("dropout_forward: p must be in [0, 1), got " + std::to_string(p));
+  MARE_CUDA_DISPATCH("dropout_forward", dropout_forward(x, p, seed, stream, offset), &x);
   DropoutResult r{Tensor::empty(x.shape()), Tensor::empty(x.shape())};
   const float keep_scale = 1.0f / (1.0f - p);
   const float* px = x.f32();
@@ -197,7 +233,9 @@ DropoutResult dropout_forward(const Tensor& x, float p, uint64_t seed, uint32_t 
 }
 
 void dropout_backward(Tensor& d_x, const Tensor& d_out, const Tensor& mask) {
-  accumulate_unary(d_x, d_out, mask, "dropout_backward", [](float m) { return m; });
+  if (!unary_backward_checks(d_x, d_out, mask, "dropout_backward")) return;
+  MARE_CUDA_DISPATCH("dropout_backward", dropout_backward(d_x, d_out, mask), &d_x, &d_out, &mask);
+  accumulate_unary(d_x, d_out, mask, [](float m) { return m; });
 }
 
 }  // namespace mare

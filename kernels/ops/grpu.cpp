@@ -35,10 +35,7 @@ struct Dims {
 
 Dims check_inputs(const Tensor& x_c, const Tensor& h_prev, const Tensor& w_gates,
                   const Tensor& w_cand, const Tensor& mask, const GrpuConfig& cfg) {
-  for (const Tensor* t : {&x_c, &h_prev, &w_gates, &w_cand}) {
-    check_defined(*t, kOp);
-    require_cpu(*t, kOp);
-  }
+  for (const Tensor* t : {&x_c, &h_prev, &w_gates, &w_cand}) check_defined(*t, kOp);
   check_rank(x_c, 2, "grpu_cell x_c");
   check_rank(h_prev, 2, "grpu_cell h_prev");
   Dims d{x_c.dim(0), x_c.dim(1), 0, cfg.fields(), h_prev.dim(1)};
@@ -78,11 +75,14 @@ GrpuCellResult grpu_cell_forward(const Tensor& x_c, const Tensor& x_vm, const Te
   Dims d = check_inputs(x_c, h_prev, w_gates, w_cand, mask, cfg);
   if (d.k > 0) {
     check_defined(x_vm, "grpu_cell x_vm");
-    require_cpu(x_vm, kOp);
     check_shape(x_vm, {d.b, cfg.machine_inputs()}, "grpu_cell x_vm");
   }
   check_shape(b_gates, {2 * d.s}, "grpu_cell b_gates");
   check_shape(b_cand, {d.h}, "grpu_cell b_cand");
+  MARE_CUDA_DISPATCH(
+      "grpu_cell_forward",
+      grpu_cell_forward(x_c, x_vm, h_prev, w_gates, b_gates, w_cand, b_cand, mask, cfg), &x_c,
+      &x_vm, &h_prev, &w_gates, &b_gates, &w_cand, &b_cand, &mask);
   const int64_t S = d.s, H = d.h, K = d.k;
   const float* hp = h_prev.f32();
 
@@ -164,6 +164,21 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
                         const Tensor& mask, const GrpuCellResult& fwd, const GrpuConfig& cfg) {
   Dims d = check_inputs(x_c, h_prev, w_gates, w_cand, mask, cfg);
   check_shape(d_h, {d.b, d.s}, "grpu_cell d_h");
+  check_shape(fwd.gates, {d.b, 2 * d.s}, "grpu_cell fwd.gates");
+  for (const Tensor* t : {&fwd.cand, &fwd.u}) check_shape(*t, {d.b, d.s}, "grpu_cell fwd");
+  for (const Tensor* t : {&fwd.machine, &fwd.args}) check_shape(*t, {d.b, d.k}, "grpu_cell fwd");
+  if (d_x_c.defined()) check_same_shape(d_x_c, x_c, "grpu_cell d_x_c");
+  if (d_h_prev.defined()) check_same_shape(d_h_prev, h_prev, "grpu_cell d_h_prev");
+  if (d_w_gates.defined()) check_same_shape(d_w_gates, w_gates, "grpu_cell d_w_gates");
+  if (d_b_gates.defined()) check_shape(d_b_gates, {2 * d.s}, "grpu_cell d_b_gates");
+  if (d_w_cand.defined()) check_same_shape(d_w_cand, w_cand, "grpu_cell d_w_cand");
+  if (d_b_cand.defined()) check_shape(d_b_cand, {d.h}, "grpu_cell d_b_cand");
+  MARE_CUDA_DISPATCH("grpu_cell_backward",
+                     grpu_cell_backward(d_x_c, d_h_prev, d_w_gates, d_b_gates, d_w_cand, d_b_cand,
+                                        d_h, x_c, h_prev, w_gates, w_cand, mask, fwd, cfg),
+                     &d_x_c, &d_h_prev, &d_w_gates, &d_b_gates, &d_w_cand, &d_b_cand, &d_h, &x_c,
+                     &h_prev, &w_gates, &w_cand, &mask, &fwd.gates, &fwd.cand, &fwd.machine,
+                     &fwd.args, &fwd.u);
   const int64_t S = d.s, H = d.h, K = d.k;
   const float* hp = h_prev.f32();
   const float* g = fwd.gates.f32();
@@ -173,7 +188,6 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
   const float* u = fwd.u.f32();
   const float* dh = d_h.f32();
   float* dhp = d_h_prev.defined() ? d_h_prev.f32() : nullptr;
-  if (dhp) check_same_shape(d_h_prev, h_prev, "grpu_cell d_h_prev");
 
   MatRM d_z = MatRM::Zero(d.b, 2 * S);  // through the sigmoids
   MatRM d_zc(d.b, H);                   // through the tanh
@@ -257,18 +271,15 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
   MatRM a2 = join(x_c, hp, S, g, 2 * S, d);
   CMapRM wc = as_matrix(w_cand, d.ic + H, H);
   if (d_w_cand.defined()) {
-    check_same_shape(d_w_cand, w_cand, "grpu_cell d_w_cand");
     as_matrix(d_w_cand, d.ic + H, H).noalias() += a2.transpose() * d_zc;
   }
   if (d_b_cand.defined()) {
-    check_shape(d_b_cand, {H}, "grpu_cell d_b_cand");
     float* db = d_b_cand.f32();
     for (int64_t b = 0; b < d.b; ++b)
       for (int64_t j = 0; j < H; ++j) db[j] += d_zc(b, j);
   }
   MatRM d_a2 = d_zc * wc.transpose();
   float* dx = d_x_c.defined() ? d_x_c.f32() : nullptr;
-  if (dx) check_same_shape(d_x_c, x_c, "grpu_cell d_x_c");
   for (int64_t b = 0; b < d.b; ++b) {
     if (dx)
       for (int64_t j = 0; j < d.ic; ++j) dx[b * d.ic + j] += d_a2(b, j);
@@ -285,11 +296,9 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
   // Back through the gate GEMM: a = [x_c, h^c].
   MatRM a = join(x_c, hp, S, nullptr, 0, d);
   if (d_w_gates.defined()) {
-    check_same_shape(d_w_gates, w_gates, "grpu_cell d_w_gates");
     as_matrix(d_w_gates, d.ic + H, 2 * S).noalias() += a.transpose() * d_z;
   }
   if (d_b_gates.defined()) {
-    check_shape(d_b_gates, {2 * S}, "grpu_cell d_b_gates");
     float* db = d_b_gates.f32();
     for (int64_t b = 0; b < d.b; ++b)
       for (int64_t j = 0; j < 2 * S; ++j) db[j] += d_z(b, j);

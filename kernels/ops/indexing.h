@@ -25,12 +25,16 @@ void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& ids)
 
 // Concatenate along `axis`; all other extents must agree.
 Tensor concat_forward(const std::vector<Tensor>& xs, int axis);
-// d_xs[i] (undefined ones skipped) += the slice of d_out that came from xs[i].
+// d_xs[i] += the slice of d_out that came from xs[i]. Every d_xs[i] must be
+// defined (an undefined one throws): its extent along the axis is what places
+// the later pieces. A piece that needs no gradient takes a zero scratch tensor
+// of its shape (as models/functions.cpp does).
 void concat_backward(std::vector<Tensor>& d_xs, const Tensor& d_out, int axis);
 
 // Split along `axis` into pieces of the given sizes (they must sum to the extent).
 std::vector<Tensor> split_forward(const Tensor& x, const std::vector<int64_t>& sizes, int axis);
-// d_x += the concatenation of d_outs (every piece must be defined).
+// d_x += the concatenation of d_outs (undefined d_x: skipped). Every piece must
+// be defined, fit d_x outside the axis, and the pieces must cover the axis.
 void split_backward(Tensor& d_x, const std::vector<Tensor>& d_outs, int axis);
 
 }  // namespace mare

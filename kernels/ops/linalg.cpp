@@ -68,9 +68,9 @@ void backward_one(float* da, float* db, const float* dout, const float* a, const
 Tensor matmul_forward(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   check_rank(a, 2, "matmul_forward: a");
   check_rank(b, 2, "matmul_forward: b");
-  require_cpu(a, "matmul_forward");
   check_same_device(a, b, "matmul_forward");
   Dims d = product_dims(a.shape(), b.shape(), ta, tb, "matmul_forward");
+  MARE_CUDA_DISPATCH("matmul_forward", matmul_forward(a, b, ta, tb), &a, &b);
   Tensor out = Tensor::empty({d.m, d.n}, a.device());
   gemm(out.f32(), a.f32(), b.f32(), d, ta, tb, false);
   return out;
@@ -78,11 +78,14 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 
 void matmul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a,
                      const Tensor& b, bool ta, bool tb) {
-  require_cpu(d_out, "matmul_backward");
+  check_rank(a, 2, "matmul_backward: a");
+  check_rank(b, 2, "matmul_backward: b");
   Dims d = product_dims(a.shape(), b.shape(), ta, tb, "matmul_backward");
   check_shape(d_out, {d.m, d.n}, "matmul_backward: d_out");
   if (d_a.defined()) check_same_shape(d_a, a, "matmul_backward: d_a");
   if (d_b.defined()) check_same_shape(d_b, b, "matmul_backward: d_b");
+  MARE_CUDA_DISPATCH("matmul_backward", matmul_backward(d_a, d_b, d_out, a, b, ta, tb), &d_a, &d_b,
+                     &d_out, &a, &b);
   backward_one(d_a.defined() ? d_a.f32() : nullptr, d_b.defined() ? d_b.f32() : nullptr,
                d_out.f32(), a.f32(), b.f32(), d, ta, tb);
 }
@@ -90,12 +93,12 @@ void matmul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor
 Tensor batched_matmul_forward(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   check_rank(a, 3, "batched_matmul_forward: a");
   check_rank(b, 3, "batched_matmul_forward: b");
-  require_cpu(a, "batched_matmul_forward");
   check_same_device(a, b, "batched_matmul_forward");
   if (a.dim(0) != b.dim(0))
     throw ShapeError("batched_matmul_forward: batch sizes differ: a " + a.shape().str() + " vs b " +
                      b.shape().str());
   Dims d = product_dims(a.shape(), b.shape(), ta, tb, "batched_matmul_forward");
+  MARE_CUDA_DISPATCH("batched_matmul_forward", batched_matmul_forward(a, b, ta, tb), &a, &b);
   int64_t batch = a.dim(0);
   Tensor out = Tensor::empty({batch, d.m, d.n}, a.device());
   for (int64_t i = 0; i < batch; ++i)
@@ -106,12 +109,19 @@ Tensor batched_matmul_forward(const Tensor& a, const Tensor& b, bool ta, bool tb
 
 void batched_matmul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a,
                              const Tensor& b, bool ta, bool tb) {
-  require_cpu(d_out, "batched_matmul_backward");
+  check_rank(a, 3, "batched_matmul_backward: a");
+  check_rank(b, 3, "batched_matmul_backward: b");
+  if (a.dim(0) != b.dim(0))
+    throw ShapeError("batched_matmul_backward: batch sizes differ: a " + a.shape().str() +
+                     " vs b " + b.shape().str());
   Dims d = product_dims(a.shape(), b.shape(), ta, tb, "batched_matmul_backward");
   int64_t batch = a.dim(0);
   check_shape(d_out, {batch, d.m, d.n}, "batched_matmul_backward: d_out");
   if (d_a.defined()) check_same_shape(d_a, a, "batched_matmul_backward: d_a");
   if (d_b.defined()) check_same_shape(d_b, b, "batched_matmul_backward: d_b");
+  MARE_CUDA_DISPATCH("batched_matmul_backward",
+                     batched_matmul_backward(d_a, d_b, d_out, a, b, ta, tb), &d_a, &d_b, &d_out, &a,
+                     &b);
   for (int64_t i = 0; i < batch; ++i)
     backward_one(d_a.defined() ? d_a.f32() + i * d.m * d.k : nullptr,
                  d_b.defined() ? d_b.f32() + i * d.k * d.n : nullptr, d_out.f32() + i * d.m * d.n,

@@ -32,11 +32,12 @@ double weight_sum(const Tensor& targets, const Tensor& weights, int64_t classes,
 CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& targets,
                                          const Tensor& weights) {
   check_rank(logits, 2, "cross_entropy_forward: logits");
-  require_cpu(logits, "cross_entropy_forward");
   check_dtype(targets, DType::i32, "cross_entropy_forward: targets");
   check_shape(targets, {logits.dim(0)}, "cross_entropy_forward: targets");
   int64_t n = logits.dim(0), c = logits.dim(1);
   if (weights.defined()) check_shape(weights, {c}, "cross_entropy_forward: weights");
+  MARE_CUDA_DISPATCH("cross_entropy_forward", cross_entropy_forward(logits, targets, weights),
+                     &logits, &targets, &weights);
   double wsum = weight_sum(targets, weights, c, "cross_entropy_forward");
   Tensor logp = log_softmax_forward(logits);
   CrossEntropyResult r{Tensor::zeros({1}), Tensor::empty(logits.shape())};
@@ -55,9 +56,15 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& tar
 void cross_entropy_backward(Tensor& d_logits, float d_loss, const Tensor& probs,
                             const Tensor& targets, const Tensor& weights) {
   if (!d_logits.defined()) return;
-  require_cpu(probs, "cross_entropy_backward");
+  check_rank(probs, 2, "cross_entropy_backward: probs");
   check_same_shape(d_logits, probs, "cross_entropy_backward: d_logits");
   int64_t n = probs.dim(0), c = probs.dim(1);
+  check_dtype(targets, DType::i32, "cross_entropy_backward: targets");
+  check_shape(targets, {n}, "cross_entropy_backward: targets");
+  if (weights.defined()) check_shape(weights, {c}, "cross_entropy_backward: weights");
+  MARE_CUDA_DISPATCH("cross_entropy_backward",
+                     cross_entropy_backward(d_logits, d_loss, probs, targets, weights), &d_logits,
+                     &probs, &targets, &weights);
   double wsum = weight_sum(targets, weights, c, "cross_entropy_backward");
   if (wsum <= 0) return;
   for (int64_t i = 0; i < n; ++i) {
@@ -71,7 +78,7 @@ void cross_entropy_backward(Tensor& d_logits, float d_loss, const Tensor& probs,
 
 Tensor mse_forward(const Tensor& pred, const Tensor& target) {
   check_same_shape(pred, target, "mse_forward");
-  require_cpu(pred, "mse_forward");
+  MARE_CUDA_DISPATCH("mse_forward", mse_forward(pred, target), &pred, &target);
   double sum = 0.0;
   for (int64_t i = 0; i < pred.numel(); ++i) {
     double d = static_cast<double>(pred.f32()[i]) - target.f32()[i];
@@ -84,7 +91,11 @@ Tensor mse_forward(const Tensor& pred, const Tensor& target) {
 
 void mse_backward(Tensor& d_pred, Tensor& d_target, float d_loss, const Tensor& pred,
                   const Tensor& target) {
-  require_cpu(pred, "mse_backward");
+  check_same_shape(pred, target, "mse_backward");
+  if (d_pred.defined()) check_same_shape(d_pred, pred, "mse_backward: d_pred");
+  if (d_target.defined()) check_same_shape(d_target, target, "mse_backward: d_target");
+  MARE_CUDA_DISPATCH("mse_backward", mse_backward(d_pred, d_target, d_loss, pred, target), &d_pred,
+                     &d_target, &pred, &target);
   float k = pred.numel() ? 2.0f * d_loss / pred.numel() : 0.0f;
   for (int64_t i = 0; i < pred.numel(); ++i) {
     float g = k * (pred.f32()[i] - target.f32()[i]);

@@ -16,10 +16,11 @@ using namespace detail;
 
 NormResult layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps) {
   check_defined(x, "layer_norm_forward");
-  require_cpu(x, "layer_norm_forward");
   int64_t c = last_dim(x), rows = leading_rows(x);
   check_shape(gamma, {c}, "layer_norm_forward: gamma");
   check_shape(beta, {c}, "layer_norm_forward: beta");
+  MARE_CUDA_DISPATCH("layer_norm_forward", layer_norm_forward(x, gamma, beta, eps), &x, &gamma,
+                     &beta);
   NormResult r{Tensor::empty(x.shape()), Tensor::empty({rows}), Tensor::empty({rows})};
   for (int64_t i = 0; i < rows; ++i) {
     const float* xi = x.f32() + i * c;
@@ -41,9 +42,17 @@ NormResult layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
 void layer_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Tensor& d_out,
                          const Tensor& x, const Tensor& gamma, const Tensor& mean,
                          const Tensor& rstd) {
-  require_cpu(d_out, "layer_norm_backward");
   check_same_shape(d_out, x, "layer_norm_backward: d_out");
   int64_t c = last_dim(x), rows = leading_rows(x);
+  check_shape(gamma, {c}, "layer_norm_backward: gamma");
+  check_shape(mean, {rows}, "layer_norm_backward: mean");
+  check_shape(rstd, {rows}, "layer_norm_backward: rstd");
+  if (d_x.defined()) check_same_shape(d_x, x, "layer_norm_backward: d_x");
+  if (d_gamma.defined()) check_shape(d_gamma, {c}, "layer_norm_backward: d_gamma");
+  if (d_beta.defined()) check_shape(d_beta, {c}, "layer_norm_backward: d_beta");
+  MARE_CUDA_DISPATCH("layer_norm_backward",
+                     layer_norm_backward(d_x, d_gamma, d_beta, d_out, x, gamma, mean, rstd), &d_x,
+                     &d_gamma, &d_beta, &d_out, &x, &gamma, &mean, &rstd);
   for (int64_t i = 0; i < rows; ++i) {
     const float *xi = x.f32() + i * c, *gi = d_out.f32() + i * c;
     float mu = mean.f32()[i], rs = rstd.f32()[i];
@@ -72,7 +81,6 @@ NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
                               Tensor& running_mean, Tensor& running_var, bool training,
                               float momentum, float eps) {
   check_defined(x, "batch_norm_forward");
-  require_cpu(x, "batch_norm_forward");
   int64_t c = last_dim(x), rows = leading_rows(x);
   check_shape(gamma, {c}, "batch_norm_forward: gamma");
   check_shape(beta, {c}, "batch_norm_forward: beta");
@@ -81,6 +89,10 @@ NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
   if (training && rows < 2)
     throw std::invalid_argument("batch_norm_forward: training needs at least 2 rows, got " +
                                 std::to_string(rows) + " (shape " + x.shape().str() + ")");
+  MARE_CUDA_DISPATCH(
+      "batch_norm_forward",
+      batch_norm_forward(x, gamma, beta, running_mean, running_var, training, momentum, eps), &x,
+      &gamma, &beta, &running_mean, &running_var);
   NormResult r{Tensor::empty(x.shape()), Tensor::empty({c}), Tensor::empty({c})};
   if (training) {
     std::vector<double> mu(c, 0.0), var(c, 0.0);
@@ -115,9 +127,18 @@ NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
 void batch_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Tensor& d_out,
                          const Tensor& x, const Tensor& gamma, const Tensor& mean,
                          const Tensor& rstd, bool training) {
-  require_cpu(d_out, "batch_norm_backward");
   check_same_shape(d_out, x, "batch_norm_backward: d_out");
   int64_t c = last_dim(x), rows = leading_rows(x);
+  check_shape(gamma, {c}, "batch_norm_backward: gamma");
+  check_shape(mean, {c}, "batch_norm_backward: mean");
+  check_shape(rstd, {c}, "batch_norm_backward: rstd");
+  if (d_x.defined()) check_same_shape(d_x, x, "batch_norm_backward: d_x");
+  if (d_gamma.defined()) check_shape(d_gamma, {c}, "batch_norm_backward: d_gamma");
+  if (d_beta.defined()) check_shape(d_beta, {c}, "batch_norm_backward: d_beta");
+  MARE_CUDA_DISPATCH(
+      "batch_norm_backward",
+      batch_norm_backward(d_x, d_gamma, d_beta, d_out, x, gamma, mean, rstd, training), &d_x,
+      &d_gamma, &d_beta, &d_out, &x, &gamma, &mean, &rstd);
   std::vector<double> sum_g(c, 0.0), sum_gx(c, 0.0);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < c; ++j) {

@@ -24,6 +24,7 @@ float sigmoid(float z) {
 GrpuCellResult gru_cell_forward(const Tensor& x, const Tensor& h_prev, const Tensor& w_gates,
                                 const Tensor& b_gates, const Tensor& w_cand, const Tensor& b_cand,
                                 const Tensor& mask) {
+  // grpu_cell_forward validates the arguments and dispatches to the GPU.
   return grpu_cell_forward(x, Tensor(), h_prev, w_gates, b_gates, w_cand, b_cand, mask,
                            plain_gru());
 }
@@ -32,16 +33,14 @@ void gru_cell_backward(Tensor& d_x, Tensor& d_h_prev, Tensor& d_w_gates, Tensor&
                        Tensor& d_w_cand, Tensor& d_b_cand, const Tensor& d_h, const Tensor& x,
                        const Tensor& h_prev, const Tensor& w_gates, const Tensor& w_cand,
                        const Tensor& mask, const GrpuCellResult& fwd) {
+  // grpu_cell_backward validates the arguments and dispatches to the GPU.
   grpu_cell_backward(d_x, d_h_prev, d_w_gates, d_b_gates, d_w_cand, d_b_cand, d_h, x, h_prev,
                      w_gates, w_cand, mask, fwd, plain_gru());
 }
 
 LstmCellResult lstm_cell_forward(const Tensor& x, const Tensor& h_prev, const Tensor& c_prev,
                                  const Tensor& w, const Tensor& b, const Tensor& mask) {
-  for (const Tensor* t : {&x, &h_prev, &c_prev, &w, &b}) {
-    check_defined(*t, "lstm_cell");
-    require_cpu(*t, "lstm_cell");
-  }
+  for (const Tensor* t : {&x, &h_prev, &c_prev, &w, &b}) check_defined(*t, "lstm_cell");
   check_rank(x, 2, "lstm_cell x");
   check_rank(h_prev, 2, "lstm_cell h_prev");
   const int64_t B = x.dim(0), I = x.dim(1), H = h_prev.dim(1);
@@ -50,6 +49,8 @@ LstmCellResult lstm_cell_forward(const Tensor& x, const Tensor& h_prev, const Te
   check_shape(w, {I + H, 4 * H}, "lstm_cell w");
   check_shape(b, {4 * H}, "lstm_cell b");
   if (mask.defined()) check_shape(mask, {B}, "lstm_cell mask");
+  MARE_CUDA_DISPATCH("lstm_cell_forward", lstm_cell_forward(x, h_prev, c_prev, w, b, mask), &x,
+                     &h_prev, &c_prev, &w, &b, &mask);
 
   MatRM a(B, I + H);
   a.leftCols(I) = as_matrix(x, B, I);
@@ -83,10 +84,27 @@ void lstm_cell_backward(Tensor& d_x, Tensor& d_h_prev, Tensor& d_c_prev, Tensor&
                         const Tensor& d_h, const Tensor& d_c, const Tensor& x, const Tensor& h_prev,
                         const Tensor& c_prev, const Tensor& w, const Tensor& mask,
                         const LstmCellResult& fwd) {
+  check_rank(x, 2, "lstm_cell x");
+  check_rank(h_prev, 2, "lstm_cell h_prev");
   const int64_t B = x.dim(0), I = x.dim(1), H = h_prev.dim(1);
+  check_shape(h_prev, {B, H}, "lstm_cell h_prev");
   check_shape(d_h, {B, H}, "lstm_cell d_h");
   if (d_c.defined()) check_shape(d_c, {B, H}, "lstm_cell d_c");
   check_shape(w, {I + H, 4 * H}, "lstm_cell w");
+  check_shape(c_prev, {B, H}, "lstm_cell c_prev");
+  if (mask.defined()) check_shape(mask, {B}, "lstm_cell mask");
+  check_shape(fwd.gates, {B, 4 * H}, "lstm_cell fwd.gates");
+  check_shape(fwd.tanh_c, {B, H}, "lstm_cell fwd.tanh_c");
+  if (d_x.defined()) check_same_shape(d_x, x, "lstm_cell d_x");
+  if (d_h_prev.defined()) check_same_shape(d_h_prev, h_prev, "lstm_cell d_h_prev");
+  if (d_c_prev.defined()) check_same_shape(d_c_prev, c_prev, "lstm_cell d_c_prev");
+  if (d_w.defined()) check_same_shape(d_w, w, "lstm_cell d_w");
+  if (d_b.defined()) check_shape(d_b, {4 * H}, "lstm_cell d_b");
+  MARE_CUDA_DISPATCH("lstm_cell_backward",
+                     lstm_cell_backward(d_x, d_h_prev, d_c_prev, d_w, d_b, d_h, d_c, x, h_prev,
+                                        c_prev, w, mask, fwd),
+                     &d_x, &d_h_prev, &d_c_prev, &d_w, &d_b, &d_h, &d_c, &x, &h_prev, &c_prev, &w,
+                     &mask, &fwd.gates, &fwd.tanh_c);
   const float* g = fwd.gates.f32();
   const float* cp = c_prev.f32();
   const float* dh = d_h.f32();
@@ -117,22 +135,17 @@ void lstm_cell_backward(Tensor& d_x, Tensor& d_h_prev, Tensor& d_c_prev, Tensor&
     }
   }
   if (d_w.defined()) {
-    check_same_shape(d_w, w, "lstm_cell d_w");
     MatRM a(B, I + H);
     a.leftCols(I) = as_matrix(x, B, I);
     a.rightCols(H) = as_matrix(h_prev, B, H);
     as_matrix(d_w, I + H, 4 * H).noalias() += a.transpose() * dz;
   }
   if (d_b.defined()) {
-    check_shape(d_b, {4 * H}, "lstm_cell d_b");
     as_matrix(d_b, 1, 4 * H) += dz.colwise().sum();
   }
   if (d_x.defined() || dhp) {
     MatRM da = dz * as_matrix(w, I + H, 4 * H).transpose();
-    if (d_x.defined()) {
-      check_same_shape(d_x, x, "lstm_cell d_x");
-      as_matrix(d_x, B, I) += da.leftCols(I);
-    }
+    if (d_x.defined()) as_matrix(d_x, B, I) += da.leftCols(I);
     if (dhp) as_matrix(d_h_prev, B, H) += da.rightCols(H);
   }
 }

@@ -18,7 +18,6 @@ namespace {
 void check_mask(const Tensor& x, const Tensor& mask, const char* op) {
   if (!mask.defined()) return;
   check_same_shape(mask, x, op);
-  require_cpu(mask, op);
 }
 
 inline bool kept(const float* mask_row, int64_t j) {
@@ -49,10 +48,8 @@ void row_softmax(const float* x, const float* m, float* y, int64_t c, bool log_s
   }
 }
 
-Tensor softmax_impl(const Tensor& x, const Tensor& mask, bool log_space, const char* op) {
-  check_defined(x, op);
-  require_cpu(x, op);
-  check_mask(x, mask, op);
+// x and mask checked by the caller.
+Tensor softmax_impl(const Tensor& x, const Tensor& mask, bool log_space) {
   Tensor out = Tensor::empty(x.shape(), x.device());
   int64_t c = last_dim(x), rows = leading_rows(x);
   for (int64_t r = 0; r < rows; ++r)
@@ -61,15 +58,21 @@ Tensor softmax_impl(const Tensor& x, const Tensor& mask, bool log_space, const c
   return out;
 }
 
-void check_sets(const Tensor& offsets, const Tensor& rows, int64_t num_rows, const char* op) {
+// Ranks and dtypes of the index sets (no element is read: they may be on the GPU).
+void check_set_shapes(const Tensor& offsets, const Tensor& rows, const char* op) {
   check_rank(offsets, 1, op);
   check_rank(rows, 1, op);
   check_dtype(offsets, DType::i32, op);
   check_dtype(rows, DType::i32, op);
+  if (offsets.numel() < 1)
+    throw std::invalid_argument(std::string(op) + ": offsets must start at 0");
+}
+
+// The values of host index sets (after check_set_shapes).
+void check_sets(const Tensor& offsets, const Tensor& rows, int64_t num_rows, const char* op) {
   const int32_t* o = offsets.i32();
   int64_t s = offsets.numel() - 1;
-  if (s < 0 || o[0] != 0)
-    throw std::invalid_argument(std::string(op) + ": offsets must start at 0");
+  if (o[0] != 0) throw std::invalid_argument(std::string(op) + ": offsets must start at 0");
   for (int64_t i = 0; i < s; ++i)
     if (o[i + 1] <= o[i])
       throw std::invalid_argument(std::string(op) + ": set " + std::to_string(i) +
@@ -87,14 +90,17 @@ void check_sets(const Tensor& offsets, const Tensor& rows, int64_t num_rows, con
 }  // namespace
 
 Tensor softmax_forward(const Tensor& x, const Tensor& mask) {
-  return softmax_impl(x, mask, false, "softmax_forward");
+  check_defined(x, "softmax_forward");
+  check_mask(x, mask, "softmax_forward");
+  MARE_CUDA_DISPATCH("softmax_forward", softmax_forward(x, mask), &x, &mask);
+  return softmax_impl(x, mask, false);
 }
 
 void softmax_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out) {
   if (!d_x.defined()) return;
-  require_cpu(d_out, "softmax_backward");
   check_same_shape(d_out, out, "softmax_backward");
   check_same_shape(d_x, out, "softmax_backward: d_x");
+  MARE_CUDA_DISPATCH("softmax_backward", softmax_backward(d_x, d_out, out), &d_x, &d_out, &out);
   int64_t c = last_dim(out), rows = leading_rows(out);
   for (int64_t r = 0; r < rows; ++r) {
     const float *y = out.f32() + r * c, *g = d_out.f32() + r * c;
@@ -106,15 +112,19 @@ void softmax_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out) {
 }
 
 Tensor log_softmax_forward(const Tensor& x, const Tensor& mask) {
-  return softmax_impl(x, mask, true, "log_softmax_forward");
+  check_defined(x, "log_softmax_forward");
+  check_mask(x, mask, "log_softmax_forward");
+  MARE_CUDA_DISPATCH("log_softmax_forward", log_softmax_forward(x, mask), &x, &mask);
+  return softmax_impl(x, mask, true);
 }
 
 void log_softmax_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out, const Tensor& mask) {
   if (!d_x.defined()) return;
-  require_cpu(d_out, "log_softmax_backward");
   check_same_shape(d_out, out, "log_softmax_backward");
   check_same_shape(d_x, out, "log_softmax_backward: d_x");
   check_mask(out, mask, "log_softmax_backward: mask");
+  MARE_CUDA_DISPATCH("log_softmax_backward", log_softmax_backward(d_x, d_out, out, mask), &d_x,
+                     &d_out, &out, &mask);
   int64_t c = last_dim(out), rows = leading_rows(out);
   for (int64_t r = 0; r < rows; ++r) {
     const float *y = out.f32() + r * c, *g = d_out.f32() + r * c;
@@ -130,7 +140,9 @@ void log_softmax_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out, c
 
 Tensor logsumexp_sets_forward(const Tensor& x, const Tensor& offsets, const Tensor& rows) {
   check_rank(x, 2, "logsumexp_sets_forward: x");
-  require_cpu(x, "logsumexp_sets_forward");
+  check_set_shapes(offsets, rows, "logsumexp_sets_forward");
+  MARE_CUDA_DISPATCH("logsumexp_sets_forward", logsumexp_sets_forward(x, offsets, rows), &x,
+                     &offsets, &rows);
   check_sets(offsets, rows, x.dim(0), "logsumexp_sets_forward");
   int64_t s = offsets.numel() - 1, c = x.dim(1);
   Tensor out = Tensor::empty({s, c}, x.device());
@@ -151,9 +163,15 @@ Tensor logsumexp_sets_forward(const Tensor& x, const Tensor& offsets, const Tens
 void logsumexp_sets_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x, const Tensor& out,
                              const Tensor& offsets, const Tensor& rows) {
   if (!d_x.defined()) return;
-  require_cpu(d_out, "logsumexp_sets_backward");
+  check_rank(x, 2, "logsumexp_sets_backward: x");
+  check_set_shapes(offsets, rows, "logsumexp_sets_backward");
   check_same_shape(d_x, x, "logsumexp_sets_backward: d_x");
+  check_shape(out, {offsets.numel() - 1, x.dim(1)}, "logsumexp_sets_backward: out");
   check_same_shape(d_out, out, "logsumexp_sets_backward: d_out");
+  MARE_CUDA_DISPATCH("logsumexp_sets_backward",
+                     logsumexp_sets_backward(d_x, d_out, x, out, offsets, rows), &d_x, &d_out, &x,
+                     &out, &offsets, &rows);
+  check_sets(offsets, rows, x.dim(0), "logsumexp_sets_backward");
   int64_t s = offsets.numel() - 1, c = x.dim(1);
   const int32_t *o = offsets.i32(), *idx = rows.i32();
   for (int64_t set = 0; set < s; ++set)

@@ -110,6 +110,55 @@ TEST(CudaRuntime, MixedDevicesAreRefusedByName) {
   }
 }
 
+// Index arguments are validated on the GPU too, with the CPU's exception and message.
+TEST(CudaRuntime, BadIndicesOnTheGpuRaiseTheCpuErrors) {
+  MARE_REQUIRE_GPU();
+  auto message = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const std::out_of_range& e) {
+      return e.what();
+    }
+    return "(no std::out_of_range thrown)";
+  };
+  Tensor table = random_tensor({7, 5}, 8), ids = Tensor::from_indices({3, 7}, {2});
+  EXPECT_EQ(message([&] { embedding_forward(table.to(Device::cuda), ids.to(Device::cuda)); }),
+            message([&] { embedding_forward(table, ids); }));
+  Tensor d_table = Tensor::zeros({7, 5}), d_rows = random_tensor({2, 5}, 11);
+  Tensor d_table_gpu = d_table.to(Device::cuda);
+  EXPECT_EQ(message([&] {
+              embedding_backward(d_table_gpu, d_rows.to(Device::cuda), ids.to(Device::cuda));
+            }),
+            message([&] { embedding_backward(d_table, d_rows, ids); }));
+  Tensor d_x = Tensor::zeros({2, 3}), d_max = random_tensor({2}, 12);
+  Tensor argmax = Tensor::from_indices({1, 3}, {2}), d_x_gpu = d_x.to(Device::cuda);
+  EXPECT_EQ(
+      message([&] { max_backward(d_x_gpu, d_max.to(Device::cuda), argmax.to(Device::cuda), 1); }),
+      message([&] { max_backward(d_x, d_max, argmax, 1); }));
+  Tensor logits = random_tensor({3, 4}, 9), targets = Tensor::from_indices({0, 4, 1}, {3});
+  EXPECT_EQ(
+      message([&] { cross_entropy_forward(logits.to(Device::cuda), targets.to(Device::cuda)); }),
+      message([&] { cross_entropy_forward(logits, targets); }));
+  Tensor x = random_tensor({3, 2}, 10);
+  Tensor offsets = Tensor::from_indices({0, 1, 2}, {3}), rows = Tensor::from_indices({0, 3}, {2});
+  EXPECT_EQ(message([&] {
+              logsumexp_sets_forward(x.to(Device::cuda), offsets.to(Device::cuda),
+                                     rows.to(Device::cuda));
+            }),
+            message([&] { logsumexp_sets_forward(x, offsets, rows); }));
+}
+
+TEST(CudaRuntime, ZeroWidthLastAxisIsNotADivisionByZero) {
+  Tensor x = Tensor::zeros({3, 0}), g = Tensor::zeros({0}), b = Tensor::zeros({0});
+  EXPECT_EQ(softmax_forward(x).numel(), 0);
+  EXPECT_EQ(bias_add_forward(x, b).numel(), 0);
+  EXPECT_EQ(layer_norm_forward(x, g, b).out.numel(), 0);
+  if (!cuda_available()) return;
+  Tensor xd = x.to(Device::cuda);
+  EXPECT_EQ(softmax_forward(xd).numel(), 0);
+  EXPECT_EQ(layer_norm_forward(xd, g.to(Device::cuda), b.to(Device::cuda)).out.numel(), 0);
+}
+
 // ------------------------------------------------------------- Philox
 // Same (seed, stream, offset) -> the same bits on both devices.
 void expect_same_bits(const Tensor& cpu, const Tensor& gpu, const char* what) {

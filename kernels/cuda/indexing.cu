@@ -1,0 +1,383 @@
+// max over an axis, embedding gather / scatter-add, concat and split on the
+// GPU, mirroring kernels/ops/indexing.cpp. Every op views its tensor as
+// [outer, size, inner] around its axis.
+//
+// - max: one thread per output element scans the axis in order with the CPU's
+//   strict `>`, so the first index reaching the maximum wins (NaN alike).
+//   Backward: argmax values are checked on the device (as ids are, below); each
+//   output element adds its gradient to the one input element its argmax
+//   names; distinct outputs name distinct inputs, so no conflicts.
+// - embedding forward: ids are checked on the device first (one block finds
+//   the first position whose id is outside the table, a fixed-order min
+//   reduction); that position comes back to the host and the op throws the
+//   CPU's std::out_of_range message. Then one thread per output element gathers.
+// - embedding backward, deterministic without float atomics: the (id,
+//   position) pairs are sorted by id with cub::DeviceRadixSort (a stable LSD
+//   radix sort, so equal ids keep their positions in increasing order); one
+//   thread per (run of equal ids, feature) then starts from d_table's value
+//   and adds the run's d_out rows in position order: the CPU's sum, in the
+//   CPU's order, so the bits match it. Ids are checked first, as in forward.
+// - concat / split: one kernel copies (or adds) an [outer, width] block
+//   between two row strides; one launch per piece.
+#include <cub/device/device_radix_sort.cuh>
+
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/ops_cuda.h"
+
+namespace mare::cuda {
+
+// ------------------------------------------------------------------ kernels
+// File-local (internal linkage): other family files define kernels of the same names.
+namespace {
+
+// out[o, in] = max_k x[o, k, in]; argmax = the first k reaching it.
+__global__ void max_forward_kernel(const float* __restrict__ x, float* __restrict__ out,
+                                   int32_t* __restrict__ argmax, int64_t outer, int64_t size,
+                                   int64_t inner) {
+  int64_t total = outer * inner;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
+       t += int64_t(gridDim.x) * blockDim.x) {
+    const float* base = x + (t / inner) * size * inner + t % inner;
+    int32_t best = 0;
+    float best_value = base[0];
+    for (int64_t k = 1; k < size; ++k) {
+      float value = base[k * inner];
+      if (value > best_value) {
+        best = static_cast<int32_t>(k);
+        best_value = value;
+      }
+    }
+    out[t] = best_value;
+    argmax[t] = best;
+  }
+}
+
+// d_x[o, argmax[o, in], in] += d_out[o, in] (argmax outside the axis skipped).
+__global__ void max_backward_kernel(float* __restrict__ d_x, const float* __restrict__ d_out,
+                                    const int32_t* __restrict__ argmax, int64_t outer, int64_t size,
+                                    int64_t inner) {
+  int64_t total = outer * inner;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
+       t += int64_t(gridDim.x) * blockDim.x) {
+    int64_t k = argmax[t];
+    if (k < 0 || k >= size) continue;
+    d_x[((t / inner) * size + k) * inner + t % inner] += d_out[t];
+  }
+}
+
+// *first_bad = the first position n with ids[n] outside [0, rows), or n_ids if
+// none (ids or argmax indices). One block: a strided scan per thread, then a fixed shared-memory
+// tree.
+__global__ void first_bad_id_kernel(const int32_t* __restrict__ ids, int64_t n_ids, int64_t rows,
+                                    int64_t* __restrict__ first_bad) {
+  __shared__ int64_t best[kThreads];
+  int64_t mine = n_ids;
+  for (int64_t n = threadIdx.x; n < n_ids && mine == n_ids; n += blockDim.x)
+    if (ids[n] < 0 || ids[n] >= rows) mine = n;
+  best[threadIdx.x] = mine;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) best[threadIdx.x] = min(best[threadIdx.x], best[threadIdx.x + half]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *first_bad = best[0];
+}
+
+// out[n, j] = table[ids[n], j] (ids already checked).
+__global__ void embedding_gather_kernel(const float* __restrict__ table,
+                                        const int32_t* __restrict__ ids, float* __restrict__ out,
+                                        int64_t n_ids, int64_t dim) {
+  int64_t total = n_ids * dim;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
+       t += int64_t(gridDim.x) * blockDim.x)
+    out[t] = table[static_cast<int64_t>(ids[t / dim]) * dim + t % dim];
+}
+
+__global__ void iota_kernel(int32_t* __restrict__ p, int64_t n) {
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < n;
+       t += int64_t(gridDim.x) * blockDim.x)
+    p[t] = static_cast<int32_t>(t);
+}
+
+// sorted_ids / positions: the (id, position) pairs sorted by id, positions
+// increasing within an id. The thread of (u, j) where u starts a run of equal
+// ids adds the run's d_out rows, in position order, to d_table[id, j].
+__global__ void embedding_scatter_add_kernel(float* __restrict__ d_table,
+                                             const float* __restrict__ d_out,
+                                             const int32_t* __restrict__ sorted_ids,
+                                             const int32_t* __restrict__ positions, int64_t n_ids,
+                                             int64_t dim, int64_t rows) {
+  int64_t total = n_ids * dim;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
+       t += int64_t(gridDim.x) * blockDim.x) {
+    int64_t u = t / dim, j = t % dim;
+    int32_t id = sorted_ids[u];
+    if (u > 0 && sorted_ids[u - 1] == id) continue;  // not the start of its run
+    if (id < 0 || id >= rows) continue;
+    float acc = d_table[static_cast<int64_t>(id) * dim + j];
+    for (int64_t w = u; w < n_ids && sorted_ids[w] == id; ++w)
+      acc += d_out[static_cast<int64_t>(positions[w]) * dim + j];
+    d_table[static_cast<int64_t>(id) * dim + j] = acc;
+  }
+}
+
+// dst[r, c] = src[r, c] (or += when Accumulate) for r < rows, c < width, with
+// row strides dst_stride and src_stride.
+template <bool Accumulate>
+__global__ void copy_block_kernel(float* __restrict__ dst, int64_t dst_stride,
+                                  const float* __restrict__ src, int64_t src_stride, int64_t rows,
+                                  int64_t width) {
+  int64_t total = rows * width;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
+       t += int64_t(gridDim.x) * blockDim.x) {
+    int64_t r = t / width, c = t % width;
+    if (Accumulate)
+      dst[r * dst_stride + c] += src[r * src_stride + c];
+    else
+      dst[r * dst_stride + c] = src[r * src_stride + c];
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ launchers
+namespace {
+
+struct AxisSplit {
+  int64_t outer = 1, size = 1, inner = 1;
+};
+
+// The CPU entry points have validated `axis` (detail::normalize_axis) before dispatching.
+int normalized(int axis, int rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+AxisSplit split_at(const Shape& s, int a) {
+  AxisSplit r;
+  for (int i = 0; i < a; ++i) r.outer *= s[i];
+  r.size = s[a];
+  for (int i = a + 1; i < s.rank(); ++i) r.inner *= s[i];
+  return r;
+}
+
+Shape without_axis(const Shape& s, int axis) {
+  std::vector<int64_t> d;
+  for (int i = 0; i < s.rank(); ++i)
+    if (i != axis) d.push_back(s[i]);
+  return Shape(d);
+}
+
+Shape with_extent(const Shape& s, int axis, int64_t extent) {
+  std::vector<int64_t> d = s.vec();
+  d[axis] = extent;
+  return Shape(d);
+}
+
+// dst block [rows, width] (row stride dst_stride) = or += src block (row stride src_stride).
+void copy_block(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t rows,
+                int64_t width, bool accumulate) {
+  int64_t total = rows * width;
+  if (total == 0) return;
+  if (accumulate) {
+    copy_block_kernel<true><<<blocks_for(total), kThreads, 0, stream()>>>(dst, dst_stride, src,
+                                                                          src_stride, rows, width);
+    MARE_LAUNCH_CHECK("copy_block_kernel<true>");
+  } else {
+    copy_block_kernel<false><<<blocks_for(total), kThreads, 0, stream()>>>(dst, dst_stride, src,
+                                                                           src_stride, rows, width);
+    MARE_LAUNCH_CHECK("copy_block_kernel<false>");
+  }
+}
+
+// The first position n < count with values[n] outside [0, limit) (count if
+// none) and the value there: the device check behind the CPU's out_of_range
+// errors for ids and argmax indices. Waits for the stream (a few bytes come back).
+struct BadIndex {
+  int64_t position;
+  int32_t value;
+};
+BadIndex first_out_of_range(const int32_t* values, int64_t count, int64_t limit) {
+  Workspace first_bad(sizeof(int64_t));
+  first_bad_id_kernel<<<1, kThreads, 0, stream()>>>(values, count, limit, first_bad.as<int64_t>());
+  MARE_LAUNCH_CHECK("first_bad_id_kernel");
+  BadIndex bad{count, 0};
+  copy_bytes(&bad.position, Device::cpu, first_bad.get(), Device::cuda, sizeof(bad.position));
+  if (bad.position < count)
+    copy_bytes(&bad.value, Device::cpu, values + bad.position, Device::cuda, sizeof(bad.value));
+  return bad;
+}
+
+// The gradient pieces of concat_backward / split_backward against the whole
+// tensor `whole` along axis a: all defined and on the GPU, equal outside the
+// axis, covering it exactly. Checked before any kernel runs.
+void check_pieces(const std::vector<Tensor>& pieces, const Tensor& whole, int a, const char* op) {
+  int64_t covered = 0;
+  for (const Tensor& p : pieces) {
+    if (!p.defined())
+      throw std::invalid_argument(std::string(op) + ": every piece needs a gradient tensor");
+    require_cuda({&p}, op);
+    if (p.rank() != whole.rank() ||
+        with_extent(p.shape(), a, 0) != with_extent(whole.shape(), a, 0))
+      throw ShapeError(std::string(op) + ": piece " + p.shape().str() + " does not fit " +
+                       whole.shape().str() + " outside axis " + std::to_string(a));
+    covered += p.dim(a);
+  }
+  if (covered != whole.dim(a))
+    throw ShapeError(std::string(op) + ": pieces cover " + std::to_string(covered) + " of " +
+                     std::to_string(whole.dim(a)) + " along axis " + std::to_string(a));
+}
+
+}  // namespace
+
+MaxResult max_forward(const Tensor& x, int axis) {
+  require_cuda({&x}, "max_forward");
+  int a = normalized(axis, x.rank());
+  AxisSplit s = split_at(x.shape(), a);
+  Shape os = without_axis(x.shape(), a);
+  MaxResult r{Tensor::empty(os, Device::cuda), Tensor::empty(os, Device::cuda, DType::i32)};
+  int64_t total = s.outer * s.inner;
+  if (total == 0) return r;
+  max_forward_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(
+      x.f32(), r.out.f32(), r.argmax.i32(), s.outer, s.size, s.inner);
+  MARE_LAUNCH_CHECK("max_forward_kernel");
+  return r;
+}
+
+void max_backward(Tensor& d_x, const Tensor& d_out, const Tensor& argmax, int axis) {
+  if (!d_x.defined()) return;
+  require_cuda({&d_x, &d_out, &argmax}, "max_backward");
+  int a = normalized(axis, d_x.rank());
+  AxisSplit s = split_at(d_x.shape(), a);
+  int64_t total = s.outer * s.inner;
+  if (total == 0) return;
+  // The CPU's check, before anything is accumulated.
+  BadIndex bad = first_out_of_range(argmax.i32(), total, s.size);
+  if (bad.position < total)
+    throw std::out_of_range("max_backward: argmax " + std::to_string(bad.value) + " at position " +
+                            std::to_string(bad.position) + " is outside axis " + std::to_string(a) +
+                            " of d_x " + d_x.shape().str());
+  max_backward_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(
+      d_x.f32(), d_out.f32(), argmax.i32(), s.outer, s.size, s.inner);
+  MARE_LAUNCH_CHECK("max_backward_kernel");
+}
+
+Tensor embedding_forward(const Tensor& table, const Tensor& ids) {
+  require_cuda({&table, &ids}, "embedding_forward");
+  int64_t v = table.dim(0), d = table.dim(1), n = ids.numel();
+  std::vector<int64_t> os = ids.shape().vec();
+  os.push_back(d);
+  Tensor out = Tensor::empty(Shape(os), Device::cuda);
+  if (n == 0) return out;
+  // The CPU's check, on the device: the first position holding an id outside the table.
+  BadIndex bad = first_out_of_range(ids.i32(), n, v);
+  if (bad.position < n)
+    throw std::out_of_range("embedding_forward: id " + std::to_string(bad.value) + " at position " +
+                            std::to_string(bad.position) + " is outside the table's " +
+                            std::to_string(v) + " rows");
+  if (d == 0) return out;
+  embedding_gather_kernel<<<blocks_for(n * d), kThreads, 0, stream()>>>(table.f32(), ids.i32(),
+                                                                        out.f32(), n, d);
+  MARE_LAUNCH_CHECK("embedding_gather_kernel");
+  return out;
+}
+
+void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& ids) {
+  if (!d_table.defined()) return;
+  require_cuda({&d_table, &d_out, &ids}, "embedding_backward");
+  check_dtype(ids, DType::i32, "embedding_backward: ids");
+  int64_t rows = d_table.dim(0), d = d_table.dim(1), n = ids.numel();
+  if (n == 0) return;
+  // The CPU's check, before anything is accumulated.
+  BadIndex bad = first_out_of_range(ids.i32(), n, rows);
+  if (bad.position < n)
+    throw std::out_of_range("embedding_backward: id " + std::to_string(bad.value) +
+                            " at position " + std::to_string(bad.position) +
+                            " is outside the table's " + std::to_string(rows) + " rows");
+  if (d == 0) return;
+  int items = to_int(n, "embedding_backward: ids");
+  // Scratch: sorted ids, positions (in), positions (sorted), then CUB's temporary storage.
+  Workspace pairs(3 * static_cast<size_t>(n) * sizeof(int32_t));
+  int32_t* sorted_ids = pairs.as<int32_t>();
+  int32_t* positions_in = sorted_ids + n;
+  int32_t* positions = positions_in + n;
+  iota_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(positions_in, n);
+  MARE_LAUNCH_CHECK("iota_kernel");
+  size_t temp_bytes = 0;
+  MARE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, ids.i32(), sorted_ids,
+                                                  positions_in, positions, items, 0, 32, stream()));
+  Workspace temp(temp_bytes);
+  MARE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, ids.i32(), sorted_ids,
+                                                  positions_in, positions, items, 0, 32, stream()));
+  embedding_scatter_add_kernel<<<blocks_for(n * d), kThreads, 0, stream()>>>(
+      d_table.f32(), d_out.f32(), sorted_ids, positions, n, d, rows);
+  MARE_LAUNCH_CHECK("embedding_scatter_add_kernel");
+}
+
+Tensor concat_forward(const std::vector<Tensor>& xs, int axis) {
+  for (const Tensor& x : xs) require_cuda({&x}, "concat_forward");
+  int a = normalized(axis, xs[0].rank());
+  int64_t total = 0;
+  for (const Tensor& x : xs) total += x.dim(a);
+  Tensor out = Tensor::empty(with_extent(xs[0].shape(), a, total), Device::cuda);
+  AxisSplit so = split_at(out.shape(), a);
+  int64_t at = 0;
+  for (const Tensor& x : xs) {
+    AxisSplit s = split_at(x.shape(), a);
+    // out[o, at + r, in] = x[o, r, in]: rows o, each s.size · inner contiguous floats.
+    copy_block(out.f32() + at * so.inner, so.size * so.inner, x.f32(), s.size * s.inner, s.outer,
+               s.size * s.inner, false);
+    at += s.size;
+  }
+  return out;
+}
+
+void concat_backward(std::vector<Tensor>& d_xs, const Tensor& d_out, int axis) {
+  require_cuda({&d_out}, "concat_backward");
+  int a = normalized(axis, d_out.rank());
+  check_pieces(d_xs, d_out, a, "concat_backward");
+  AxisSplit so = split_at(d_out.shape(), a);
+  int64_t at = 0;
+  for (Tensor& dx : d_xs) {
+    AxisSplit s = split_at(dx.shape(), a);
+    copy_block(dx.f32(), s.size * s.inner, d_out.f32() + at * so.inner, so.size * so.inner, s.outer,
+               s.size * s.inner, true);
+    at += s.size;
+  }
+}
+
+std::vector<Tensor> split_forward(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
+  require_cuda({&x}, "split_forward");
+  int a = normalized(axis, x.rank());
+  AxisSplit sx = split_at(x.shape(), a);
+  std::vector<Tensor> out;
+  int64_t at = 0;
+  for (int64_t size : sizes) {
+    Tensor piece = Tensor::empty(with_extent(x.shape(), a, size), Device::cuda);
+    // piece[o, r, in] = x[o, at + r, in]
+    copy_block(piece.f32(), size * sx.inner, x.f32() + at * sx.inner, sx.size * sx.inner, sx.outer,
+               size * sx.inner, false);
+    out.push_back(piece);
+    at += size;
+  }
+  return out;
+}
+
+void split_backward(Tensor& d_x, const std::vector<Tensor>& d_outs, int axis) {
+  if (!d_x.defined()) return;
+  require_cuda({&d_x}, "split_backward");
+  int a = normalized(axis, d_x.rank());
+  check_pieces(d_outs, d_x, a, "split_backward");
+  AxisSplit sx = split_at(d_x.shape(), a);
+  int64_t at = 0;
+  for (const Tensor& g : d_outs) {
+    AxisSplit s = split_at(g.shape(), a);
+    copy_block(d_x.f32() + at * sx.inner, sx.size * sx.inner, g.f32(), s.size * s.inner, sx.outer,
+               s.size * s.inner, true);
+    at += s.size;
+  }
+}
+
+}  // namespace mare::cuda

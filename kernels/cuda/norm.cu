@@ -1,0 +1,390 @@
+// Layer norm and batch norm on the GPU (kernels/ops/norm.cpp is the reference).
+//
+// Design:
+// - Layer norm (a group is a row): one warp per row, lane l takes columns
+//   l, l + 32, ...; the statistics (mean, then the variance about it, as on the
+//   CPU) and backward's two row sums accumulate in double per lane and combine
+//   by a butterfly of warp shuffles (a fixed tree: every lane gets the same
+//   bits).
+// - Column reductions (batch-norm statistics and grads, layer norm's d_γ, d_β):
+//   two passes in a fixed order, no atomics. Pass 1: one thread per (chunk of
+//   kRowChunk rows, column) sums its rows in order, in double. Pass 2: one thread
+//   per column adds the chunk sums in chunk order and finishes the column
+//   (mean, rstd, running averages, or the gradient update).
+// - The elementwise parts (normalised output, d_x) mirror the CPU's float
+//   expressions with explicitly rounded operations (__fmul_rn, __fadd_rn, ...)
+//   so that nvcc does not fuse them into FMAs the host does not do.
+#include <cstdint>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/ops_cuda.h"
+
+namespace mare::cuda {
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kRowsPerBlock = kThreads / kWarp;
+constexpr int64_t kRowChunk = 64;
+
+// ------------------------------------------------------------------ device helpers
+__device__ inline double warp_sum(double v) {
+  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Rows handled by this warp (the same for all 32 lanes).
+__device__ inline int64_t first_row() {
+  return blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / kWarp;
+}
+__device__ inline int64_t row_step() {
+  return int64_t(gridDim.x) * kRowsPerBlock;
+}
+
+// (x − μ) · rstd · γ + β, in the CPU's order
+__device__ inline float normalise(float x, float mu, float rstd, float gamma, float beta) {
+  return __fadd_rn(__fmul_rn(__fmul_rn(__fsub_rn(x, mu), rstd), gamma), beta);
+}
+
+// ------------------------------------------------------------------ column reductions
+// Per-element terms of the column reductions, f(r, j) -> (a, b).
+struct ColumnValue {  // (x, 0)
+  const float* x;
+  int64_t c;
+  __device__ double2 operator()(int64_t r, int64_t j) const {
+    return make_double2(x[r * c + j], 0.0);
+  }
+};
+struct ColumnSquaredDeviation {  // ((x − μ_j)², 0)
+  const float* x;
+  const double* mu;
+  int64_t c;
+  __device__ double2 operator()(int64_t r, int64_t j) const {
+    double d = static_cast<double>(x[r * c + j]) - mu[j];
+    return make_double2(d * d, 0.0);
+  }
+};
+struct BatchNormGradTerms {  // (dy, dy · x̂), x̂ with the column's μ, rstd
+  const float *d_out, *x, *mean, *rstd;
+  int64_t c;
+  __device__ double2 operator()(int64_t r, int64_t j) const {
+    float xhat = __fmul_rn(__fsub_rn(x[r * c + j], mean[j]), rstd[j]);
+    float dy = d_out[r * c + j];
+    return make_double2(dy, __fmul_rn(dy, xhat));
+  }
+};
+struct LayerNormParamTerms {  // (dy · x̂, dy), x̂ with the row's μ, rstd
+  const float *d_out, *x, *mean, *rstd;
+  int64_t c;
+  __device__ double2 operator()(int64_t r, int64_t j) const {
+    float xhat = __fmul_rn(__fsub_rn(x[r * c + j], mean[r]), rstd[r]);
+    float dy = d_out[r * c + j];
+    return make_double2(__fmul_rn(dy, xhat), dy);
+  }
+};
+
+// Pass 1: partial[k, j] = Σ_{r in chunk k, in order} f(r, j).   partial: [chunks, c]
+template <class F>
+__global__ void column_chunk_sums_kernel(F f, int64_t rows, int64_t c, int64_t chunks,
+                                         double2* __restrict__ partial) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < chunks * c;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t k = i / c, j = i % c;
+    const int64_t end = min(rows, (k + 1) * kRowChunk);
+    double2 s = make_double2(0.0, 0.0);
+    for (int64_t r = k * kRowChunk; r < end; ++r) {
+      double2 v = f(r, j);
+      s.x += v.x;
+      s.y += v.y;
+    }
+    partial[i] = s;
+  }
+}
+
+// Pass 2 core: Σ_k partial[k, j], chunks in order.
+__device__ inline double2 column_total(const double2* partial, int64_t chunks, int64_t c,
+                                       int64_t j) {
+  double2 s = make_double2(0.0, 0.0);
+  for (int64_t k = 0; k < chunks; ++k) {
+    s.x += partial[k * c + j].x;
+    s.y += partial[k * c + j].y;
+  }
+  return s;
+}
+
+// Batch-norm mean: mu[j] = Σ_r x[r, j] / rows
+__global__ void bn_mean_kernel(const double2* __restrict__ partial, int64_t chunks, int64_t c,
+                               int64_t rows, double* __restrict__ mu) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < c;
+       j += int64_t(gridDim.x) * blockDim.x)
+    mu[j] = column_total(partial, chunks, c, j).x / rows;
+}
+
+// Batch-norm statistics from Σ (x − μ)²: the result's mean and rstd (biased
+// variance), and the running averages (unbiased variance), as the CPU rounds them.
+__global__ void bn_stats_kernel(const double2* __restrict__ partial, int64_t chunks, int64_t c,
+                                int64_t rows, const double* __restrict__ mu, float momentum,
+                                float eps, float* __restrict__ mean, float* __restrict__ rstd,
+                                float* __restrict__ running_mean, float* __restrict__ running_var) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < c;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    const double var = column_total(partial, chunks, c, j).x;
+    const double biased = var / rows, unbiased = var / (rows - 1);
+    mean[j] = static_cast<float>(mu[j]);
+    rstd[j] = static_cast<float>(1.0 / sqrt(biased + static_cast<double>(eps)));
+    // running = (1 − m) · running + m · stat: a float product, then a double sum.
+    const float keep = 1.0f - momentum;
+    running_mean[j] = static_cast<float>(__dadd_rn(
+        __fmul_rn(keep, running_mean[j]), __dmul_rn(static_cast<double>(momentum), mu[j])));
+    running_var[j] = static_cast<float>(__dadd_rn(
+        __fmul_rn(keep, running_var[j]), __dmul_rn(static_cast<double>(momentum), unbiased)));
+  }
+}
+
+// Batch-norm eval statistics: mean = running mean, rstd = 1 / √(running var + ε).
+__global__ void bn_eval_stats_kernel(const float* __restrict__ running_mean,
+                                     const float* __restrict__ running_var, int64_t c, float eps,
+                                     float* __restrict__ mean, float* __restrict__ rstd) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < c;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    mean[j] = running_mean[j];
+    rstd[j] = 1.0f / sqrtf(__fadd_rn(running_var[j], eps));
+  }
+}
+
+// out[r, j] = (x − mean[j]) · rstd[j] · γ[j] + β[j]          x, out: [n / c, c]
+__global__ void bn_output_kernel(const float* __restrict__ x, const float* __restrict__ mean,
+                                 const float* __restrict__ rstd, const float* __restrict__ gamma,
+                                 const float* __restrict__ beta, float* __restrict__ out, int64_t n,
+                                 int64_t c) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = i % c;
+    out[i] = normalise(x[i], mean[j], rstd[j], gamma[j], beta[j]);
+  }
+}
+
+// Batch-norm backward, per column: sums[j] = (Σ dy, Σ dy · x̂); d_γ += Σ dy · x̂,
+// d_β += Σ dy (either may be null).
+__global__ void bn_grad_sums_kernel(const double2* __restrict__ partial, int64_t chunks, int64_t c,
+                                    double2* __restrict__ sums, float* __restrict__ d_gamma,
+                                    float* __restrict__ d_beta) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < c;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    const double2 s = column_total(partial, chunks, c, j);
+    sums[j] = s;
+    if (d_gamma) d_gamma[j] += static_cast<float>(s.y);
+    if (d_beta) d_beta[j] += static_cast<float>(s.x);
+  }
+}
+
+// Batch-norm d_x, with k = γ · rstd:
+//   training: d_x += k · (dy − Σdy / n − x̂ · Σ(dy · x̂) / n);   eval: d_x += k · dy
+__global__ void bn_dx_kernel(float* __restrict__ d_x, const float* __restrict__ d_out,
+                             const float* __restrict__ x, const float* __restrict__ gamma,
+                             const float* __restrict__ mean, const float* __restrict__ rstd,
+                             const double2* __restrict__ sums, int64_t n, int64_t c, int64_t rows,
+                             bool training) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = i % c;
+    const float k = __fmul_rn(gamma[j], rstd[j]);
+    const float dy = d_out[i];
+    if (!training) {
+      d_x[i] = __fadd_rn(d_x[i], __fmul_rn(k, dy));
+      continue;
+    }
+    const float xhat = __fmul_rn(__fsub_rn(x[i], mean[j]), rstd[j]);
+    const float mean_g = static_cast<float>(sums[j].x / rows);
+    const float mean_gx = static_cast<float>(sums[j].y / rows);
+    const float t = __fsub_rn(__fsub_rn(dy, mean_g), __fmul_rn(xhat, mean_gx));
+    d_x[i] = __fadd_rn(d_x[i], __fmul_rn(k, t));
+  }
+}
+
+// Layer norm d_γ += Σ_r dy · x̂, d_β += Σ_r dy (either may be null).
+__global__ void ln_param_grads_kernel(const double2* __restrict__ partial, int64_t chunks,
+                                      int64_t c, float* __restrict__ d_gamma,
+                                      float* __restrict__ d_beta) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < c;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    const double2 s = column_total(partial, chunks, c, j);
+    if (d_gamma) d_gamma[j] += static_cast<float>(s.x);
+    if (d_beta) d_beta[j] += static_cast<float>(s.y);
+  }
+}
+
+// ------------------------------------------------------------------ row kernels
+// Layer norm forward, one warp per row.   x, out: [rows, c]; mean, rstd: [rows]
+__global__ void ln_forward_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+                                  const float* __restrict__ beta, float* __restrict__ out,
+                                  float* __restrict__ mean, float* __restrict__ rstd, int64_t rows,
+                                  int64_t c, float eps) {
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t r = first_row(); r < rows; r += row_step()) {
+    const float* xr = x + r * c;
+    double mu = 0.0, var = 0.0;
+    for (int64_t j = lane; j < c; j += kWarp) mu += xr[j];
+    mu = warp_sum(mu) / c;
+    for (int64_t j = lane; j < c; j += kWarp) {
+      double d = xr[j] - mu;
+      var += d * d;
+    }
+    var = warp_sum(var) / c;
+    const float rs = static_cast<float>(1.0 / sqrt(var + static_cast<double>(eps)));
+    const float muf = static_cast<float>(mu);
+    if (lane == 0) {
+      mean[r] = muf;
+      rstd[r] = rs;
+    }
+    float* yr = out + r * c;
+    for (int64_t j = lane; j < c; j += kWarp) yr[j] = normalise(xr[j], muf, rs, gamma[j], beta[j]);
+  }
+}
+
+// Layer norm d_x, one warp per row, with g = dy ⊙ γ:
+//   d_x += rstd · (g − mean(g) − x̂ · mean(g ⊙ x̂))
+__global__ void ln_dx_kernel(float* __restrict__ d_x, const float* __restrict__ d_out,
+                             const float* __restrict__ x, const float* __restrict__ gamma,
+                             const float* __restrict__ mean, const float* __restrict__ rstd,
+                             int64_t rows, int64_t c) {
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t r = first_row(); r < rows; r += row_step()) {
+    const float *xr = x + r * c, *gr = d_out + r * c;
+    const float mu = mean[r], rs = rstd[r];
+    double mean_g = 0.0, mean_gx = 0.0;
+    for (int64_t j = lane; j < c; j += kWarp) {
+      float xhat = __fmul_rn(__fsub_rn(xr[j], mu), rs);
+      float g = __fmul_rn(gr[j], gamma[j]);
+      mean_g += g;
+      mean_gx += __fmul_rn(g, xhat);
+    }
+    const float mg = static_cast<float>(warp_sum(mean_g) / c);
+    const float mgx = static_cast<float>(warp_sum(mean_gx) / c);
+    float* dxr = d_x + r * c;
+    for (int64_t j = lane; j < c; j += kWarp) {
+      float xhat = __fmul_rn(__fsub_rn(xr[j], mu), rs);
+      float g = __fmul_rn(gr[j], gamma[j]);
+      float t = __fsub_rn(__fsub_rn(g, mg), __fmul_rn(xhat, mgx));
+      dxr[j] = __fadd_rn(dxr[j], __fmul_rn(rs, t));
+    }
+  }
+}
+
+// ------------------------------------------------------------------ helpers
+int64_t chunks_for(int64_t rows) {
+  return (rows + kRowChunk - 1) / kRowChunk;
+}
+
+// Runs pass 1 over a [rows, c] matrix into `partial` ([chunks_for(rows), c]).
+template <class F>
+void column_chunk_sums(F f, int64_t rows, int64_t c, double2* partial) {
+  const int64_t n = chunks_for(rows) * c;
+  column_chunk_sums_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(f, rows, c, chunks_for(rows),
+                                                                     partial);
+  MARE_LAUNCH_CHECK("column_chunk_sums_kernel");
+}
+
+float* ptr_or_null(Tensor& t) {
+  return t.defined() ? t.f32() : nullptr;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ launchers
+NormResult layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps) {
+  require_cuda({&x, &gamma, &beta}, "layer_norm_forward");
+  const int64_t c = x.dim(-1), rows = c ? x.numel() / c : 0;
+  NormResult r{Tensor::empty(x.shape(), Device::cuda), Tensor::empty({rows}, Device::cuda),
+               Tensor::empty({rows}, Device::cuda)};
+  if (rows == 0) return r;
+  ln_forward_kernel<<<blocks_for(rows, kRowsPerBlock), kThreads, 0, stream()>>>(
+      x.f32(), gamma.f32(), beta.f32(), r.out.f32(), r.mean.f32(), r.rstd.f32(), rows, c, eps);
+  MARE_LAUNCH_CHECK("ln_forward_kernel");
+  return r;
+}
+
+void layer_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Tensor& d_out,
+                         const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                         const Tensor& rstd) {
+  require_cuda({&d_x, &d_gamma, &d_beta, &d_out, &x, &gamma, &mean, &rstd}, "layer_norm_backward");
+  const int64_t c = x.dim(-1);
+  if (x.numel() == 0) return;
+  const int64_t rows = x.numel() / c;
+  if (d_gamma.defined() || d_beta.defined()) {
+    Workspace partial(static_cast<size_t>(chunks_for(rows) * c) * sizeof(double2));
+    column_chunk_sums(LayerNormParamTerms{d_out.f32(), x.f32(), mean.f32(), rstd.f32(), c}, rows, c,
+                      partial.as<double2>());
+    ln_param_grads_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(
+        partial.as<double2>(), chunks_for(rows), c, ptr_or_null(d_gamma), ptr_or_null(d_beta));
+    MARE_LAUNCH_CHECK("ln_param_grads_kernel");
+  }
+  if (d_x.defined()) {
+    ln_dx_kernel<<<blocks_for(rows, kRowsPerBlock), kThreads, 0, stream()>>>(
+        d_x.f32(), d_out.f32(), x.f32(), gamma.f32(), mean.f32(), rstd.f32(), rows, c);
+    MARE_LAUNCH_CHECK("ln_dx_kernel");
+  }
+}
+
+NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                              Tensor& running_mean, Tensor& running_var, bool training,
+                              float momentum, float eps) {
+  require_cuda({&x, &gamma, &beta, &running_mean, &running_var}, "batch_norm_forward");
+  const int64_t c = x.dim(-1), rows = c ? x.numel() / c : 0;
+  NormResult r{Tensor::empty(x.shape(), Device::cuda), Tensor::empty({c}, Device::cuda),
+               Tensor::empty({c}, Device::cuda)};
+  if (c == 0) return r;
+  if (training) {  // rows >= 2 (checked by the caller)
+    const int64_t chunks = chunks_for(rows);
+    Workspace partial(static_cast<size_t>(chunks * c) * sizeof(double2));
+    Workspace mu(static_cast<size_t>(c) * sizeof(double));
+    column_chunk_sums(ColumnValue{x.f32(), c}, rows, c, partial.as<double2>());
+    bn_mean_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(partial.as<double2>(), chunks, c, rows,
+                                                             mu.as<double>());
+    MARE_LAUNCH_CHECK("bn_mean_kernel");
+    column_chunk_sums(ColumnSquaredDeviation{x.f32(), mu.as<double>(), c}, rows, c,
+                      partial.as<double2>());
+    bn_stats_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(
+        partial.as<double2>(), chunks, c, rows, mu.as<double>(), momentum, eps, r.mean.f32(),
+        r.rstd.f32(), running_mean.f32(), running_var.f32());
+    MARE_LAUNCH_CHECK("bn_stats_kernel");
+  } else {
+    bn_eval_stats_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(
+        running_mean.f32(), running_var.f32(), c, eps, r.mean.f32(), r.rstd.f32());
+    MARE_LAUNCH_CHECK("bn_eval_stats_kernel");
+  }
+  const int64_t n = x.numel();
+  if (n == 0) return r;
+  bn_output_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(
+      x.f32(), r.mean.f32(), r.rstd.f32(), gamma.f32(), beta.f32(), r.out.f32(), n, c);
+  MARE_LAUNCH_CHECK("bn_output_kernel");
+  return r;
+}
+
+void batch_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Tensor& d_out,
+                         const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                         const Tensor& rstd, bool training) {
+  require_cuda({&d_x, &d_gamma, &d_beta, &d_out, &x, &gamma, &mean, &rstd}, "batch_norm_backward");
+  const int64_t c = x.dim(-1), n = x.numel();
+  if (n == 0) return;
+  const int64_t rows = n / c, chunks = chunks_for(rows);
+  // The column sums feed d_γ, d_β, and d_x in training mode.
+  const bool need_sums = d_gamma.defined() || d_beta.defined() || (d_x.defined() && training);
+  Workspace sums(need_sums ? static_cast<size_t>(c) * sizeof(double2) : 0);
+  if (need_sums) {
+    Workspace partial(static_cast<size_t>(chunks * c) * sizeof(double2));
+    column_chunk_sums(BatchNormGradTerms{d_out.f32(), x.f32(), mean.f32(), rstd.f32(), c}, rows, c,
+                      partial.as<double2>());
+    bn_grad_sums_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(
+        partial.as<double2>(), chunks, c, sums.as<double2>(), ptr_or_null(d_gamma),
+        ptr_or_null(d_beta));
+    MARE_LAUNCH_CHECK("bn_grad_sums_kernel");
+  }
+  if (!d_x.defined()) return;
+  bn_dx_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(d_x.f32(), d_out.f32(), x.f32(),
+                                                         gamma.f32(), mean.f32(), rstd.f32(),
+                                                         sums.as<double2>(), n, c, rows, training);
+  MARE_LAUNCH_CHECK("bn_dx_kernel");
+}
+
+}  // namespace mare::cuda
