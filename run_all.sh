@@ -74,6 +74,19 @@ run_main() {
   log "allocation kernels over sequence length x memory size -> results/bench/allocation.{json,csv}"
   "$mare" bench allocation --json "$out/bench/allocation.json" --csv "$out/bench/allocation.csv"
 
+  # The same two benchmarks on the GPU, when this build has the CUDA backend and
+  # a GPU is present (`mare doctor` lists it as "gpu 0").
+  if "$mare" doctor | grep -q '^gpu 0'; then
+    log "GPU found: op benchmarks on cuda -> results/bench/ops_cuda.json"
+    "$BUILD_DIR/kernels/bench/bench_ops" --device cuda --benchmark_out="$out/bench/ops_cuda.json" \
+      --benchmark_out_format=json --benchmark_min_time=0.05
+    log "allocation kernels on cuda -> results/bench/allocation_cuda.{json,csv}"
+    "$mare" bench allocation --device cuda --json "$out/bench/allocation_cuda.json" \
+      --csv "$out/bench/allocation_cuda.csv"
+  else
+    log "no GPU (or no CUDA backend in this build): the cuda benchmarks are skipped"
+  fi
+
   log "done: results are under results/"
 }
 

@@ -2,8 +2,12 @@
 // on this machine (SPEC §10, issue 3). Runs the shared sweep of
 // kernels/memory/allocation_sweep.h, prints the Table-4.14-shaped tables and
 // writes the rows as JSON and CSV (each written to a temporary file and
-// renamed, so a reader never sees half a file). Only the CPU backend exists;
-// `--device cuda` is refused with a message.
+// renamed, so a reader never sees half a file). `--device cuda` runs the same
+// sweep on the GPU (CUDA kernels, CUDA-event times, a device-to-device copy as
+// the floor) and adds the device's measured copy bandwidth: to the header, as
+// a table per pass, and to the JSON (top level and per row); the CSV keeps its
+// columns on both devices. Without the CUDA backend or without a GPU it fails
+// with the reason.
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -13,6 +17,9 @@
 #include "experiments/run_dir.h"
 #include "kernels/memory/allocation_sweep.h"
 #include "mare_build_info.h"
+#ifdef MARE_WITH_CUDA
+#include "kernels/cuda/runtime.h"
+#endif
 
 namespace mare::cli {
 
@@ -27,13 +34,33 @@ struct BenchAllocationOptions {
   int repetitions = 5;
   bool no_backward = false;
   std::string clock = "wall";
+  bool clock_given = false;  // --clock on the command line (refused on cuda)
   std::string json_path, csv_path;
 };
 
 nlohmann::json to_json(const SweepResult& r) {
   nlohmann::json j;
   j["benchmark"] = "allocation";
-  j["device"] = "cpu";
+  const bool on_gpu = r.config.device == Device::cuda;
+  j["device"] = to_string(r.config.device);
+  if (on_gpu) {
+    j["device_name"] = r.device_name;
+    j["copy_bandwidth_gbs"] = r.copy_bandwidth_gbs;
+    j["copy_bandwidth"] =
+        "best of 5 device-to-device cudaMemcpyAsync of 256 MiB, CUDA events, bytes read + written";
+#ifdef MARE_WITH_CUDA
+    const cuda::DeviceInfo d = cuda::device_info(cuda::current_device());
+    j["cuda_device"] = {{"index", d.index},
+                        {"compute_capability",
+                         std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor)},
+                        {"multiprocessors", d.multiprocessors},
+                        {"total_memory_bytes", d.total_memory},
+                        {"driver_version", d.driver_version},
+                        {"runtime_version", d.runtime_version}};
+    j["cuda_build"] = std::string("nvcc ") + MARE_CUDA_COMPILER_VERSION + ", architectures " +
+                      MARE_CUDA_ARCHITECTURES;
+#endif
+  }
   j["threads"] = 1;
   j["hardware_threads"] = std::thread::hardware_concurrency();
   j["mare_commit"] = MARE_GIT_COMMIT;
@@ -43,8 +70,10 @@ nlohmann::json to_json(const SweepResult& r) {
   j["min_repetition_seconds"] = r.config.min_rep_seconds;
   j["seed"] = r.config.seed;
   j["statistic"] = "median seconds per call over repetitions, warm-up excluded";
-  j["clock"] = r.config.cpu_clock ? "thread_cpu" : "wall";
-  j["bytes"] = "bytes one pass must read and write; copy = memcpy of exactly those bytes";
+  j["clock"] = on_gpu ? "cuda_events" : r.config.cpu_clock ? "thread_cpu" : "wall";
+  j["bytes"] = on_gpu ? "bytes one pass must read and write; copy = device-to-device "
+                        "cudaMemcpyAsync of exactly those bytes"
+                      : "bytes one pass must read and write; copy = memcpy of exactly those bytes";
   j["wall_seconds"] = r.wall_seconds;
   nlohmann::json rows = nlohmann::json::array();
   for (const SweepRow& s : r.rows)
@@ -66,6 +95,9 @@ nlohmann::json to_json(const SweepResult& r) {
                     {"floor_ratio", s.floor_ratio},
                     {"speedup_vs_sorted", s.speedup_vs_sorted},
                     {"gbytes_per_second", s.gbytes_per_second}});
+  if (on_gpu)
+    for (size_t i = 0; i < rows.size(); ++i)
+      rows[i]["copy_bandwidth_fraction"] = r.rows[i].copy_bandwidth_fraction;
   j["rows"] = rows;
   nlohmann::json eps = nlohmann::json::array();
   for (const SweepPointDisagreement& d : r.disagreements)
@@ -108,14 +140,17 @@ std::string to_csv(const SweepResult& r) {
 }
 
 void run_bench_allocation(const BenchAllocationOptions& o) {
-  if (o.device == "cuda")
-    throw std::invalid_argument(
-        "bench allocation: --device cuda is not available: the CUDA backend does not exist yet "
-        "(only --device cpu)");
-  if (o.device != "cpu")
+  if (o.device != "cpu" && o.device != "cuda")
     throw std::invalid_argument("bench allocation: unknown --device '" + o.device +
-                                "' (expected cpu)");
+                                "' (expected cpu or cuda)");
   SweepConfig config;
+  config.device = parse_device(o.device);
+  if (std::string why = benchmark_device_unavailable(config.device); !why.empty())
+    throw std::runtime_error("bench allocation: --device cuda: " + why);
+  if (config.device == Device::cuda && o.clock_given)
+    throw std::invalid_argument(
+        "bench allocation: --clock applies to --device cpu only; on cuda the times are GPU time "
+        "from CUDA events");
   for (const std::string& name : o.variants)
     config.variants.push_back(parse_allocation_variant(name));
   config.seqs = o.seqs;
@@ -162,7 +197,11 @@ void add_bench_command(CLI::App& app) {
       "allocation",
       "Time the DNC allocation variants over sequence length x memory size (thesis Table 4.14), "
       "against a copy of the same bytes");
-  alloc->add_option("--device", opts->device, "cpu (cuda: not built yet)")->capture_default_str();
+  alloc
+      ->add_option(
+          "--device", opts->device,
+          "cpu, or cuda (GPU kernels timed with CUDA events; needs a CUDA build and a GPU)")
+      ->capture_default_str();
   alloc
       ->add_option("--variants", opts->variants,
                    "Variants to time (default all): sorted, parallel, parallel-eps, rank, "
@@ -180,15 +219,20 @@ void add_bench_command(CLI::App& app) {
       ->add_option("--repetitions", opts->repetitions,
                    "Timed repetitions per point (the median is reported)")
       ->capture_default_str();
-  alloc
-      ->add_option("--clock", opts->clock,
-                   "Clock behind the medians and ratios: wall (steady_clock) or cpu (this "
-                   "thread's CPU time, for a shared machine); both go to JSON/CSV")
-      ->capture_default_str();
+  auto* clock_opt =
+      alloc
+          ->add_option("--clock", opts->clock,
+                       "Clock behind the medians and ratios: wall (steady_clock) or cpu (this "
+                       "thread's CPU time, for a shared machine); both go to JSON/CSV (cpu "
+                       "device only)")
+          ->capture_default_str();
   alloc->add_flag("--no-backward", opts->no_backward, "Time the forward pass only");
   alloc->add_option("--json", opts->json_path, "Write the rows as JSON to FILE");
   alloc->add_option("--csv", opts->csv_path, "Write the rows as CSV to FILE");
-  alloc->callback([opts] { run_bench_allocation(*opts); });
+  alloc->callback([opts, clock_opt] {
+    opts->clock_given = clock_opt->count() > 0;
+    run_bench_allocation(*opts);
+  });
 }
 
 }  // namespace mare::cli

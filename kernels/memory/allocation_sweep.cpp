@@ -10,10 +10,15 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <tuple>
 
 #include "kernels/random.h"
+#ifdef MARE_WITH_CUDA
+#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/timing.h"
+#endif
 
 namespace mare {
 
@@ -28,9 +33,10 @@ using Clock = std::chrono::steady_clock;
 
 // Seconds of `calls` back-to-back calls: wall time (steady_clock) and the
 // CPU time of this thread (CLOCK_THREAD_CPUTIME_ID, which leaves out the time
-// the thread waited for a core on a shared machine).
+// the thread waited for a core on a shared machine); on cuda also the GPU time
+// between two events around the calls.
 struct Elapsed {
-  double wall = 0.0, cpu = 0.0;
+  double wall = 0.0, cpu = 0.0, gpu = 0.0;
 };
 
 double thread_cpu_now() {
@@ -49,6 +55,22 @@ Elapsed seconds_of(F&& f, int64_t calls) {
   return {std::chrono::duration<double>(t1 - t0).count(), c1 - c0};
 }
 
+#ifdef MARE_WITH_CUDA
+// The same on the GPU: `timer` brackets the calls on the op stream; wall and
+// CPU time run until the host has seen the stop event, i.e. the work is done.
+template <class F>
+Elapsed gpu_seconds_of(cuda::EventTimer& timer, F&& f, int64_t calls) {
+  const double c0 = thread_cpu_now();
+  const auto t0 = Clock::now();
+  timer.start();
+  for (int64_t c = 0; c < calls; ++c) f();
+  const double ms = timer.stop();
+  const auto t1 = Clock::now();
+  const double c1 = thread_cpu_now();
+  return {std::chrono::duration<double>(t1 - t0).count(), c1 - c0, ms * 1e-3};
+}
+#endif
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t k = v.size() / 2;
@@ -61,8 +83,8 @@ const char* pass_name(bool backward) {
 
 }  // namespace
 
-AllocationProblem make_allocation_problem(int64_t batch, int64_t seq, int64_t slots,
-                                          uint64_t seed) {
+AllocationProblem make_allocation_problem(int64_t batch, int64_t seq, int64_t slots, uint64_t seed,
+                                          Device device) {
   if (batch < 1 || seq < 1 || slots < 1)
     throw std::invalid_argument(
         "allocation problem: batch, seq and memory size must be >= 1 (got " +
@@ -72,12 +94,12 @@ AllocationProblem make_allocation_problem(int64_t batch, int64_t seq, int64_t sl
   p.seq = seq;
   p.slots = slots;
   const Shape s{batch * seq, slots};
-  p.usage = Tensor::empty(s);
+  p.usage = Tensor::empty(s, device);
   fill_uniform(p.usage, seed, kStreamData, 0.0f, 1.0f);
-  p.d_out = Tensor::empty(s);
+  p.d_out = Tensor::empty(s, device);
   fill_uniform(p.d_out, seed + 1, kStreamData, -1.0f, 1.0f);
-  p.out = Tensor::zeros(s);
-  p.d_usage = Tensor::zeros(s);
+  p.out = Tensor::zeros(s, device);
+  p.d_usage = Tensor::zeros(s, device);
   return p;
 }
 
@@ -93,14 +115,35 @@ void run_allocation_pass(AllocationProblem& p, AllocationVariant v, bool backwar
   clobber(p.d_usage.f32());
 }
 
-CopyFloor::CopyFloor(int64_t bytes) : src_(bytes / 2, 1), dst_(bytes / 2, 0) {}
+CopyFloor::CopyFloor(int64_t bytes, Device device) {
+  if (device == Device::cpu) {
+    src_.assign(bytes / 2, 1);
+    dst_.assign(bytes / 2, 0);
+    return;
+  }
+  const int64_t floats = (bytes / 2 + 3) / 4;
+  src_gpu_ = Tensor::full({floats}, 1.0f, device);
+  dst_gpu_ = Tensor::zeros({floats}, device);
+}
 
 void CopyFloor::run() {
+  if (src_gpu_.defined()) {
+    dst_gpu_.copy_from(src_gpu_);  // device to device: queued on the op stream, no wait
+    return;
+  }
   std::memcpy(dst_.data(), src_.data(), src_.size());
   clobber(dst_.data());
 }
 
 EpsDisagreement count_eps_disagreement(const AllocationProblem& p) {
+  if (p.usage.device() != Device::cpu) {
+    AllocationProblem host;
+    host.batch = p.batch;
+    host.seq = p.seq;
+    host.slots = p.slots;
+    host.usage = p.usage.to(Device::cpu);
+    return count_eps_disagreement(host);
+  }
   const int64_t m = p.memories(), n = p.slots;
   Tensor a_sorted = allocation_forward(p.usage, AllocationVariant::sorted);
   Tensor a_eps = allocation_forward(p.usage, AllocationVariant::parallel_eps);
@@ -122,6 +165,16 @@ EpsDisagreement count_eps_disagreement(const AllocationProblem& p) {
   return d;
 }
 
+std::string benchmark_device_unavailable(Device device) {
+  if (device != Device::cuda) return "";
+  if (!cuda_compiled())
+    return "this build has no CUDA backend (configure with -DMARE_CUDA=ON on a machine with nvcc)";
+#ifdef MARE_WITH_CUDA
+  if (!cuda_available()) return "no CUDA device (" + cuda::no_device_reason() + ")";
+#endif
+  return "";
+}
+
 SweepResult run_allocation_sweep(const SweepConfig& config_in,
                                  const std::function<void(const std::string&)>& progress) {
   SweepResult result;
@@ -131,6 +184,20 @@ SweepResult run_allocation_sweep(const SweepConfig& config_in,
     config.variants.assign(allocation_variants().begin(), allocation_variants().end());
   if (config.repetitions < 1)
     throw std::invalid_argument("allocation sweep: repetitions must be >= 1");
+  const bool on_gpu = config.device == Device::cuda;
+  if (std::string why = benchmark_device_unavailable(config.device); !why.empty())
+    throw std::runtime_error("allocation sweep: device cuda: " + why);
+  if (on_gpu && config.cpu_clock)
+    throw std::invalid_argument(
+        "allocation sweep: on cuda the times come from CUDA events (no thread-CPU clock)");
+#ifdef MARE_WITH_CUDA
+  std::unique_ptr<cuda::EventTimer> timer;
+  if (on_gpu) {
+    result.device_name = cuda::device_info(cuda::current_device()).name;
+    result.copy_bandwidth_gbs = cuda::measured_copy_bandwidth_gbs();
+    timer = std::make_unique<cuda::EventTimer>();
+  }
+#endif
   const bool has_eps = std::find(config.variants.begin(), config.variants.end(),
                                  AllocationVariant::parallel_eps) != config.variants.end();
   const auto start = Clock::now();
@@ -139,10 +206,11 @@ SweepResult run_allocation_sweep(const SweepConfig& config_in,
 
   for (int64_t mem : config.mems)
     for (int64_t seq : config.seqs) {
-      AllocationProblem p = make_allocation_problem(config.batch, seq, mem, config.seed);
+      AllocationProblem p =
+          make_allocation_problem(config.batch, seq, mem, config.seed, config.device);
       for (bool backward : passes) {
         const int64_t bytes = allocation_pass_bytes(p.memories(), mem, backward);
-        CopyFloor floor(bytes);
+        CopyFloor floor(bytes, config.device);
         // Contestants: index 0 is the copy floor, then the variants.
         const size_t k = config.variants.size() + 1;
         auto call = [&](size_t i) {
@@ -151,21 +219,35 @@ SweepResult run_allocation_sweep(const SweepConfig& config_in,
           else
             run_allocation_pass(p, config.variants[i - 1], backward);
         };
+        // `calls` back-to-back calls of contestant i; on cuda the sizing and
+        // the recorded time are the GPU's.
+        auto measure = [&](size_t i, int64_t n) {
+#ifdef MARE_WITH_CUDA
+          if (on_gpu)
+            return gpu_seconds_of(
+                *timer, [&] { call(i); }, n);
+#endif
+          return seconds_of([&] { call(i); }, n);
+        };
         // Warm-up: the first call of each contestant is timed only to size
-        // its repetitions and is not recorded.
+        // its repetitions and is not recorded (on cuda it is preceded by an
+        // untimed call: module loading and first allocations).
         std::vector<int64_t> calls(k);
         for (size_t i = 0; i < k; ++i) {
-          const double once = std::max(seconds_of([&] { call(i); }, 1).wall, 1e-9);
+          if (on_gpu) measure(i, 1);
+          const Elapsed e = measure(i, 1);
+          const double once = std::max(on_gpu ? e.gpu : e.wall, 1e-9);
           calls[i] = std::max<int64_t>(1, std::llround(std::ceil(config.min_rep_seconds / once)));
         }
         // Timed repetitions, interleaved: the copy floor runs once before
         // every variant's repetition, so it is sampled repetitions × variants
         // times under the same conditions as the variants.
-        std::vector<std::vector<double>> per_call(k), cpu_per_call(k);
+        std::vector<std::vector<double>> per_call(k), cpu_per_call(k), gpu_per_call(k);
         auto time_rep = [&](size_t i) {
-          const Elapsed e = seconds_of([&] { call(i); }, calls[i]);
+          const Elapsed e = measure(i, calls[i]);
           per_call[i].push_back(e.wall / calls[i]);
           cpu_per_call[i].push_back(e.cpu / calls[i]);
+          if (on_gpu) gpu_per_call[i].push_back(e.gpu / calls[i]);
         };
         for (int rep = 0; rep < config.repetitions; ++rep)
           for (size_t i = 1; i < k; ++i) {
@@ -174,8 +256,8 @@ SweepResult run_allocation_sweep(const SweepConfig& config_in,
           }
 
         // The chosen clock fills seconds/min/max and the ratios; both medians
-        // are kept.
-        auto& chosen = config.cpu_clock ? cpu_per_call : per_call;
+        // are kept. On cuda the chosen clock is the GPU's.
+        auto& chosen = on_gpu ? gpu_per_call : config.cpu_clock ? cpu_per_call : per_call;
         const double floor_s = median(chosen[0]);
         for (size_t i = 0; i < k; ++i) {
           SweepRow row;
@@ -196,6 +278,8 @@ SweepResult run_allocation_sweep(const SweepConfig& config_in,
           row.floor_seconds = floor_s;
           row.floor_ratio = row.seconds / floor_s;
           row.gbytes_per_second = bytes / row.seconds / 1e9;
+          if (on_gpu)
+            row.copy_bandwidth_fraction = row.gbytes_per_second / result.copy_bandwidth_gbs;
           result.rows.push_back(row);
         }
       }
@@ -259,10 +343,23 @@ std::string format_sweep_tables(const SweepResult& result) {
       }
   };
 
-  os << "allocation benchmark: batch " << c.batch << " (M = " << c.batch
-     << " x seq memories), device cpu, 1 thread, medians of " << c.repetitions
-     << " repetitions (warm-up excluded), " << (c.cpu_clock ? "thread CPU time" : "wall-clock time")
-     << "; copy = memcpy of the bytes the pass reads and writes\n";
+  const bool on_gpu = c.device == Device::cuda;
+  if (!on_gpu) {
+    os << "allocation benchmark: batch " << c.batch << " (M = " << c.batch
+       << " x seq memories), device cpu, 1 thread, medians of " << c.repetitions
+       << " repetitions (warm-up excluded), "
+       << (c.cpu_clock ? "thread CPU time" : "wall-clock time")
+       << "; copy = memcpy of the bytes the pass reads and writes\n";
+  } else {
+    os << "allocation benchmark: batch " << c.batch << " (M = " << c.batch
+       << " x seq memories), device cuda (" << result.device_name << "), medians of "
+       << c.repetitions
+       << " repetitions (warm-up excluded), GPU time from CUDA events; copy = device-to-device "
+          "cudaMemcpyAsync of the bytes the pass reads and writes\n";
+    std::snprintf(buf, sizeof buf, "%.1f", result.copy_bandwidth_gbs);
+    os << "copy bandwidth of the device: " << buf
+       << " GB/s (best of 5 large device-to-device copies, bytes read + written)\n";
+  }
   std::vector<bool> passes{false};
   if (c.backward) passes.push_back(true);
   for (bool backward : passes) {
@@ -276,6 +373,12 @@ std::string format_sweep_tables(const SweepResult& result) {
     table(
         pass + ": ratio to the copy floor (variant time / copy time)", pass, false,
         [](const SweepRow& r) { return r.floor_ratio; }, " %10.2f");
+    if (on_gpu) {
+      std::snprintf(buf, sizeof buf, "%.1f", result.copy_bandwidth_gbs);
+      table(
+          pass + ": fraction of the copy bandwidth (GB/s / " + buf + " GB/s)", pass, true,
+          [](const SweepRow& r) { return r.copy_bandwidth_fraction; }, " %10.3f");
+    }
   }
   if (!result.disagreements.empty()) {
     os << "\nparallel-eps vs sorted: memories allocated differently (max |a_eps - a_sorted| > "

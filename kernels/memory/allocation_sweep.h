@@ -16,6 +16,19 @@
 // and max. std::chrono::steady_clock around whole repetitions; a compiler
 // barrier after every call keeps the copy from being elided (the kernels live
 // in another translation unit and cannot be).
+//
+// On the GPU (SweepConfig::device = cuda; needs a build with the CUDA backend
+// and a device): the problem's tensors live on the GPU, the variants are the
+// CUDA allocation kernels (allocation_forward_into / allocation_backward on
+// cuda tensors), the copy floor is a device-to-device cudaMemcpyAsync of the
+// same bytes, and each repetition is timed with CUDA events recorded on the op
+// stream around its back-to-back calls (kernels/cuda/timing.h): GPU time, not
+// launch time. Same protocol otherwise, plus one untimed call per contestant
+// before the warm-up (so lazy module loading and first allocations do not size
+// the repetitions). The result also carries the device's measured copy
+// bandwidth, and every row its GB/s as a fraction of it. The parallel-eps
+// disagreement counts are a property of the inputs and come from the CPU
+// reference on a host copy of the same usages.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +50,9 @@ struct AllocationProblem {
   Tensor d_usage;  // [M, N], preallocated gradient (the backward accumulates into it)
   int64_t memories() const { return batch * seq; }
 };
-AllocationProblem make_allocation_problem(int64_t batch, int64_t seq, int64_t slots, uint64_t seed);
+// The tensors are made on `device` (Philox gives the same bits on both).
+AllocationProblem make_allocation_problem(int64_t batch, int64_t seq, int64_t slots, uint64_t seed,
+                                          Device device = Device::cpu);
 
 // Bytes one pass must read and write: forward reads u and writes a (8·M·N);
 // forward+backward adds reading u, d_a, d_u and writing d_u (24·M·N in all).
@@ -47,14 +62,16 @@ int64_t allocation_pass_bytes(int64_t memories, int64_t slots, bool backward);
 void run_allocation_pass(AllocationProblem& p, AllocationVariant v, bool backward);
 
 // The copy floor: copies bytes/2 from one buffer to another (bytes/2 read,
-// bytes/2 written).
+// bytes/2 written): memcpy on the host, a device-to-device cudaMemcpyAsync on
+// the GPU (bytes/2 rounded up to whole floats there).
 class CopyFloor {
  public:
-  explicit CopyFloor(int64_t bytes);
+  explicit CopyFloor(int64_t bytes, Device device = Device::cpu);
   void run();
 
  private:
-  std::vector<char> src_, dst_;
+  std::vector<char> src_, dst_;  // on the host
+  Tensor src_gpu_, dst_gpu_;     // on cuda: [ceil(bytes / 8)] floats each
 };
 
 // How `parallel-eps` differs from `sorted` on one problem's usages.
@@ -65,7 +82,13 @@ struct EpsDisagreement {
   double max_abs_diff = 0.0;  // over all memories
   static constexpr double kThreshold = 1e-3;  // far above the O(N·ε') of raw u vs û
 };
+// Computed by the CPU reference (on a host copy when the problem is on cuda).
 EpsDisagreement count_eps_disagreement(const AllocationProblem& p);
+
+// Why the benchmarks cannot run on `device` here, or "" when they can: for
+// cuda, "this build has no CUDA backend ..." or "no CUDA device (<driver's
+// reason>)"; cpu always can.
+std::string benchmark_device_unavailable(Device device);
 
 struct SweepConfig {
   std::vector<AllocationVariant> variants;  // default: every variant
@@ -78,7 +101,9 @@ struct SweepConfig {
   bool backward = true;  // also time forward+backward
   // Which clock fills SweepRow::seconds and the ratios: wall (steady_clock,
   // default) or this thread's CPU time (robust when the machine is shared).
+  // On cuda it is always the CUDA events, and cpu_clock must stay false.
   bool cpu_clock = false;
+  Device device = Device::cpu;
 };
 
 struct SweepRow {
@@ -89,13 +114,14 @@ struct SweepRow {
   int64_t calls_per_repetition = 0;
   int64_t repetitions = 0;    // timed repetitions behind the median (the copy: × variants)
   double seconds = 0.0;       // median over repetitions, per call, on the chosen clock
-  double wall_seconds = 0.0;  // median of wall-clock time per call
-  double cpu_seconds = 0.0;   // median of thread CPU time per call
+  double wall_seconds = 0.0;  // median of wall-clock time per call (cuda: until the GPU is done)
+  double cpu_seconds = 0.0;   // median of thread CPU time per call (cuda: the host thread's)
   double seconds_min = 0.0, seconds_max = 0.0;
-  double floor_seconds = 0.0;      // the copy floor's median for the same point and pass
-  double floor_ratio = 0.0;        // seconds / floor_seconds
-  double speedup_vs_sorted = 0.0;  // sorted's seconds / seconds (0 when sorted was not run)
-  double gbytes_per_second = 0.0;  // bytes / seconds / 1e9
+  double floor_seconds = 0.0;            // the copy floor's median for the same point and pass
+  double floor_ratio = 0.0;              // seconds / floor_seconds
+  double speedup_vs_sorted = 0.0;        // sorted's seconds / seconds (0 when sorted was not run)
+  double gbytes_per_second = 0.0;        // bytes / seconds / 1e9
+  double copy_bandwidth_fraction = 0.0;  // cuda: gbytes_per_second / the device's copy bandwidth
 };
 
 struct SweepPointDisagreement {
@@ -108,6 +134,10 @@ struct SweepResult {
   std::vector<SweepRow> rows;
   std::vector<SweepPointDisagreement> disagreements;  // when parallel-eps is among the variants
   double wall_seconds = 0.0;
+  // cuda only: the device's name and its measured copy bandwidth (GB/s, bytes
+  // read + written; kernels/cuda/timing.h).
+  std::string device_name;
+  double copy_bandwidth_gbs = 0.0;
 };
 
 // Runs the sweep; `progress` (may be empty) receives one line per point.
@@ -117,7 +147,9 @@ SweepResult run_allocation_sweep(const SweepConfig& config,
 // The result as Table-4.14-shaped text: for each pass, tables of median ms per
 // call, speedup over sorted and ratio to the copy floor (variant × memory size
 // × sequence length), the parallel-eps disagreement table, and a summary line
-// per memory size (fastest variant at the longest sequence).
+// per memory size (fastest variant at the longest sequence). On cuda the
+// header names the device and its copy bandwidth, and each pass adds a table of
+// GB/s as a fraction of that bandwidth.
 std::string format_sweep_tables(const SweepResult& result);
 
 }  // namespace mare
