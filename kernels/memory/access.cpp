@@ -25,17 +25,16 @@ using namespace detail;
 
 namespace {
 
-// Checks shared by every op of the family: defined, float, CPU, exact shape.
+// Checks shared by every op of the family: defined, float, exact shape. The
+// device is decided by each op's MARE_CUDA_DISPATCH after these checks.
 void expect(const Tensor& t, const Shape& shape, const char* what) {
   check_defined(t, what);
   check_dtype(t, DType::f32, what);
-  require_cpu(t, what);
   check_shape(t, shape, what);
 }
 // Gradients: undefined is allowed (skipped), otherwise the input's shape.
 bool want(const Tensor& d, const Shape& shape, const char* what) {
   if (!d.defined()) return false;
-  require_cpu(d, what);
   check_shape(d, shape, what);
   return true;
 }
@@ -56,6 +55,9 @@ Tensor content_weighting_forward(const Tensor& memory, const Tensor& keys,
   expect(memory, {m, n, w}, "content_weighting_forward: memory");
   expect(keys, {m, h, w}, "content_weighting_forward: keys");
   expect(strengths, {m, h}, "content_weighting_forward: strengths");
+  MARE_CUDA_DISPATCH("content_weighting_forward",
+                     content_weighting_forward(memory, keys, strengths), &memory, &keys,
+                     &strengths);
   Tensor out = Tensor::empty({m, h, n});
   std::vector<double> logits(n);
   for (int64_t b = 0; b < m; ++b) {
@@ -90,6 +92,7 @@ void content_weighting_backward(Tensor& d_memory, Tensor& d_keys, Tensor& d_stre
                                 const Tensor& d_out, const Tensor& memory, const Tensor& keys,
                                 const Tensor& strengths, const Tensor& out) {
   const int64_t m = memory.dim(0), n = memory.dim(1), w = memory.dim(2), h = keys.dim(1);
+  expect(memory, {m, n, w}, "content_weighting_backward: memory");
   expect(keys, {m, h, w}, "content_weighting_backward: keys");
   expect(strengths, {m, h}, "content_weighting_backward: strengths");
   expect(out, {m, h, n}, "content_weighting_backward: out");
@@ -97,6 +100,10 @@ void content_weighting_backward(Tensor& d_memory, Tensor& d_keys, Tensor& d_stre
   const bool dm = want(d_memory, {m, n, w}, "content_weighting_backward: d_memory");
   const bool dk = want(d_keys, {m, h, w}, "content_weighting_backward: d_keys");
   const bool db = want(d_strengths, {m, h}, "content_weighting_backward: d_strengths");
+  MARE_CUDA_DISPATCH("content_weighting_backward",
+                     content_weighting_backward(d_memory, d_keys, d_strengths, d_out, memory, keys,
+                                                strengths, out),
+                     &d_memory, &d_keys, &d_strengths, &d_out, &memory, &keys, &strengths, &out);
   if (!dm && !dk && !db) return;
   std::vector<double> norm_m(n), d_s(n);
   for (int64_t b = 0; b < m; ++b) {
@@ -149,6 +156,8 @@ Tensor retention_forward(const Tensor& free_gates, const Tensor& read_weights_pr
                 n = read_weights_prev.dim(2);
   expect(free_gates, {m, r}, "retention_forward: free_gates");
   expect(read_weights_prev, {m, r, n}, "retention_forward: read_weights_prev");
+  MARE_CUDA_DISPATCH("retention_forward", retention_forward(free_gates, read_weights_prev),
+                     &free_gates, &read_weights_prev);
   Tensor out = Tensor::empty({m, n});
   for (int64_t b = 0; b < m; ++b)
     for (int64_t s = 0; s < n; ++s) {
@@ -165,9 +174,14 @@ void retention_backward(Tensor& d_free_gates, Tensor& d_read_weights_prev, const
   const int64_t m = read_weights_prev.dim(0), r = read_weights_prev.dim(1),
                 n = read_weights_prev.dim(2);
   expect(free_gates, {m, r}, "retention_backward: free_gates");
+  expect(read_weights_prev, {m, r, n}, "retention_backward: read_weights_prev");
   expect(d_out, {m, n}, "retention_backward: d_out");
   const bool df = want(d_free_gates, {m, r}, "retention_backward: d_free_gates");
   const bool dw = want(d_read_weights_prev, {m, r, n}, "retention_backward: d_read_weights_prev");
+  MARE_CUDA_DISPATCH(
+      "retention_backward",
+      retention_backward(d_free_gates, d_read_weights_prev, d_out, free_gates, read_weights_prev),
+      &d_free_gates, &d_read_weights_prev, &d_out, &free_gates, &read_weights_prev);
   if (!df && !dw) return;
   const float *f = free_gates.f32(), *wr = read_weights_prev.f32();
   for (int64_t b = 0; b < m; ++b)
@@ -192,6 +206,8 @@ Tensor usage_forward(const Tensor& usage_prev, const Tensor& write_weights_prev,
   expect(usage_prev, s, "usage_forward: usage_prev");
   expect(write_weights_prev, s, "usage_forward: write_weights_prev");
   expect(retention, s, "usage_forward: retention");
+  MARE_CUDA_DISPATCH("usage_forward", usage_forward(usage_prev, write_weights_prev, retention),
+                     &usage_prev, &write_weights_prev, &retention);
   Tensor out = Tensor::empty(s);
   const float *u = usage_prev.f32(), *w = write_weights_prev.f32(), *psi = retention.f32();
   for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = (u[i] + w[i] - u[i] * w[i]) * psi[i];
@@ -202,11 +218,16 @@ void usage_backward(Tensor& d_usage_prev, Tensor& d_retention, const Tensor& d_o
                     const Tensor& usage_prev, const Tensor& write_weights_prev,
                     const Tensor& retention) {
   const Shape s = usage_prev.shape();
+  expect(usage_prev, s, "usage_backward: usage_prev");
   expect(write_weights_prev, s, "usage_backward: write_weights_prev");
   expect(retention, s, "usage_backward: retention");
   expect(d_out, s, "usage_backward: d_out");
   const bool du = want(d_usage_prev, s, "usage_backward: d_usage_prev");
   const bool dr = want(d_retention, s, "usage_backward: d_retention");
+  MARE_CUDA_DISPATCH(
+      "usage_backward",
+      usage_backward(d_usage_prev, d_retention, d_out, usage_prev, write_weights_prev, retention),
+      &d_usage_prev, &d_retention, &d_out, &usage_prev, &write_weights_prev, &retention);
   const float *u = usage_prev.f32(), *w = write_weights_prev.f32(), *psi = retention.f32(),
               *g = d_out.f32();
   for (int64_t i = 0; i < usage_prev.numel(); ++i) {
@@ -225,6 +246,10 @@ Tensor write_weighting_forward(const Tensor& allocation, const Tensor& write_con
   expect(write_content, {m, n}, "write_weighting_forward: write_content");
   expect(allocation_gate, {m}, "write_weighting_forward: allocation_gate");
   expect(write_gate, {m}, "write_weighting_forward: write_gate");
+  MARE_CUDA_DISPATCH(
+      "write_weighting_forward",
+      write_weighting_forward(allocation, write_content, allocation_gate, write_gate), &allocation,
+      &write_content, &allocation_gate, &write_gate);
   Tensor out = Tensor::empty({m, n});
   for (int64_t b = 0; b < m; ++b) {
     const float ga = allocation_gate.f32()[b], gw = write_gate.f32()[b];
@@ -240,6 +265,7 @@ void write_weighting_backward(Tensor& d_allocation, Tensor& d_write_content,
                               const Tensor& allocation, const Tensor& write_content,
                               const Tensor& allocation_gate, const Tensor& write_gate) {
   const int64_t m = allocation.dim(0), n = allocation.dim(1);
+  expect(allocation, {m, n}, "write_weighting_backward: allocation");
   expect(write_content, {m, n}, "write_weighting_backward: write_content");
   expect(allocation_gate, {m}, "write_weighting_backward: allocation_gate");
   expect(write_gate, {m}, "write_weighting_backward: write_gate");
@@ -248,6 +274,12 @@ void write_weighting_backward(Tensor& d_allocation, Tensor& d_write_content,
   const bool dc = want(d_write_content, {m, n}, "write_weighting_backward: d_write_content");
   const bool dga = want(d_allocation_gate, {m}, "write_weighting_backward: d_allocation_gate");
   const bool dgw = want(d_write_gate, {m}, "write_weighting_backward: d_write_gate");
+  MARE_CUDA_DISPATCH(
+      "write_weighting_backward",
+      write_weighting_backward(d_allocation, d_write_content, d_allocation_gate, d_write_gate,
+                               d_out, allocation, write_content, allocation_gate, write_gate),
+      &d_allocation, &d_write_content, &d_allocation_gate, &d_write_gate, &d_out, &allocation,
+      &write_content, &allocation_gate, &write_gate);
   for (int64_t b = 0; b < m; ++b) {
     const float ga = allocation_gate.f32()[b], gw = write_gate.f32()[b];
     float sum_ga = 0.0f, sum_gw = 0.0f;
@@ -274,6 +306,9 @@ Tensor memory_update_forward(const Tensor& memory, const Tensor& write_weights, 
   expect(write_weights, {m, n}, "memory_update_forward: write_weights");
   expect(erase, {m, w}, "memory_update_forward: erase");
   expect(write_vector, {m, w}, "memory_update_forward: write_vector");
+  MARE_CUDA_DISPATCH("memory_update_forward",
+                     memory_update_forward(memory, write_weights, erase, write_vector), &memory,
+                     &write_weights, &erase, &write_vector);
   Tensor out = Tensor::empty({m, n, w});
   for (int64_t b = 0; b < m; ++b)
     for (int64_t s = 0; s < n; ++s) {
@@ -292,6 +327,7 @@ void memory_update_backward(Tensor& d_memory, Tensor& d_write_weights, Tensor& d
                             const Tensor& write_weights, const Tensor& erase,
                             const Tensor& write_vector) {
   const int64_t m = memory.dim(0), n = memory.dim(1), w = memory.dim(2);
+  expect(memory, {m, n, w}, "memory_update_backward: memory");
   expect(write_weights, {m, n}, "memory_update_backward: write_weights");
   expect(erase, {m, w}, "memory_update_backward: erase");
   expect(write_vector, {m, w}, "memory_update_backward: write_vector");
@@ -300,6 +336,11 @@ void memory_update_backward(Tensor& d_memory, Tensor& d_write_weights, Tensor& d
   const bool dw = want(d_write_weights, {m, n}, "memory_update_backward: d_write_weights");
   const bool de = want(d_erase, {m, w}, "memory_update_backward: d_erase");
   const bool dv = want(d_write_vector, {m, w}, "memory_update_backward: d_write_vector");
+  MARE_CUDA_DISPATCH("memory_update_backward",
+                     memory_update_backward(d_memory, d_write_weights, d_erase, d_write_vector,
+                                            d_out, memory, write_weights, erase, write_vector),
+                     &d_memory, &d_write_weights, &d_erase, &d_write_vector, &d_out, &memory,
+                     &write_weights, &erase, &write_vector);
   for (int64_t b = 0; b < m; ++b)
     for (int64_t s = 0; s < n; ++s) {
       const float ww = write_weights.f32()[b * n + s];
@@ -325,6 +366,9 @@ Tensor link_update_forward(const Tensor& links_prev, const Tensor& precedence_pr
   expect(links_prev, {m, n, n}, "link_update_forward: links_prev");
   expect(precedence_prev, {m, n}, "link_update_forward: precedence_prev");
   expect(write_weights, {m, n}, "link_update_forward: write_weights");
+  MARE_CUDA_DISPATCH("link_update_forward",
+                     link_update_forward(links_prev, precedence_prev, write_weights), &links_prev,
+                     &precedence_prev, &write_weights);
   Tensor out = Tensor::empty({m, n, n});
   for (int64_t b = 0; b < m; ++b) {
     const float *w = write_weights.f32() + b * n, *p = precedence_prev.f32() + b * n;
@@ -341,12 +385,18 @@ void link_update_backward(Tensor& d_links_prev, Tensor& d_precedence_prev, Tenso
                           const Tensor& d_out, const Tensor& links_prev,
                           const Tensor& precedence_prev, const Tensor& write_weights) {
   const int64_t m = write_weights.dim(0), n = write_weights.dim(1);
+  expect(write_weights, {m, n}, "link_update_backward: write_weights");
   expect(links_prev, {m, n, n}, "link_update_backward: links_prev");
   expect(precedence_prev, {m, n}, "link_update_backward: precedence_prev");
   expect(d_out, {m, n, n}, "link_update_backward: d_out");
   const bool dl = want(d_links_prev, {m, n, n}, "link_update_backward: d_links_prev");
   const bool dp = want(d_precedence_prev, {m, n}, "link_update_backward: d_precedence_prev");
   const bool dw = want(d_write_weights, {m, n}, "link_update_backward: d_write_weights");
+  MARE_CUDA_DISPATCH("link_update_backward",
+                     link_update_backward(d_links_prev, d_precedence_prev, d_write_weights, d_out,
+                                          links_prev, precedence_prev, write_weights),
+                     &d_links_prev, &d_precedence_prev, &d_write_weights, &d_out, &links_prev,
+                     &precedence_prev, &write_weights);
   for (int64_t b = 0; b < m; ++b) {
     const float *w = write_weights.f32() + b * n, *p = precedence_prev.f32() + b * n;
     const float *l0 = links_prev.f32() + b * n * n, *g = d_out.f32() + b * n * n;
@@ -370,6 +420,9 @@ Tensor precedence_update_forward(const Tensor& precedence_prev, const Tensor& wr
   const int64_t m = write_weights.dim(0), n = write_weights.dim(1);
   expect(precedence_prev, {m, n}, "precedence_update_forward: precedence_prev");
   expect(write_weights, {m, n}, "precedence_update_forward: write_weights");
+  MARE_CUDA_DISPATCH("precedence_update_forward",
+                     precedence_update_forward(precedence_prev, write_weights), &precedence_prev,
+                     &write_weights);
   Tensor out = Tensor::empty({m, n});
   for (int64_t b = 0; b < m; ++b) {
     const float *w = write_weights.f32() + b * n, *p = precedence_prev.f32() + b * n;
@@ -384,10 +437,16 @@ void precedence_update_backward(Tensor& d_precedence_prev, Tensor& d_write_weigh
                                 const Tensor& d_out, const Tensor& precedence_prev,
                                 const Tensor& write_weights) {
   const int64_t m = write_weights.dim(0), n = write_weights.dim(1);
+  expect(write_weights, {m, n}, "precedence_update_backward: write_weights");
   expect(precedence_prev, {m, n}, "precedence_update_backward: precedence_prev");
   expect(d_out, {m, n}, "precedence_update_backward: d_out");
   const bool dp = want(d_precedence_prev, {m, n}, "precedence_update_backward: d_precedence_prev");
   const bool dw = want(d_write_weights, {m, n}, "precedence_update_backward: d_write_weights");
+  MARE_CUDA_DISPATCH("precedence_update_backward",
+                     precedence_update_backward(d_precedence_prev, d_write_weights, d_out,
+                                                precedence_prev, write_weights),
+                     &d_precedence_prev, &d_write_weights, &d_out, &precedence_prev,
+                     &write_weights);
   for (int64_t b = 0; b < m; ++b) {
     const float *w = write_weights.f32() + b * n, *p = precedence_prev.f32() + b * n,
                 *g = d_out.f32() + b * n;
@@ -411,6 +470,8 @@ LinkWeights link_weights_forward(const Tensor& links, const Tensor& read_weights
                 n = read_weights_prev.dim(2);
   expect(links, {m, n, n}, "link_weights_forward: links");
   expect(read_weights_prev, {m, r, n}, "link_weights_forward: read_weights_prev");
+  MARE_CUDA_DISPATCH("link_weights_forward", link_weights_forward(links, read_weights_prev), &links,
+                     &read_weights_prev);
   LinkWeights out{Tensor::empty({m, r, n}), Tensor::empty({m, r, n})};
   for (int64_t b = 0; b < m; ++b) {
     CMatMap l(links.f32() + b * n * n, n, n), wr(read_weights_prev.f32() + b * r * n, r, n);
@@ -426,11 +487,17 @@ void link_weights_backward(Tensor& d_links, Tensor& d_read_weights_prev, const T
   const int64_t m = read_weights_prev.dim(0), r = read_weights_prev.dim(1),
                 n = read_weights_prev.dim(2);
   expect(links, {m, n, n}, "link_weights_backward: links");
+  expect(read_weights_prev, {m, r, n}, "link_weights_backward: read_weights_prev");
   const bool has_f = want(d_forward, {m, r, n}, "link_weights_backward: d_forward");
   const bool has_b = want(d_backward, {m, r, n}, "link_weights_backward: d_backward");
   const bool dl = want(d_links, {m, n, n}, "link_weights_backward: d_links");
   const bool dw =
       want(d_read_weights_prev, {m, r, n}, "link_weights_backward: d_read_weights_prev");
+  MARE_CUDA_DISPATCH("link_weights_backward",
+                     link_weights_backward(d_links, d_read_weights_prev, d_forward, d_backward,
+                                           links, read_weights_prev),
+                     &d_links, &d_read_weights_prev, &d_forward, &d_backward, &links,
+                     &read_weights_prev);
   for (int64_t b = 0; b < m; ++b) {
     CMatMap l(links.f32() + b * n * n, n, n), wr(read_weights_prev.f32() + b * r * n, r, n);
     if (has_f) {
@@ -456,6 +523,10 @@ Tensor read_weights_forward(const Tensor& read_modes, const Tensor& backward_wei
   expect(backward_weights, {m, r, n}, "read_weights_forward: backward_weights");
   expect(read_content, {m, r, n}, "read_weights_forward: read_content");
   expect(forward_weights, {m, r, n}, "read_weights_forward: forward_weights");
+  MARE_CUDA_DISPATCH(
+      "read_weights_forward",
+      read_weights_forward(read_modes, backward_weights, read_content, forward_weights),
+      &read_modes, &backward_weights, &read_content, &forward_weights);
   Tensor out = Tensor::empty({m, r, n});
   for (int64_t h = 0; h < m * r; ++h) {
     const float* pi = read_modes.f32() + h * 3;
@@ -472,6 +543,7 @@ void read_weights_backward(Tensor& d_read_modes, Tensor& d_backward_weights, Ten
                            const Tensor& backward_weights, const Tensor& read_content,
                            const Tensor& forward_weights) {
   const int64_t m = read_content.dim(0), r = read_content.dim(1), n = read_content.dim(2);
+  expect(read_content, {m, r, n}, "read_weights_backward: read_content");
   expect(read_modes, {m, r, 3}, "read_weights_backward: read_modes");
   expect(backward_weights, {m, r, n}, "read_weights_backward: backward_weights");
   expect(forward_weights, {m, r, n}, "read_weights_backward: forward_weights");
@@ -480,6 +552,12 @@ void read_weights_backward(Tensor& d_read_modes, Tensor& d_backward_weights, Ten
   const bool dbw = want(d_backward_weights, {m, r, n}, "read_weights_backward: d_backward_weights");
   const bool dc = want(d_read_content, {m, r, n}, "read_weights_backward: d_read_content");
   const bool dfw = want(d_forward_weights, {m, r, n}, "read_weights_backward: d_forward_weights");
+  MARE_CUDA_DISPATCH(
+      "read_weights_backward",
+      read_weights_backward(d_read_modes, d_backward_weights, d_read_content, d_forward_weights,
+                            d_out, read_modes, backward_weights, read_content, forward_weights),
+      &d_read_modes, &d_backward_weights, &d_read_content, &d_forward_weights, &d_out, &read_modes,
+      &backward_weights, &read_content, &forward_weights);
   for (int64_t h = 0; h < m * r; ++h) {
     const float* pi = read_modes.f32() + h * 3;
     float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
@@ -510,6 +588,8 @@ Tensor read_vectors_forward(const Tensor& memory, const Tensor& read_weights) {
   const int64_t m = memory.dim(0), n = memory.dim(1), w = memory.dim(2), r = read_weights.dim(1);
   expect(memory, {m, n, w}, "read_vectors_forward: memory");
   expect(read_weights, {m, r, n}, "read_vectors_forward: read_weights");
+  MARE_CUDA_DISPATCH("read_vectors_forward", read_vectors_forward(memory, read_weights), &memory,
+                     &read_weights);
   Tensor out = Tensor::empty({m, r, w});
   for (int64_t b = 0; b < m; ++b)
     MatMap(out.f32() + b * r * w, r, w).noalias() =
@@ -520,10 +600,14 @@ Tensor read_vectors_forward(const Tensor& memory, const Tensor& read_weights) {
 void read_vectors_backward(Tensor& d_memory, Tensor& d_read_weights, const Tensor& d_out,
                            const Tensor& memory, const Tensor& read_weights) {
   const int64_t m = memory.dim(0), n = memory.dim(1), w = memory.dim(2), r = read_weights.dim(1);
+  expect(memory, {m, n, w}, "read_vectors_backward: memory");
   expect(read_weights, {m, r, n}, "read_vectors_backward: read_weights");
   expect(d_out, {m, r, w}, "read_vectors_backward: d_out");
   const bool dm = want(d_memory, {m, n, w}, "read_vectors_backward: d_memory");
   const bool dw = want(d_read_weights, {m, r, n}, "read_vectors_backward: d_read_weights");
+  MARE_CUDA_DISPATCH("read_vectors_backward",
+                     read_vectors_backward(d_memory, d_read_weights, d_out, memory, read_weights),
+                     &d_memory, &d_read_weights, &d_out, &memory, &read_weights);
   for (int64_t b = 0; b < m; ++b) {
     CMatMap g(d_out.f32() + b * r * w, r, w), mem(memory.f32() + b * n * w, n, w),
         wr(read_weights.f32() + b * r * n, r, n);

@@ -78,7 +78,6 @@ void check_usage(const Tensor& usage, const char* op) {
   check_defined(usage, op);
   check_rank(usage, 2, op);
   check_dtype(usage, DType::f32, op);
-  require_cpu(usage, op);
 }
 
 // Slot `k` precedes slot `n` in the free list (g[n][k] = 1): ascending û,
@@ -526,6 +525,8 @@ AllocationVariant parse_allocation_variant(std::string_view name) {
 void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant) {
   check_usage(usage, "allocation_forward");
   check_same_shape(out, usage, "allocation_forward: out");
+  MARE_CUDA_DISPATCH("allocation_forward", allocation_forward_into(out, usage, variant), &out,
+                     &usage);
   const int64_t rows = usage.dim(0), n = usage.dim(1);
   const float* u = usage.f32();
   float* a = out.f32();
@@ -555,9 +556,10 @@ void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usa
                          AllocationVariant variant) {
   if (!d_usage.defined()) return;
   check_usage(usage, "allocation_backward");
-  require_cpu(d_out, "allocation_backward");
   check_same_shape(d_out, usage, "allocation_backward: d_out");
   check_same_shape(d_usage, usage, "allocation_backward: d_usage");
+  MARE_CUDA_DISPATCH("allocation_backward", allocation_backward(d_usage, d_out, usage, variant),
+                     &d_usage, &d_out, &usage);
   const int64_t rows = usage.dim(0), n = usage.dim(1);
   const float *u = usage.f32(), *g = d_out.f32();
   float* du = d_usage.f32();

@@ -52,7 +52,6 @@ float sigmoid(float x) {
 void check_xi(const Tensor& xi, int64_t r, int64_t w, const char* op) {
   check_defined(xi, op);
   check_rank(xi, 2, op);
-  require_cpu(xi, op);
   if (r < 1 || w < 1)
     throw std::invalid_argument(std::string(op) + ": need at least one read head and word size 1");
   check_shape(xi, {xi.dim(0), interface_width(r, w)}, op);
@@ -66,6 +65,7 @@ int64_t interface_width(int64_t read_heads, int64_t word) {
 
 InterfaceParts interface_split_forward(const Tensor& xi, int64_t read_heads, int64_t word) {
   check_xi(xi, read_heads, word, "interface_split_forward: xi");
+  MARE_CUDA_DISPATCH("interface_split_forward", interface_split_forward(xi, read_heads, word), &xi);
   const int64_t m = xi.dim(0), x = xi.dim(1);
   InterfaceParts parts;
   int64_t offset = 0;
@@ -110,15 +110,26 @@ void interface_split_backward(Tensor& d_xi, const InterfaceParts& d_parts, const
   if (!d_xi.defined()) return;
   check_xi(xi, read_heads, word, "interface_split_backward: xi");
   check_same_shape(d_xi, xi, "interface_split_backward: d_xi");
-  require_cpu(d_xi, "interface_split_backward: d_xi");
   const int64_t m = xi.dim(0), x = xi.dim(1);
+  for (const Part& p : layout(read_heads, word))
+    if ((d_parts.*p.field).defined()) {
+      check_shape(d_parts.*p.field, with_rows(m, p.shape),
+                  "interface_split_backward: part gradient");
+      check_shape(parts.*p.field, with_rows(m, p.shape), "interface_split_backward: part");
+    }
+  MARE_CUDA_DISPATCH("interface_split_backward",
+                     interface_split_backward(d_xi, d_parts, xi, parts, read_heads, word), &d_xi,
+                     &xi, &d_parts.read_keys, &d_parts.read_strengths, &d_parts.write_key,
+                     &d_parts.write_strength, &d_parts.erase, &d_parts.write_vector,
+                     &d_parts.free_gates, &d_parts.allocation_gate, &d_parts.write_gate,
+                     &d_parts.read_modes, &parts.read_keys, &parts.read_strengths, &parts.write_key,
+                     &parts.write_strength, &parts.erase, &parts.write_vector, &parts.free_gates,
+                     &parts.allocation_gate, &parts.write_gate, &parts.read_modes);
   int64_t offset = 0;
   for (const Part& p : layout(read_heads, word)) {
     const Tensor& g = d_parts.*p.field;
     const Tensor& y = parts.*p.field;
     if (g.defined()) {
-      check_shape(g, with_rows(m, p.shape), "interface_split_backward: part gradient");
-      check_shape(y, with_rows(m, p.shape), "interface_split_backward: part");
       for (int64_t b = 0; b < m; ++b) {
         const float* in = xi.f32() + b * x + offset;
         const float *gy = g.f32() + b * p.width, *yy = y.f32() + b * p.width;

@@ -1,0 +1,470 @@
+// Allocation of the DNC on the GPU (SPEC §3 step 4): the five variants of
+// kernels/memory/allocation.h under the same names, forward and backward.
+//
+// Semantics as on the CPU: û = ε + (1 − ε)·u, free list φ = slots by ascending
+// û (ties to the lower slot), a[φ_j] = (1 − û[φ_j]) Π_{k<j} û[φ_k]; the backward
+// holds the order fixed, never divides by a usage, and accumulates into d_usage.
+//
+// Variants and their kernels (u: [M, N], one row per memory):
+//   sorted          a real sort per memory: cub::DeviceSegmentedRadixSort::SortPairs
+//                   over (û, slot) with one segment per memory (a radix sort is
+//                   stable and the slots enter in ascending order, so ties keep the
+//                   lower slot first), then one thread per memory walks the sorted
+//                   slots: exclusive cumulative product and scatter back
+//                   (ordered_*_kernel). N = 1 needs no sort (the free list is slot 0).
+//                   (cub::DeviceSegmentedSort, faster on many small segments, was
+//                   not used: above 500 segments it copies group sizes to the host
+//                   and synchronises the stream on every call.)
+//   rank            one thread per (memory, slot) counts the slots that precede it
+//                   (the comparisons of `parallel`) and scatters itself into the
+//                   free list; then the same ordered kernels as `sorted`. Same
+//                   order, same kernels: bit-identical to `sorted`.
+//   parallel        one thread per (memory, slot n): a[n] = (1 − û[n]) Π_{n'} φ[n][n'],
+//                   φ = û[n'] where slot n' precedes n and 1 otherwise (selects,
+//                   no data-dependent branch), factors in ascending n'. Backward:
+//                   one thread per (memory, slot k) sums over the rows i in
+//                   ascending order the mask derivative of the CPU
+//                   (mask_backward_row): −d_a[k] Π_k' φ[k][k'] at i = k, otherwise
+//                   [k precedes i] · d_a[i](1 − û[i]) · (Π_{k'<k} φ[i][k'] · Π_{k'>k} φ[i][k'])
+//                   with the prefix ascending and the suffix descending; O(N²)
+//                   per thread, no scratch.
+//   parallel-eps    the same kernels on the published formulation (appendix A.1):
+//                   order from key[n] = n·ε' + (1 − ε')·u[n], mask (key[i] − key[k]) > 0,
+//                   raw u in the product and in 1 − u, no (1 − ε) chain factor.
+//   parallel-block  `parallel` for small N: one warp holds 32 / W memories, W =
+//                   the power of two ≥ N (W ≤ 32), one slot per lane; partners
+//                   come from __shfl_sync within the W-lane segment instead of
+//                   memory, the prefix and suffix products of the backward are
+//                   built lane by lane with shuffles in the order of `parallel`.
+//                   For N > 32 it runs the `parallel` kernels.
+// Rounding: every product and sum of this file uses __fmul_rn / __fadd_rn /
+// __fsub_rn, which nvcc never fuses into an FMA, so û, the ε-keys and all products
+// round exactly as the CPU (allocation.cpp is compiled without contraction):
+// `parallel` and `parallel-block` give the same bits, as do `sorted` and `rank`,
+// and ties or near-ties of û are the same ties as on the CPU. One difference
+// remains: the CPU flushes subnormal products to zero, the GPU keeps them (values
+// below 1.2e-38). No atomics; every sum has a fixed order.
+#include <cub/device/device_segmented_radix_sort.cuh>
+
+#include <algorithm>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/ops_cuda.h"
+
+namespace mare::cuda {
+
+namespace {
+
+constexpr float kEps = kAllocationEpsilon;
+constexpr float kOneMinusEps = 1.0f - kAllocationEpsilon;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// ------------------------------------------------------------------ device helpers
+__device__ __forceinline__ int64_t grid_start() {
+  return blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+}
+__device__ __forceinline__ int64_t grid_stride() {
+  return int64_t(gridDim.x) * blockDim.x;
+}
+
+__device__ __forceinline__ float mul(float a, float b) {
+  return __fmul_rn(a, b);
+}
+
+// û = ε + (1 − ε)·u, rounded as allocation.cpp's hat().
+__device__ __forceinline__ float hat(float u) {
+  return __fadd_rn(kEps, __fmul_rn(kOneMinusEps, u));
+}
+
+// parallel-eps ordering key of appendix A.1: n·ε' + (1 − ε')·u[n] (allocation.cpp's eps_key).
+__device__ __forceinline__ float eps_key(int n, float u) {
+  return __fadd_rn(__fmul_rn(static_cast<float>(n), kEps), __fmul_rn(kOneMinusEps, u));
+}
+
+// What the mask formulation multiplies (û, or raw u for parallel-eps) and what it
+// compares (û, or the ε-offset key), for slot k of a memory row um.
+template <bool kEpsKernel>
+__device__ __forceinline__ float mask_value(const float* __restrict__ um, int k) {
+  return kEpsKernel ? um[k] : hat(um[k]);
+}
+template <bool kEpsKernel>
+__device__ __forceinline__ float mask_key(const float* __restrict__ um, int k) {
+  return kEpsKernel ? eps_key(k, um[k]) : hat(um[k]);
+}
+
+// g[i][k]: slot k precedes slot i in the free list. Exact: ascending key, ties to
+// the lower slot. A.1: (key[i] − key[k]) > 0 (equal keys precede neither way).
+template <bool kEpsKernel>
+__device__ __forceinline__ bool precedes(float key_k, int k, float key_i, int i) {
+  if constexpr (kEpsKernel)
+    return __fsub_rn(key_i, key_k) > 0.0f;
+  else
+    return k < i ? key_k <= key_i : (k > i && key_k < key_i);
+}
+
+// ------------------------------------------------------------------ sorted / rank
+// Sort inputs: keys[m·N + i] = û, slots[m·N + i] = i (for N = 1: the free list itself).
+__global__ void sort_inputs_kernel(const float* __restrict__ u, float* __restrict__ keys,
+                                   int* __restrict__ slots, int64_t count, int n) {
+  for (int64_t e = grid_start(); e < count; e += grid_stride()) {
+    const int i = static_cast<int>(e);
+    if (keys != nullptr) keys[i] = hat(u[i]);
+    slots[i] = i % n;
+  }
+}
+
+// offsets[m] = m·N for m ≤ rows: segment m is [offsets[m], offsets[m + 1]).
+__global__ void segment_offsets_kernel(int* __restrict__ offsets, int64_t count, int n) {
+  for (int64_t e = grid_start(); e < count; e += grid_stride())
+    offsets[e] = static_cast<int>(e) * n;
+}
+
+// rank[i] = #{k : slot k precedes slot i}; order[m·N + rank] = i. One thread per
+// (memory, slot); count = M·N.
+__global__ void rank_order_kernel(const float* __restrict__ u, int* __restrict__ order,
+                                  int64_t count, int n) {
+  for (int64_t e = grid_start(); e < count; e += grid_stride()) {
+    const int idx = static_cast<int>(e), m = idx / n, i = idx % n;
+    const float* um = u + int64_t(m) * n;
+    const float ui = hat(um[i]);
+    int rank = 0;
+    for (int k = 0; k < i; ++k) rank += hat(um[k]) <= ui;
+    for (int k = i + 1; k < n; ++k) rank += hat(um[k]) < ui;
+    order[int64_t(m) * n + rank] = i;
+  }
+}
+
+// Slot φ_j of a free list. Only a NaN usage can leave a free list that is not a
+// permutation (rank counting then collides); the clamp keeps such garbage inside
+// the memory's row.
+__device__ __forceinline__ int slot_at(const int* __restrict__ om, int j, int n) {
+  return min(max(om[j], 0), n - 1);
+}
+
+// a[φ_j] = (1 − s_j) · Π_{k<j} s_k, one thread per memory; rows = M.
+__global__ void ordered_forward_kernel(const float* __restrict__ u, const int* __restrict__ order,
+                                       float* __restrict__ a, int64_t rows, int n) {
+  for (int64_t m = grid_start(); m < rows; m += grid_stride()) {
+    const float* um = u + m * n;
+    const int* om = order + m * n;
+    float* am = a + m * n;
+    float p = 1.0f;
+    for (int j = 0; j < n; ++j) {
+      const int slot = slot_at(om, j, n);
+      const float s = hat(um[slot]);
+      am[slot] = mul(1.0f - s, p);
+      p = mul(p, s);
+    }
+  }
+}
+
+// d_u[φ_k] += (1 − ε) · P_k · (R_k − g_k), R_{k−1} = g_k (1 − s_k) + s_k R_k: the
+// reverse sweep of allocation.cpp, one thread per memory. prefix: scratch [M, N].
+__global__ void ordered_backward_kernel(const float* __restrict__ u, const int* __restrict__ order,
+                                        const float* __restrict__ d_a, float* __restrict__ d_u,
+                                        float* __restrict__ prefix, int64_t rows, int n) {
+  for (int64_t m = grid_start(); m < rows; m += grid_stride()) {
+    const float* um = u + m * n;
+    const int* om = order + m * n;
+    const float* dam = d_a + m * n;
+    float* dum = d_u + m * n;
+    float* pm = prefix + m * n;
+    float p = 1.0f;
+    for (int j = 0; j < n; ++j) {
+      pm[j] = p;
+      p = mul(p, hat(um[slot_at(om, j, n)]));
+    }
+    float r = 0.0f;
+    for (int k = n - 1; k >= 0; --k) {
+      const int slot = slot_at(om, k, n);
+      const float s = hat(um[slot]), g = dam[slot];
+      dum[slot] = __fadd_rn(dum[slot], mul(kOneMinusEps, mul(pm[k], __fsub_rn(r, g))));
+      r = __fadd_rn(mul(g, 1.0f - s), mul(s, r));
+    }
+  }
+}
+
+// ------------------------------------------------------------------ parallel, parallel-eps
+// a[i] = (1 − val[i]) · Π_k φ[i][k], φ[i][k] = g[i][k] ? val[k] : 1, k ascending.
+// One thread per (memory, slot); count = M·N.
+template <bool kEpsKernel>
+__global__ void mask_forward_kernel(const float* __restrict__ u, float* __restrict__ a,
+                                    int64_t count, int n) {
+  for (int64_t e = grid_start(); e < count; e += grid_stride()) {
+    const int idx = static_cast<int>(e), m = idx / n, i = idx % n;
+    const float* um = u + int64_t(m) * n;
+    const float key_i = mask_key<kEpsKernel>(um, i);
+    float p = 1.0f;
+    for (int k = 0; k < n; ++k) {
+      const bool g = precedes<kEpsKernel>(mask_key<kEpsKernel>(um, k), k, key_i, i);
+      p = mul(p, g ? mask_value<kEpsKernel>(um, k) : 1.0f);
+    }
+    a[idx] = mul(1.0f - mask_value<kEpsKernel>(um, i), p);
+  }
+}
+
+// d_u[k] += chain · Σ_i (in ascending i) of
+//   i = k:  −d_a[k] · Π_{k'} φ[k][k']                       (ascending product)
+//   i ≠ k:  g[i][k] · (c_i · (Π_{k'<k} φ[i][k'] · Π_{k'>k} φ[i][k'])),  c_i = d_a[i](1 − val[i])
+// (the prefix ascending, the suffix descending, as mask_backward_row). One
+// thread per (memory, slot k); count = M·N.
+template <bool kEpsKernel>
+__global__ void mask_backward_kernel(const float* __restrict__ u, const float* __restrict__ d_a,
+                                     float* __restrict__ d_u, int64_t count, int n) {
+  constexpr float kChain = kEpsKernel ? 1.0f : kOneMinusEps;  // ∂val/∂u
+  for (int64_t e = grid_start(); e < count; e += grid_stride()) {
+    const int idx = static_cast<int>(e), m = idx / n, k = idx % n;
+    const float* um = u + int64_t(m) * n;
+    const float* dam = d_a + int64_t(m) * n;
+    const float key_k = mask_key<kEpsKernel>(um, k);
+    float acc = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const float key_i = mask_key<kEpsKernel>(um, i), da_i = dam[i];
+      // Row i: running product ascending (prefix at k', full at the end) ...
+      float run = 1.0f, prefix = 1.0f;
+      for (int kk = 0; kk < n; ++kk) {
+        if (kk == k) prefix = run;
+        const bool g = precedes<kEpsKernel>(mask_key<kEpsKernel>(um, kk), kk, key_i, i);
+        run = mul(run, g ? mask_value<kEpsKernel>(um, kk) : 1.0f);
+      }
+      // ... and the suffix descending.
+      float suffix = 1.0f;
+      for (int kk = n - 1; kk > k; --kk) {
+        const bool g = precedes<kEpsKernel>(mask_key<kEpsKernel>(um, kk), kk, key_i, i);
+        suffix = mul(suffix, g ? mask_value<kEpsKernel>(um, kk) : 1.0f);
+      }
+      const float c_i = mul(da_i, 1.0f - mask_value<kEpsKernel>(um, i));
+      const float term = mul(c_i, mul(prefix, suffix));
+      const bool g_ik = precedes<kEpsKernel>(key_k, k, key_i, i);
+      acc = i == k ? __fsub_rn(acc, mul(da_i, run)) : __fadd_rn(acc, g_ik ? term : 0.0f);
+    }
+    d_u[idx] = __fadd_rn(d_u[idx], mul(kChain, acc));
+  }
+}
+
+// ------------------------------------------------------------------ parallel-block
+// kWidth lanes per memory (a power of two ≥ N, at most 32), 32 / kWidth memories
+// per warp; lane x holds slot x of memory m0 + lane / kWidth. The loop bound is
+// the same for the whole warp, so every lane takes part in every shuffle; lanes
+// past the last memory or slot carry û = 1 and write nothing, and no live lane
+// reads them (partners are k < N).
+template <int kWidth>
+__global__ void block_forward_kernel(const float* __restrict__ u, float* __restrict__ a,
+                                     int64_t rows, int n) {
+  constexpr int kPerWarp = 32 / kWidth;
+  const int lane = threadIdx.x & 31, x = lane % kWidth;
+  for (int64_t m0 = grid_start() / 32 * kPerWarp; m0 < rows; m0 += grid_stride() / 32 * kPerWarp) {
+    const int64_t m = m0 + lane / kWidth;
+    const bool live = m < rows && x < n;
+    const float h = live ? hat(u[m * n + x]) : 1.0f;
+    float prod = 1.0f;
+    for (int k = 0; k < n; ++k) {
+      const float hk = __shfl_sync(kFullMask, h, k, kWidth);
+      const bool g = k < x ? hk <= h : (k > x && hk < h);  // slot k precedes slot x
+      prod = mul(prod, g ? hk : 1.0f);
+    }
+    if (live) a[m * n + x] = mul(1.0f - h, prod);
+  }
+}
+
+// Lane x accumulates d û[x] over the rows i in ascending order, exactly as
+// mask_backward_kernel<false>: the row's φ[i][x] sits in lane x, the prefix
+// (ascending) and suffix (descending) products are built lane by lane.
+template <int kWidth>
+__global__ void block_backward_kernel(const float* __restrict__ u, const float* __restrict__ d_a,
+                                      float* __restrict__ d_u, int64_t rows, int n) {
+  constexpr int kPerWarp = 32 / kWidth;
+  const int lane = threadIdx.x & 31, x = lane % kWidth;
+  for (int64_t m0 = grid_start() / 32 * kPerWarp; m0 < rows; m0 += grid_stride() / 32 * kPerWarp) {
+    const int64_t m = m0 + lane / kWidth;
+    const bool live = m < rows && x < n;
+    const float h = live ? hat(u[m * n + x]) : 1.0f;
+    const float da = live ? d_a[m * n + x] : 0.0f;
+    const float c = mul(da, 1.0f - h);
+    float acc = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const float hi = __shfl_sync(kFullMask, h, i, kWidth);
+      const bool g = x < i ? h <= hi : (x > i && h < hi);  // slot x precedes slot i
+      const float phi = g ? h : 1.0f;                      // φ[i][x]
+      float prefix = 1.0f, suffix = 1.0f;
+      for (int k = 0; k + 1 < n; ++k) {  // prefix[x] = Π_{k<x} φ[i][k], ascending
+        const float pk = __shfl_sync(kFullMask, phi, k, kWidth);
+        prefix = x > k ? mul(prefix, pk) : prefix;
+      }
+      for (int k = n - 1; k > 0; --k) {  // suffix[x] = Π_{k>x} φ[i][k], descending
+        const float pk = __shfl_sync(kFullMask, phi, k, kWidth);
+        suffix = x < k ? mul(suffix, pk) : suffix;
+      }
+      const float full = mul(__shfl_sync(kFullMask, prefix, n - 1, kWidth),
+                             __shfl_sync(kFullMask, phi, n - 1, kWidth));
+      const float c_i = __shfl_sync(kFullMask, c, i, kWidth);
+      const float da_i = __shfl_sync(kFullMask, da, i, kWidth);
+      const float term = mul(c_i, mul(prefix, suffix));
+      acc = x == i ? __fsub_rn(acc, mul(da_i, full)) : __fadd_rn(acc, g ? term : 0.0f);
+    }
+    if (live) d_u[m * n + x] = __fadd_rn(d_u[m * n + x], mul(kOneMinusEps, acc));
+  }
+}
+
+// ------------------------------------------------------------------ host helpers
+// The free list of every memory into order [M·N] (slots), by `sorted` or `rank`.
+void free_lists(const float* u, int rows, int n, AllocationVariant variant, int* order) {
+  const int64_t count = int64_t(rows) * n;
+  if (variant == AllocationVariant::rank) {
+    rank_order_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(u, order, count, n);
+    MARE_LAUNCH_CHECK("rank_order_kernel");
+    return;
+  }
+  if (n == 1) {  // one slot: the free list is {0}, nothing to sort
+    sort_inputs_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(u, nullptr, order, count, n);
+    MARE_LAUNCH_CHECK("sort_inputs_kernel");
+    return;
+  }
+  // sorted: (û, slot) pairs, one segment per memory, stable sort by û.
+  Workspace keys_in(sizeof(float) * count), keys_out(sizeof(float) * count),
+      slots(sizeof(int) * count), offsets(sizeof(int) * (rows + 1));
+  sort_inputs_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(u, keys_in.as<float>(),
+                                                                   slots.as<int>(), count, n);
+  MARE_LAUNCH_CHECK("sort_inputs_kernel");
+  segment_offsets_kernel<<<blocks_for(rows + 1), kThreads, 0, stream()>>>(offsets.as<int>(),
+                                                                          rows + 1, n);
+  MARE_LAUNCH_CHECK("segment_offsets_kernel");
+  size_t temp_bytes = 0;
+  MARE_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(
+      nullptr, temp_bytes, keys_in.as<float>(), keys_out.as<float>(), slots.as<int>(), order,
+      static_cast<int>(count), rows, offsets.as<int>(), offsets.as<int>() + 1, 0,
+      static_cast<int>(sizeof(float) * 8), stream()));
+  // At least a few bytes: a null temp pointer would make the second call a size query.
+  Workspace temp(std::max<size_t>(temp_bytes, 16));
+  MARE_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(
+      temp.get(), temp_bytes, keys_in.as<float>(), keys_out.as<float>(), slots.as<int>(), order,
+      static_cast<int>(count), rows, offsets.as<int>(), offsets.as<int>() + 1, 0,
+      static_cast<int>(sizeof(float) * 8), stream()));
+}
+
+// The next power of two ≥ n (n ≤ 32).
+int lane_width(int n) {
+  int w = 1;
+  while (w < n) w *= 2;
+  return w;
+}
+
+template <int kWidth>
+void block_forward(const float* u, float* a, int rows, int n) {
+  constexpr int kPerWarp = 32 / kWidth;
+  const int64_t threads = (int64_t(rows) + kPerWarp - 1) / kPerWarp * 32;
+  block_forward_kernel<kWidth><<<blocks_for(threads), kThreads, 0, stream()>>>(u, a, rows, n);
+  MARE_LAUNCH_CHECK("block_forward_kernel");
+}
+
+template <int kWidth>
+void block_backward(const float* u, const float* d_a, float* d_u, int rows, int n) {
+  constexpr int kPerWarp = 32 / kWidth;
+  const int64_t threads = (int64_t(rows) + kPerWarp - 1) / kPerWarp * 32;
+  block_backward_kernel<kWidth>
+      <<<blocks_for(threads), kThreads, 0, stream()>>>(u, d_a, d_u, rows, n);
+  MARE_LAUNCH_CHECK("block_backward_kernel");
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ launchers
+void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant) {
+  require_cuda({&out, &usage}, "allocation_forward");
+  const int64_t count = to_int(usage.numel(), "allocation_forward: usage");
+  const int rows = static_cast<int>(usage.dim(0)), n = static_cast<int>(usage.dim(1));
+  if (count == 0) return;
+  const float* u = usage.f32();
+  float* a = out.f32();
+  switch (variant) {
+    case AllocationVariant::sorted:
+    case AllocationVariant::rank: {
+      Workspace order(sizeof(int) * count);
+      free_lists(u, rows, n, variant, order.as<int>());
+      ordered_forward_kernel<<<blocks_for(rows), kThreads, 0, stream()>>>(u, order.as<int>(), a,
+                                                                          rows, n);
+      MARE_LAUNCH_CHECK("ordered_forward_kernel");
+      return;
+    }
+    case AllocationVariant::parallel:
+      mask_forward_kernel<false><<<blocks_for(count), kThreads, 0, stream()>>>(u, a, count, n);
+      MARE_LAUNCH_CHECK("mask_forward_kernel<parallel>");
+      return;
+    case AllocationVariant::parallel_eps:
+      mask_forward_kernel<true><<<blocks_for(count), kThreads, 0, stream()>>>(u, a, count, n);
+      MARE_LAUNCH_CHECK("mask_forward_kernel<parallel-eps>");
+      return;
+    case AllocationVariant::parallel_block:
+      switch (n <= 32 ? lane_width(n) : 0) {
+        case 1:
+          return block_forward<1>(u, a, rows, n);
+        case 2:
+          return block_forward<2>(u, a, rows, n);
+        case 4:
+          return block_forward<4>(u, a, rows, n);
+        case 8:
+          return block_forward<8>(u, a, rows, n);
+        case 16:
+          return block_forward<16>(u, a, rows, n);
+        case 32:
+          return block_forward<32>(u, a, rows, n);
+        default:  // N > 32: the slots no longer fit one warp; the `parallel` kernel
+          mask_forward_kernel<false><<<blocks_for(count), kThreads, 0, stream()>>>(u, a, count, n);
+          MARE_LAUNCH_CHECK("mask_forward_kernel<parallel-block>");
+          return;
+      }
+  }
+}
+
+void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usage,
+                         AllocationVariant variant) {
+  if (!d_usage.defined()) return;
+  require_cuda({&d_usage, &d_out, &usage}, "allocation_backward");
+  const int64_t count = to_int(usage.numel(), "allocation_backward: usage");
+  const int rows = static_cast<int>(usage.dim(0)), n = static_cast<int>(usage.dim(1));
+  if (count == 0) return;
+  const float* u = usage.f32();
+  const float* g = d_out.f32();
+  float* du = d_usage.f32();
+  switch (variant) {
+    case AllocationVariant::sorted:
+    case AllocationVariant::rank: {
+      Workspace order(sizeof(int) * count), prefix(sizeof(float) * count);
+      free_lists(u, rows, n, variant, order.as<int>());
+      ordered_backward_kernel<<<blocks_for(rows), kThreads, 0, stream()>>>(
+          u, order.as<int>(), g, du, prefix.as<float>(), rows, n);
+      MARE_LAUNCH_CHECK("ordered_backward_kernel");
+      return;
+    }
+    case AllocationVariant::parallel:
+      mask_backward_kernel<false><<<blocks_for(count), kThreads, 0, stream()>>>(u, g, du, count, n);
+      MARE_LAUNCH_CHECK("mask_backward_kernel<parallel>");
+      return;
+    case AllocationVariant::parallel_eps:
+      mask_backward_kernel<true><<<blocks_for(count), kThreads, 0, stream()>>>(u, g, du, count, n);
+      MARE_LAUNCH_CHECK("mask_backward_kernel<parallel-eps>");
+      return;
+    case AllocationVariant::parallel_block:
+      switch (n <= 32 ? lane_width(n) : 0) {
+        case 1:
+          return block_backward<1>(u, g, du, rows, n);
+        case 2:
+          return block_backward<2>(u, g, du, rows, n);
+        case 4:
+          return block_backward<4>(u, g, du, rows, n);
+        case 8:
+          return block_backward<8>(u, g, du, rows, n);
+        case 16:
+          return block_backward<16>(u, g, du, rows, n);
+        case 32:
+          return block_backward<32>(u, g, du, rows, n);
+        default:  // N > 32: the `parallel` kernel
+          mask_backward_kernel<false>
+              <<<blocks_for(count), kThreads, 0, stream()>>>(u, g, du, count, n);
+          MARE_LAUNCH_CHECK("mask_backward_kernel<parallel-block>");
+          return;
+      }
+  }
+}
+
+}  // namespace mare::cuda

@@ -1,0 +1,233 @@
+// Allocation variants on the GPU (kernels/cuda/allocation.cu) against the CPU,
+// like for like (same variant names on both devices). Without a GPU every test
+// here skips with a message.
+//
+// 1. Every GPU variant except parallel-eps agrees with the CPU `sorted` to
+//    1e-5 + 1e-5·|ref|, forward and backward (accumulating into a gradient that
+//    starts at 1), for N ∈ {1, 2, 3, 4, 5, 7, 8, 16, 31, 32, 33, 64, 128} on rows
+//    with random usages, exact ties, all zeros, exactly 1, values within 1e-7 of
+//    each other and values below ε; GPU parallel-eps agrees with CPU
+//    parallel-eps to the same tolerance. Fresh GPU allocations are NaN-poisoned,
+//    so an output element a kernel forgets to write fails the finiteness check.
+// 2. Bit for bit on the GPU: `rank` ≡ `sorted` and `parallel-block` ≡ `parallel`
+//    (allocation.cu promises both), and a second run gives the same bits.
+// 3. Many memories (grid-stride loops, partly filled warps of parallel-block).
+// 4. The pinned parallel-eps near-tie and the hand case of thesis Fig. 2.28/3.7.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kernels/memory/allocation.h"
+#include "kernels/random.h"
+#include "tests/kernels/op_table.h"
+#ifdef MARE_WITH_CUDA
+#include "kernels/cuda/runtime.h"
+#endif
+
+namespace mare::test {
+namespace {
+
+constexpr double kEps = 1e-6;
+
+#define MARE_REQUIRE_GPU()                                                                  \
+  do {                                                                                      \
+    if (!cuda_available())                                                                  \
+      GTEST_SKIP() << (cuda_compiled() ? "no CUDA device: GPU allocation tests skipped"     \
+                                       : "no CUDA device: this build has no CUDA backend, " \
+                                         "GPU allocation tests skipped");                   \
+  } while (0)
+
+// Fresh GPU allocations are filled with NaN while a test runs.
+class PoisonedAllocations {
+ public:
+  PoisonedAllocations() {
+#ifdef MARE_WITH_CUDA
+    cuda::set_poison_allocations(true);
+#endif
+  }
+  ~PoisonedAllocations() {
+#ifdef MARE_WITH_CUDA
+    cuda::set_poison_allocations(false);
+#endif
+  }
+};
+
+std::string name_of(AllocationVariant v) {
+  return std::string(to_string(v));
+}
+
+// |got − ref| ≤ atol + rtol·|ref| everywhere, and finite.
+::testing::AssertionResult close(const Tensor& got, const Tensor& ref, double atol, double rtol,
+                                 const std::string& what) {
+  std::vector<float> g = got.to_vector(), r = ref.to_vector();
+  if (g.size() != r.size()) return ::testing::AssertionFailure() << what << ": sizes differ";
+  const int64_t n = got.dim(-1);
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!std::isfinite(g[i]))
+      return ::testing::AssertionFailure() << what << ": element " << i << " is " << g[i];
+    const double err = std::fabs(double(g[i]) - r[i]), bound = atol + rtol * std::fabs(r[i]);
+    if (!(err <= bound))
+      return ::testing::AssertionFailure()
+             << what << ": memory " << i / n << " slot " << i % n << ": " << g[i] << " vs " << r[i]
+             << " (error " << err << " > " << bound << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult identical(const Tensor& a, const Tensor& b, const std::string& what) {
+  std::vector<float> x = a.to_vector(), y = b.to_vector();
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!(x[i] == y[i]))
+      return ::testing::AssertionFailure()
+             << what << ": element " << i << ": " << x[i] << " != " << y[i];
+  return ::testing::AssertionSuccess();
+}
+
+// 37 rows (more than one warp's worth of memories for N ≤ 4, not a multiple of
+// 8): random rows, then one row of every awkward kind.
+Tensor tricky_usages(int64_t n, uint64_t seed) {
+  const int64_t rows = 37;
+  Tensor u = random_tensor({rows, n}, seed, 0.0f, 1.0f);
+  float* x = u.f32();
+  PhiloxStream rng(seed, 77);
+  for (int64_t i = 0; i < n; ++i) {
+    x[20 * n + i] = 0.0f;                                                     // all zero
+    x[21 * n + i] = 1.0f;                                                     // all exactly 1
+    x[22 * n + i] = i % 3 == 0 ? 1.0f : (i % 3 == 1 ? 0.0f : x[22 * n + i]);  // 0s, 1s, random
+    x[23 * n + i] = 0.25f * static_cast<float>(1 + (i * 7) % 3);              // exact ties
+    x[24 * n + i] = 0.5f + static_cast<float>((i * 5) % 2) * std::ldexp(1.0f, -24);  // 1 ulp apart
+    x[25 * n + i] = 0.1f + static_cast<float>((i * 3) % 4) * 1e-8f;     // 0.1 and its neighbours
+    x[26 * n + i] = x[26 * n + (i / 2)];                                // pairs of equal values
+    x[27 * n + i] = static_cast<float>(i % 5) * 1e-8f;                  // below ε: ties after û
+    x[28 * n + i] = rng.uniform() < 0.5f ? 1.0f : rng.uniform();        // many exact 1s
+    x[29 * n + i] = static_cast<float>(n - i) / static_cast<float>(n);  // descending
+  }
+  return u;
+}
+
+struct Result {
+  Tensor a, d;  // forward, and backward accumulated into a gradient that started at 1
+};
+
+Result run(const Tensor& u, const Tensor& g, AllocationVariant v) {
+  Result r;
+  r.a = allocation_forward(u, v);
+  r.d = Tensor::full(u.shape(), 1.0f, u.device());
+  allocation_backward(r.d, g, u, v);
+  return r;
+}
+
+Result run_gpu(const Tensor& u, const Tensor& g, AllocationVariant v) {
+  PoisonedAllocations poison;
+  Result r = run(u.to(Device::cuda), g.to(Device::cuda), v);
+  EXPECT_EQ(r.a.device(), Device::cuda) << name_of(v);
+  return r;
+}
+
+class AllocationCuda : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(AllocationCuda, EveryVariantMatchesTheCpu) {
+  MARE_REQUIRE_GPU();
+  const int64_t n = GetParam();
+  Tensor u = tricky_usages(n, 1700 + n);
+  Tensor g = random_tensor(u.shape(), 1800 + n);
+  const Result sorted = run(u, g, AllocationVariant::sorted);
+  for (AllocationVariant v : allocation_variants()) {
+    const std::string what = name_of(v) + " on the GPU, N " + std::to_string(n);
+    const Result gpu = run_gpu(u, g, v);
+    // parallel-eps is compared with itself on the CPU: its order and its raw-u
+    // product differ from `sorted` by design (SPEC §3).
+    const Result ref = v == AllocationVariant::parallel_eps ? run(u, g, v) : sorted;
+    EXPECT_TRUE(close(gpu.a, ref.a, 1e-5, 1e-5, what + " forward"));
+    EXPECT_TRUE(close(gpu.d, ref.d, 1e-5, 1e-5, what + " backward (+= into 1)"));
+  }
+}
+
+TEST_P(AllocationCuda, RankIsSortedAndBlockIsParallelBitForBitAndRunsRepeat) {
+  MARE_REQUIRE_GPU();
+  const int64_t n = GetParam();
+  Tensor u = tricky_usages(n, 1900 + n);
+  Tensor g = random_tensor(u.shape(), 1901 + n);
+  const Result sorted = run_gpu(u, g, AllocationVariant::sorted);
+  const Result rank = run_gpu(u, g, AllocationVariant::rank);
+  const Result par = run_gpu(u, g, AllocationVariant::parallel);
+  const Result block = run_gpu(u, g, AllocationVariant::parallel_block);
+  EXPECT_TRUE(identical(rank.a, sorted.a, "rank forward"));
+  EXPECT_TRUE(identical(rank.d, sorted.d, "rank backward"));
+  EXPECT_TRUE(identical(block.a, par.a, "parallel-block forward"));
+  EXPECT_TRUE(identical(block.d, par.d, "parallel-block backward"));
+  for (AllocationVariant v : allocation_variants()) {
+    const Result first = run_gpu(u, g, v), second = run_gpu(u, g, v);
+    EXPECT_TRUE(identical(first.a, second.a, name_of(v) + " forward, second run"));
+    EXPECT_TRUE(identical(first.d, second.d, name_of(v) + " backward, second run"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(N, AllocationCuda,
+                         ::testing::Values(1, 2, 3, 4, 5, 7, 8, 16, 31, 32, 33, 64, 128));
+
+// B·I memories as in NTCRE: thousands of rows, grid-stride loops with several
+// iterations per thread for the per-memory kernels of sorted and rank.
+TEST(AllocationCudaLarge, ManyMemories) {
+  MARE_REQUIRE_GPU();
+  for (int64_t n : {4, 16, 40}) {
+    Tensor u = random_tensor({20011, n}, 2100 + n, 0.0f, 1.0f);
+    Tensor g = random_tensor(u.shape(), 2200 + n);
+    const Result sorted = run(u, g, AllocationVariant::sorted);
+    for (AllocationVariant v : allocation_variants()) {
+      if (v == AllocationVariant::parallel_eps) continue;  // random usages may be near-ties
+      const Result gpu = run_gpu(u, g, v);
+      const std::string what = name_of(v) + ", 20011 memories of N " + std::to_string(n);
+      EXPECT_TRUE(close(gpu.a, sorted.a, 1e-5, 1e-5, what + " forward"));
+      EXPECT_TRUE(close(gpu.d, sorted.d, 1e-5, 1e-5, what + " backward"));
+    }
+  }
+}
+
+// The pinned near-tie of test_allocation.cpp: the GPU's parallel-eps reorders it
+// exactly as the CPU's does (the ε-keys round identically on both devices).
+TEST(AllocationCudaParallelEps, NearTieIsReorderedAsOnTheCpu) {
+  MARE_REQUIRE_GPU();
+  const float u0 = 0.5f + 8.0f * std::ldexp(1.0f, -24), u1 = 0.5f;
+  Tensor u = Tensor::from_vector({u0, u1}, {1, 2});
+  Tensor g = Tensor::from_vector({0.3f, -0.7f}, {1, 2});
+  const Result cpu_eps = run(u, g, AllocationVariant::parallel_eps);
+  const Result gpu_eps = run_gpu(u, g, AllocationVariant::parallel_eps);
+  const Result gpu_sorted = run_gpu(u, g, AllocationVariant::sorted);
+  EXPECT_TRUE(close(gpu_eps.a, cpu_eps.a, 1e-6, 0, "parallel-eps forward"));
+  EXPECT_TRUE(close(gpu_eps.d, cpu_eps.d, 1e-6, 0, "parallel-eps backward"));
+  const std::vector<float> e = gpu_eps.a.to_vector(), s = gpu_sorted.a.to_vector();
+  EXPECT_NEAR(e[0], 1 - double(u0), 1e-6);
+  EXPECT_GT(std::fabs(e[0] - s[0]), 0.2) << "the near-tie must change the allocation by O(1)";
+}
+
+// Thesis Fig. 2.28 / 3.7, values by hand (see test_allocation.cpp).
+TEST(AllocationCudaHandCase, UsageFromTheThesis) {
+  MARE_REQUIRE_GPU();
+  Tensor u = Tensor::from_vector({0.1f, 0.9f, 0.0f, 0.8f}, {1, 4});
+  const double expect[4] = {8.999991e-7, 8.000066e-9, 0.999999, 2.0000160e-8};
+  for (AllocationVariant v : allocation_variants()) {
+    std::vector<float> a = allocation_forward(u.to(Device::cuda), v).to_vector();
+    if (v == AllocationVariant::parallel_eps) {
+      EXPECT_EQ(a, (std::vector<float>{0.0f, 0.0f, 1.0f, 0.0f}));
+      continue;
+    }
+    for (int i = 0; i < 4; ++i)
+      EXPECT_NEAR(a[i], expect[i], 1e-5 * expect[i]) << name_of(v) << " slot " << i;
+  }
+}
+
+TEST(AllocationCudaErrors, MixedDevicesAreRefused) {
+  MARE_REQUIRE_GPU();
+  Tensor u = random_tensor({3, 4}, 5, 0.0f, 1.0f);
+  Tensor d = Tensor::zeros({3, 4}, Device::cuda);
+  EXPECT_THROW(allocation_backward(d, u, u.to(Device::cuda), AllocationVariant::sorted),
+               std::invalid_argument);
+  Tensor out = Tensor::empty({3, 4}, Device::cuda);
+  EXPECT_THROW(allocation_forward_into(out, u, AllocationVariant::rank), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace mare::test
