@@ -22,66 +22,21 @@
 // backend or without a GPU, `--device cuda` exits with the reason.
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
-#include <cstring>
 #include <iostream>
 #include <stdexcept>
 #include <string>
 
+#include "kernels/bench/bench_device.h"
 #include "kernels/memory/allocation_sweep.h"
-#ifdef MARE_WITH_CUDA
-#include "kernels/cuda/runtime.h"
-#include "kernels/cuda/timing.h"
-#endif
 
 namespace {
 
 using namespace mare;
+using namespace mare::bench;
 
 constexpr int64_t kBatch = 32;
 const std::vector<int64_t> kSeqs{1, 10, 50, 100, 200, 500, 1000};
 const std::vector<int64_t> kMems{4, 16, 32, 64, 128};
-
-// Where the benchmarks run (set once in main, before any benchmark).
-Device g_device = Device::cpu;
-double g_copy_gbs = 0.0;  // cuda: the device's measured copy bandwidth, GB/s
-
-// The timed loop: Google Benchmark's clock on the host; on the GPU, CUDA
-// events around each iteration, reported as its manual time. Returns the
-// seconds reported that way (0 on the host).
-template <class F>
-double time_iterations(benchmark::State& st, F&& body) {
-  double gpu_seconds = 0.0;
-#ifdef MARE_WITH_CUDA
-  if (g_device == Device::cuda) {
-    cuda::EventTimer timer;
-    for (auto _ : st) {
-      try {
-        timer.start();
-        body();
-        const double s = timer.stop() * 1e-3;
-        st.SetIterationTime(s);
-        gpu_seconds += s;
-      } catch (const std::exception& e) {  // e.g. a variant without its CUDA kernel
-        st.SkipWithError(e.what());
-        break;
-      }
-    }
-    return gpu_seconds;
-  }
-#endif
-  for (auto _ : st) body();
-  return gpu_seconds;
-}
-
-// On the GPU: bytes/s over the device's copy bandwidth (gpu_seconds: what
-// time_iterations returned).
-void set_copy_fraction(benchmark::State& st, int64_t bytes_per_iter, double gpu_seconds) {
-  if (g_device == Device::cuda && gpu_seconds > 0.0)
-    st.counters["copy_bw_fraction"] = static_cast<double>(bytes_per_iter) *
-                                      static_cast<double>(st.iterations()) / gpu_seconds /
-                                      (g_copy_gbs * 1e9);
-}
 
 void bm_allocation(benchmark::State& st, AllocationVariant v) {
   const int64_t seq = st.range(0), mem = st.range(1);
@@ -112,43 +67,11 @@ benchmark::internal::Benchmark* timed(benchmark::internal::Benchmark* b) {
   return g_device == Device::cuda ? b->UseManualTime() : b->UseRealTime();
 }
 
-// Takes `--device X` / `--device=X` out of argv (the rest is Google Benchmark's).
-Device take_device_flag(int& argc, char** argv) {
-  std::string value = "cpu";
-  int out = 1;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--device") == 0) {
-      if (i + 1 >= argc) throw std::invalid_argument("--device needs a value (cpu or cuda)");
-      value = argv[++i];
-    } else if (std::strncmp(argv[i], "--device=", 9) == 0) {
-      value = argv[i] + 9;
-    } else {
-      argv[out++] = argv[i];
-    }
-  }
-  argc = out;
-  argv[argc] = nullptr;
-  return parse_device(value);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    g_device = take_device_flag(argc, argv);
-    if (std::string why = benchmark_device_unavailable(g_device); !why.empty())
-      throw std::runtime_error("--device cuda: " + why);
-#ifdef MARE_WITH_CUDA
-    if (g_device == Device::cuda) {
-      g_copy_gbs = cuda::measured_copy_bandwidth_gbs();
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.1f", g_copy_gbs);
-      benchmark::AddCustomContext("mare_device", "cuda");
-      benchmark::AddCustomContext("cuda_device_name",
-                                  cuda::device_info(cuda::current_device()).name);
-      benchmark::AddCustomContext("cuda_copy_bandwidth_GBps", buf);
-    }
-#endif
+    setup_device(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "bench_allocation: " << e.what() << "\n";
     return 2;

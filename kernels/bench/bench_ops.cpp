@@ -18,26 +18,18 @@
 //       --benchmark_out_format=json
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
-#include <cstring>
 #include <iostream>
 #include <stdexcept>
 #include <string>
 
+#include "kernels/bench/bench_device.h"
 #include "kernels/ops.h"
 #include "kernels/random.h"
-#ifdef MARE_WITH_CUDA
-#include "kernels/cuda/runtime.h"
-#include "kernels/cuda/timing.h"
-#endif
 
 namespace {
 
 using namespace mare;
-
-// Where the benchmarks run (set once in main, before any benchmark).
-Device g_device = Device::cpu;
-double g_copy_gbs = 0.0;  // cuda: the device's measured copy bandwidth, GB/s
+using namespace mare::bench;
 
 Tensor rnd(const Shape& s, uint64_t seed) {
   Tensor t = Tensor::empty(s, g_device);
@@ -49,34 +41,6 @@ Tensor zeros(const Shape& s) {
   return Tensor::zeros(s, g_device);
 }
 
-// The timed loop: Google Benchmark's clock on the host; on the GPU, CUDA
-// events around each iteration, reported as its manual time. Returns the
-// seconds reported that way (0 on the host).
-template <class F>
-double time_iterations(benchmark::State& st, F&& body) {
-  double gpu_seconds = 0.0;
-#ifdef MARE_WITH_CUDA
-  if (g_device == Device::cuda) {
-    cuda::EventTimer timer;
-    for (auto _ : st) {
-      try {
-        timer.start();
-        body();
-        const double s = timer.stop() * 1e-3;
-        st.SetIterationTime(s);
-        gpu_seconds += s;
-      } catch (const std::exception& e) {  // e.g. an op without its CUDA kernel
-        st.SkipWithError(e.what());
-        break;
-      }
-    }
-    return gpu_seconds;
-  }
-#endif
-  for (auto _ : st) body();
-  return gpu_seconds;
-}
-
 void set_flops(benchmark::State& st, double flops_per_iter) {
   st.counters["FLOP/s"] =
       benchmark::Counter(flops_per_iter * st.iterations(), benchmark::Counter::kIsRate);
@@ -86,10 +50,7 @@ void set_flops(benchmark::State& st, double flops_per_iter) {
 // (gpu_seconds: what time_iterations returned).
 void set_bytes(benchmark::State& st, int64_t bytes_per_iter, double gpu_seconds) {
   st.SetBytesProcessed(st.iterations() * bytes_per_iter);
-  if (g_device == Device::cuda && gpu_seconds > 0.0)
-    st.counters["copy_bw_fraction"] = static_cast<double>(bytes_per_iter) *
-                                      static_cast<double>(st.iterations()) / gpu_seconds /
-                                      (g_copy_gbs * 1e9);
+  set_copy_fraction(st, bytes_per_iter, gpu_seconds);
 }
 
 // [B·I, d] × [d, d]: the projections of every layer.
@@ -184,53 +145,11 @@ void register_benchmarks() {
       ->Unit(benchmark::kMillisecond);
 }
 
-// Takes `--device X` / `--device=X` out of argv (the rest is Google Benchmark's).
-Device take_device_flag(int& argc, char** argv) {
-  std::string value = "cpu";
-  int out = 1;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--device") == 0) {
-      if (i + 1 >= argc) throw std::invalid_argument("--device needs a value (cpu or cuda)");
-      value = argv[++i];
-    } else if (std::strncmp(argv[i], "--device=", 9) == 0) {
-      value = argv[i] + 9;
-    } else {
-      argv[out++] = argv[i];
-    }
-  }
-  argc = out;
-  argv[argc] = nullptr;
-  return parse_device(value);
-}
-
-// The reason `--device cuda` cannot run here, or "" when it can.
-std::string cuda_unavailable_reason() {
-  if (!cuda_compiled())
-    return "this build has no CUDA backend (configure with -DMARE_CUDA=ON on a machine with nvcc)";
-#ifdef MARE_WITH_CUDA
-  if (!cuda_available()) return "no CUDA device (" + cuda::no_device_reason() + ")";
-#endif
-  return "";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    g_device = take_device_flag(argc, argv);
-    if (g_device == Device::cuda) {
-      if (std::string why = cuda_unavailable_reason(); !why.empty())
-        throw std::runtime_error("--device cuda: " + why);
-#ifdef MARE_WITH_CUDA
-      g_copy_gbs = cuda::measured_copy_bandwidth_gbs();
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.1f", g_copy_gbs);
-      benchmark::AddCustomContext("mare_device", "cuda");
-      benchmark::AddCustomContext("cuda_device_name",
-                                  cuda::device_info(cuda::current_device()).name);
-      benchmark::AddCustomContext("cuda_copy_bandwidth_GBps", buf);
-#endif
-    }
+    setup_device(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "bench_ops: " << e.what() << "\n";
     return 2;
