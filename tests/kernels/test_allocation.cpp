@@ -24,6 +24,7 @@
 #include "kernels/memory/allocation.h"
 #include "kernels/memory/interface.h"
 #include "kernels/random.h"
+#include "tests/kernels/allocation_checks.h"
 #include "tests/kernels/op_table.h"
 
 namespace mare::test {
@@ -37,32 +38,6 @@ std::vector<AllocationVariant> exact_variants() {
 
 std::string name_of(AllocationVariant v) {
   return std::string(to_string(v));
-}
-
-// |got − ref| ≤ atol + rtol·|ref| everywhere, and finite.
-::testing::AssertionResult close(const Tensor& got, const Tensor& ref, double atol, double rtol,
-                                 const std::string& what) {
-  std::vector<float> g = got.to_vector(), r = ref.to_vector();
-  const int64_t n = got.dim(-1);
-  for (size_t i = 0; i < g.size(); ++i) {
-    if (!std::isfinite(g[i]))
-      return ::testing::AssertionFailure() << what << ": element " << i << " is " << g[i];
-    const double err = std::fabs(double(g[i]) - r[i]), bound = atol + rtol * std::fabs(r[i]);
-    if (!(err <= bound))
-      return ::testing::AssertionFailure()
-             << what << ": memory " << i / n << " slot " << i % n << ": " << g[i] << " vs " << r[i]
-             << " (error " << err << " > " << bound << ")";
-  }
-  return ::testing::AssertionSuccess();
-}
-
-::testing::AssertionResult identical(const Tensor& a, const Tensor& b, const std::string& what) {
-  std::vector<float> x = a.to_vector(), y = b.to_vector();
-  for (size_t i = 0; i < x.size(); ++i)
-    if (!(x[i] == y[i]))
-      return ::testing::AssertionFailure()
-             << what << ": element " << i << ": " << x[i] << " != " << y[i];
-  return ::testing::AssertionSuccess();
 }
 
 // Rows of every awkward kind for N slots (19 rows: more than one 16-memory

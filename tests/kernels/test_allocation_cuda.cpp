@@ -21,6 +21,7 @@
 
 #include "kernels/memory/allocation.h"
 #include "kernels/random.h"
+#include "tests/kernels/allocation_checks.h"
 #include "tests/kernels/op_table.h"
 #ifdef MARE_WITH_CUDA
 #include "kernels/cuda/runtime.h"
@@ -56,33 +57,6 @@ class PoisonedAllocations {
 
 std::string name_of(AllocationVariant v) {
   return std::string(to_string(v));
-}
-
-// |got − ref| ≤ atol + rtol·|ref| everywhere, and finite.
-::testing::AssertionResult close(const Tensor& got, const Tensor& ref, double atol, double rtol,
-                                 const std::string& what) {
-  std::vector<float> g = got.to_vector(), r = ref.to_vector();
-  if (g.size() != r.size()) return ::testing::AssertionFailure() << what << ": sizes differ";
-  const int64_t n = got.dim(-1);
-  for (size_t i = 0; i < g.size(); ++i) {
-    if (!std::isfinite(g[i]))
-      return ::testing::AssertionFailure() << what << ": element " << i << " is " << g[i];
-    const double err = std::fabs(double(g[i]) - r[i]), bound = atol + rtol * std::fabs(r[i]);
-    if (!(err <= bound))
-      return ::testing::AssertionFailure()
-             << what << ": memory " << i / n << " slot " << i % n << ": " << g[i] << " vs " << r[i]
-             << " (error " << err << " > " << bound << ")";
-  }
-  return ::testing::AssertionSuccess();
-}
-
-::testing::AssertionResult identical(const Tensor& a, const Tensor& b, const std::string& what) {
-  std::vector<float> x = a.to_vector(), y = b.to_vector();
-  for (size_t i = 0; i < x.size(); ++i)
-    if (!(x[i] == y[i]))
-      return ::testing::AssertionFailure()
-             << what << ": element " << i << ": " << x[i] << " != " << y[i];
-  return ::testing::AssertionSuccess();
 }
 
 // 37 rows (more than one warp's worth of memories for N ≤ 4, not a multiple of
