@@ -26,6 +26,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
+#include "kernels/ops/axis.h"
 
 namespace mare::cuda {
 
@@ -146,35 +147,9 @@ __global__ void copy_block_kernel(float* __restrict__ dst, int64_t dst_stride,
 // ------------------------------------------------------------------ launchers
 namespace {
 
-struct AxisSplit {
-  int64_t outer = 1, size = 1, inner = 1;
-};
-
-// The CPU entry points have validated `axis` (detail::normalize_axis) before dispatching.
-int normalized(int axis, int rank) {
-  return axis < 0 ? axis + rank : axis;
-}
-
-AxisSplit split_at(const Shape& s, int a) {
-  AxisSplit r;
-  for (int i = 0; i < a; ++i) r.outer *= s[i];
-  r.size = s[a];
-  for (int i = a + 1; i < s.rank(); ++i) r.inner *= s[i];
-  return r;
-}
-
-Shape without_axis(const Shape& s, int axis) {
-  std::vector<int64_t> d;
-  for (int i = 0; i < s.rank(); ++i)
-    if (i != axis) d.push_back(s[i]);
-  return Shape(d);
-}
-
-Shape with_extent(const Shape& s, int axis, int64_t extent) {
-  std::vector<int64_t> d = s.vec();
-  d[axis] = extent;
-  return Shape(d);
-}
+using detail::AxisSplit;
+using detail::with_extent;
+using detail::without_axis;
 
 // dst block [rows, width] (row stride dst_stride) = or += src block (row stride src_stride).
 void copy_block(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t rows,
@@ -234,8 +209,8 @@ void check_pieces(const std::vector<Tensor>& pieces, const Tensor& whole, int a,
 
 MaxResult max_forward(const Tensor& x, int axis) {
   require_cuda({&x}, "max_forward");
-  int a = normalized(axis, x.rank());
-  AxisSplit s = split_at(x.shape(), a);
+  int a = detail::normalize_axis(axis, x.rank(), "max_forward");
+  AxisSplit s = detail::split_at_axis(x.shape(), a, "max_forward");
   Shape os = without_axis(x.shape(), a);
   MaxResult r{Tensor::empty(os, Device::cuda), Tensor::empty(os, Device::cuda, DType::i32)};
   int64_t total = s.outer * s.inner;
@@ -249,8 +224,8 @@ MaxResult max_forward(const Tensor& x, int axis) {
 void max_backward(Tensor& d_x, const Tensor& d_out, const Tensor& argmax, int axis) {
   if (!d_x.defined()) return;
   require_cuda({&d_x, &d_out, &argmax}, "max_backward");
-  int a = normalized(axis, d_x.rank());
-  AxisSplit s = split_at(d_x.shape(), a);
+  int a = detail::normalize_axis(axis, d_x.rank(), "max_backward");
+  AxisSplit s = detail::split_at_axis(d_x.shape(), a, "max_backward");
   int64_t total = s.outer * s.inner;
   if (total == 0) return;
   // The CPU's check, before anything is accumulated.
@@ -318,14 +293,14 @@ void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& ids)
 
 Tensor concat_forward(const std::vector<Tensor>& xs, int axis) {
   for (const Tensor& x : xs) require_cuda({&x}, "concat_forward");
-  int a = normalized(axis, xs[0].rank());
+  int a = detail::normalize_axis(axis, xs[0].rank(), "concat_forward");
   int64_t total = 0;
   for (const Tensor& x : xs) total += x.dim(a);
   Tensor out = Tensor::empty(with_extent(xs[0].shape(), a, total), Device::cuda);
-  AxisSplit so = split_at(out.shape(), a);
+  AxisSplit so = detail::split_at_axis(out.shape(), a, "concat_forward");
   int64_t at = 0;
   for (const Tensor& x : xs) {
-    AxisSplit s = split_at(x.shape(), a);
+    AxisSplit s = detail::split_at_axis(x.shape(), a, "concat_forward");
     // out[o, at + r, in] = x[o, r, in]: rows o, each s.size · inner contiguous floats.
     copy_block(out.f32() + at * so.inner, so.size * so.inner, x.f32(), s.size * s.inner, s.outer,
                s.size * s.inner, false);
@@ -336,12 +311,12 @@ Tensor concat_forward(const std::vector<Tensor>& xs, int axis) {
 
 void concat_backward(std::vector<Tensor>& d_xs, const Tensor& d_out, int axis) {
   require_cuda({&d_out}, "concat_backward");
-  int a = normalized(axis, d_out.rank());
+  int a = detail::normalize_axis(axis, d_out.rank(), "concat_backward");
   check_pieces(d_xs, d_out, a, "concat_backward");
-  AxisSplit so = split_at(d_out.shape(), a);
+  AxisSplit so = detail::split_at_axis(d_out.shape(), a, "concat_backward");
   int64_t at = 0;
   for (Tensor& dx : d_xs) {
-    AxisSplit s = split_at(dx.shape(), a);
+    AxisSplit s = detail::split_at_axis(dx.shape(), a, "concat_backward");
     copy_block(dx.f32(), s.size * s.inner, d_out.f32() + at * so.inner, so.size * so.inner, s.outer,
                s.size * s.inner, true);
     at += s.size;
@@ -350,8 +325,8 @@ void concat_backward(std::vector<Tensor>& d_xs, const Tensor& d_out, int axis) {
 
 std::vector<Tensor> split_forward(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
   require_cuda({&x}, "split_forward");
-  int a = normalized(axis, x.rank());
-  AxisSplit sx = split_at(x.shape(), a);
+  int a = detail::normalize_axis(axis, x.rank(), "split_forward");
+  AxisSplit sx = detail::split_at_axis(x.shape(), a, "split_forward");
   std::vector<Tensor> out;
   int64_t at = 0;
   for (int64_t size : sizes) {
@@ -368,12 +343,12 @@ std::vector<Tensor> split_forward(const Tensor& x, const std::vector<int64_t>& s
 void split_backward(Tensor& d_x, const std::vector<Tensor>& d_outs, int axis) {
   if (!d_x.defined()) return;
   require_cuda({&d_x}, "split_backward");
-  int a = normalized(axis, d_x.rank());
+  int a = detail::normalize_axis(axis, d_x.rank(), "split_backward");
   check_pieces(d_outs, d_x, a, "split_backward");
-  AxisSplit sx = split_at(d_x.shape(), a);
+  AxisSplit sx = detail::split_at_axis(d_x.shape(), a, "split_backward");
   int64_t at = 0;
   for (const Tensor& g : d_outs) {
-    AxisSplit s = split_at(g.shape(), a);
+    AxisSplit s = detail::split_at_axis(g.shape(), a, "split_backward");
     copy_block(d_x.f32() + at * sx.inner, sx.size * sx.inner, g.f32(), s.size * s.inner, sx.outer,
                s.size * s.inner, true);
     at += s.size;

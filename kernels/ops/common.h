@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "kernels/ops/axis.h"
 #include "kernels/tensor.h"
 #ifdef MARE_WITH_CUDA
 #include "kernels/cuda/ops_cuda.h"
@@ -74,12 +75,5 @@ inline int64_t last_dim(const Tensor& t) {
 inline int64_t leading_rows(const Tensor& t) {
   return t.dim(-1) == 0 ? 0 : t.numel() / t.dim(-1);
 }
-
-// For an axis of a tensor: outer (product before), size, inner (product after).
-struct AxisSplit {
-  int64_t outer = 1, size = 1, inner = 1;
-};
-AxisSplit split_at_axis(const Shape& s, int axis, const char* op);
-int normalize_axis(int axis, int rank, const char* op);
 
 }  // namespace mare::detail

@@ -28,10 +28,6 @@ AxisSplit split_at_axis(const Shape& s, int axis, const char* op) {
   return r;
 }
 
-}  // namespace detail
-
-namespace {
-
 Shape without_axis(const Shape& s, int axis) {
   std::vector<int64_t> d;
   for (int i = 0; i < s.rank(); ++i)
@@ -44,6 +40,10 @@ Shape with_extent(const Shape& s, int axis, int64_t extent) {
   d[axis] = extent;
   return Shape(d);
 }
+
+}  // namespace detail
+
+namespace {
 
 // The list ops dispatch on one tensor `t`; every defined piece must be on its
 // device (on_cuda throws on a mix, naming the op).
