@@ -1,0 +1,493 @@
+// Relation-extraction corpora and batches (see re_data.h).
+//
+// Rule: token features are computed once per document at load; make_batch only copies
+// them into padded tensors, so a batch costs O(tokens + mention tokens).
+#include "experiments/re_data.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "experiments/data/bran_tsv.h"
+#include "experiments/data/error.h"
+#include "experiments/data/pubtator.h"
+#include "experiments/data/semeval.h"
+#include "experiments/data/tokenizer.h"
+
+namespace mare {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string>& semeval_classes() {
+  static const std::vector<std::string> c{"USAGE", "MODEL-FEATURE", "RESULT",
+                                          "TOPIC", "PART_WHOLE",    "COMPARE"};
+  return c;
+}
+
+std::string require_file(const fs::path& path, const std::string& what) {
+  if (!fs::is_regular_file(path))
+    throw std::runtime_error("relation corpus: missing file " + path.string() + " (expected " +
+                             what + ")");
+  return path.string();
+}
+
+// Code points of a UTF-8 token (the loaders guarantee valid UTF-8).
+std::vector<std::string> code_points(const std::string& s) {
+  const std::vector<std::size_t> at = data::utf8_offsets(s);
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i + 1 < at.size(); ++i) out.push_back(s.substr(at[i], at[i + 1] - at[i]));
+  return out;
+}
+
+std::string lookup_form(const std::string& token, bool lowercase) {
+  return lowercase ? data::ascii_lower(token) : token;
+}
+
+std::vector<std::string> token_ngrams(const std::string& form, const ReCorpusOptions& o) {
+  std::vector<std::string> g = data::char_ngrams(form, o.ngram);
+  if (o.max_token_chars > 0 && static_cast<int>(g.size()) > o.max_token_chars)
+    g.resize(o.max_token_chars);
+  return g;
+}
+
+std::vector<std::string> token_chars(const std::string& token, const ReCorpusOptions& o) {
+  std::vector<std::string> c = code_points(token);
+  if (o.max_token_chars > 0 && static_cast<int>(c.size()) > o.max_token_chars)
+    c.resize(o.max_token_chars);
+  return c;
+}
+
+std::string class_name(const data::Example& e, bool directed) {
+  return directed && e.reverse && e.label != data::kNullLabel ? e.label + "-REVERSE" : e.label;
+}
+
+Tensor indices(const std::vector<int32_t>& v, const Shape& shape) {
+  return Tensor::from_indices(v, shape);
+}
+
+}  // namespace
+
+ReSourceKind parse_re_source_kind(const std::string& kind) {
+  if (kind == "synth-cdr") return ReSourceKind::synth_cdr;
+  if (kind == "pubtator") return ReSourceKind::pubtator;
+  if (kind == "bran-tsv") return ReSourceKind::bran_tsv;
+  if (kind == "semeval") return ReSourceKind::semeval;
+  throw std::invalid_argument("relation corpus: unknown source kind '" + kind +
+                              "' (expected synth-cdr, pubtator, bran-tsv or semeval)");
+}
+
+const char* to_string(ReSourceKind kind) {
+  switch (kind) {
+    case ReSourceKind::synth_cdr:
+      return "synth-cdr";
+    case ReSourceKind::pubtator:
+      return "pubtator";
+    case ReSourceKind::bran_tsv:
+      return "bran-tsv";
+    case ReSourceKind::semeval:
+      return "semeval";
+  }
+  return "?";
+}
+
+const ReSplit& ReCorpus::split(const std::string& name) const {
+  if (name == "train") return train;
+  if (name == "valid") return valid;
+  if (name == "test") return test;
+  throw std::invalid_argument("relation corpus: unknown split '" + name +
+                              "' (expected train, valid or test)");
+}
+
+int ReCorpus::relation_id(const std::string& name) const {
+  for (std::size_t i = 0; i < relation_names.size(); ++i)
+    if (relation_names[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+void ReCorpus::featurize(ReSplit& s) const {
+  std::map<std::string, int> tag_id;  // BIO tag -> NER class
+  for (std::size_t i = 0; i < ner_tag_names.size(); ++i) tag_id[ner_tag_names[i]] = i;
+  const int limit = max_tokens > 0 ? max_tokens : INT_MAX;
+  s.features.clear();
+  for (const data::Document& doc : s.documents) {
+    ReDocFeatures f;
+    f.length = std::min(static_cast<int>(doc.tokens.size()), limit);
+    const std::vector<std::string> tags = data::entity_tags(doc, data::TagScheme::kBio);
+    f.ngram_offsets.push_back(0);
+    f.char_offsets.push_back(0);
+    for (int i = 0; i < f.length; ++i) {
+      const std::string& text = doc.tokens[i].text;
+      const std::string form = lookup_form(text, options.lowercase);
+      f.words.push_back(words.id(form));
+      const int ner = tag_id.at(tags[i]);
+      f.ner.push_back(ner);
+      f.entity_tags.push_back(ner + 1);
+      for (const std::string& g : token_ngrams(form, options)) f.ngram_ids.push_back(ngrams.id(g));
+      f.ngram_offsets.push_back(static_cast<int32_t>(f.ngram_ids.size()));
+      for (const std::string& c : token_chars(text, options)) f.char_ids.push_back(chars.id(c));
+      f.char_offsets.push_back(static_cast<int32_t>(f.char_ids.size()));
+    }
+    f.entity_tokens.resize(doc.entities.size());
+    f.entity_starts.resize(doc.entities.size());
+    for (std::size_t e = 0; e < doc.entities.size(); ++e) {
+      std::set<int32_t> rows;
+      for (int m : doc.entities[e].mentions) {
+        const data::Span sp = doc.mentions[m].tokens;
+        if (sp.end > f.length) continue;  // the rule of data::build_examples
+        f.entity_starts[e].push_back(sp.begin);
+        for (int i = sp.begin; i < sp.end; ++i) rows.insert(i);
+      }
+      f.entity_tokens[e].assign(rows.begin(), rows.end());
+    }
+    s.features.push_back(std::move(f));
+  }
+}
+
+ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
+  ReCorpus c;
+  c.options = options;
+  const std::size_t colon = options.source.find(':');
+  if (colon == std::string::npos || colon + 1 == options.source.size())
+    throw std::invalid_argument(
+        "relation corpus: expected a source KIND:DIR (KIND one of "
+        "synth-cdr, pubtator, bran-tsv, semeval), found '" +
+        options.source + "'");
+  c.kind = parse_re_source_kind(options.source.substr(0, colon));
+  c.directory = options.source.substr(colon + 1);
+  if (options.ngram < 1)
+    throw std::invalid_argument("relation corpus: n-gram size must be >= 1, found " +
+                                std::to_string(options.ngram));
+  if (options.min_count < 1) throw std::invalid_argument("relation corpus: min_count must be >= 1");
+  if (!(options.holdout > 0.0 && options.holdout < 1.0))
+    throw std::invalid_argument("relation corpus: the hold-out share must lie in (0, 1)");
+  const fs::path dir(c.directory);
+  if (!fs::is_directory(dir))
+    throw std::runtime_error("relation corpus: no directory " + c.directory + " (source '" +
+                             options.source + "')");
+
+  // Splits, as the generators name the files.
+  std::string train_file;
+  c.train.name = "train";
+  c.valid.name = "valid";
+  c.test.name = "test";
+  switch (c.kind) {
+    case ReSourceKind::synth_cdr:
+    case ReSourceKind::pubtator: {
+      const std::string what = "train.pubtator, valid.pubtator and test.pubtator";
+      train_file = require_file(dir / "train.pubtator", what);
+      c.train.documents = data::load_pubtator(train_file);
+      c.valid.documents = data::load_pubtator(require_file(dir / "valid.pubtator", what));
+      c.test.documents = data::load_pubtator(require_file(dir / "test.pubtator", what));
+      c.type_pairs = data::cdr_type_pairs();
+      break;
+    }
+    case ReSourceKind::bran_tsv: {
+      const std::string what = "train.tsv, valid.tsv and test.tsv";
+      train_file = require_file(dir / "train.tsv", what);
+      c.train.documents = data::load_bran_tsv(train_file);
+      c.valid.documents = data::load_bran_tsv(require_file(dir / "valid.tsv", what));
+      c.test.documents = data::load_bran_tsv(require_file(dir / "test.tsv", what));
+      c.type_pairs = data::ctd_type_pairs();
+      c.weighted_by_default = true;
+      break;
+    }
+    case ReSourceKind::semeval: {
+      const fs::path sub = fs::is_directory(dir / "subtask1.1") ? dir / "subtask1.1" : dir;
+      const std::string what =
+          "train.text.xml, train.relations.txt, test.text.xml and "
+          "test.relations.txt in " +
+          sub.string();
+      train_file = require_file(sub / "train.text.xml", what);
+      std::vector<data::Document> all =
+          data::load_semeval(train_file, require_file(sub / "train.relations.txt", what));
+      c.test.documents = data::load_semeval(require_file(sub / "test.text.xml", what),
+                                            require_file(sub / "test.relations.txt", what));
+      // Seeded hold-out: the first k of a Fisher–Yates permutation; both parts keep
+      // file order.
+      const int n = static_cast<int>(all.size());
+      int k = static_cast<int>(std::lround(options.holdout * n));
+      k = std::clamp(k, n >= 2 ? 1 : 0, std::max(0, n - 1));
+      std::vector<int> perm(n);
+      for (int i = 0; i < n; ++i) perm[i] = i;
+      PhiloxStream rng(options.seed, kStreamHoldout);
+      for (int i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.below(i + 1)]);
+      std::vector<bool> held(n, false);
+      for (int i = 0; i < k; ++i) held[perm[i]] = true;
+      for (int i = 0; i < n; ++i)
+        (held[i] ? c.valid.documents : c.train.documents).push_back(std::move(all[i]));
+      c.unordered = true;
+      c.same_sentence = true;
+      c.weighted_by_default = true;
+      break;
+    }
+  }
+  c.max_tokens = options.max_tokens < 0             ? 0
+                 : options.max_tokens > 0           ? options.max_tokens
+                 : c.kind == ReSourceKind::bran_tsv ? 500
+                                                    : 0;
+
+  // Word, n-gram and character vocabularies: train only.
+  data::VocabularyOptions vo;
+  vo.min_count = options.min_count;
+  vo.lowercase = options.lowercase;
+  c.words = data::build_vocabulary(c.train.documents, vo);
+  std::map<std::string, long> gram_counts, char_counts;
+  for (const data::Document& d : c.train.documents)
+    for (const data::Token& t : d.tokens) {
+      for (const std::string& g : token_ngrams(lookup_form(t.text, options.lowercase), options))
+        ++gram_counts[g];
+      for (const std::string& ch : token_chars(t.text, options)) ++char_counts[ch];
+    }
+  c.ngrams = data::Vocabulary::from_counts(gram_counts, options.min_count);
+  c.chars = data::Vocabulary::from_counts(char_counts, 1);
+
+  // Entity types and tags: union over the splits, byte order.
+  std::set<std::string> types;
+  for (const ReSplit* s : {&c.train, &c.valid, &c.test})
+    for (const data::Document& d : s->documents)
+      for (const data::Mention& m : d.mentions) types.insert(m.type);
+  c.entity_types.assign(types.begin(), types.end());
+  c.ner_tag_names = {"O"};
+  for (const std::string& t : c.entity_types) {
+    c.ner_tag_names.push_back("B-" + t);
+    c.ner_tag_names.push_back("I-" + t);
+  }
+  c.entity_tag_names = {"<pad>"};
+  c.entity_tag_names.insert(c.entity_tag_names.end(), c.ner_tag_names.begin(),
+                            c.ner_tag_names.end());
+
+  // Relation classes: NULL, the corpus's fixed list, then other labels in byte order.
+  std::set<std::string> seen;
+  for (const ReSplit* s : {&c.train, &c.valid, &c.test})
+    for (const data::Document& d : s->documents)
+      for (const data::Relation& r : d.relations) seen.insert(r.type);
+  std::vector<std::string> base;
+  switch (c.kind) {
+    case ReSourceKind::synth_cdr:
+    case ReSourceKind::pubtator:
+      base = {"CID"};
+      break;
+    case ReSourceKind::bran_tsv: {
+      const std::vector<std::string>& ctd = data::ctd_relation_classes();
+      if (std::any_of(ctd.begin(), ctd.end(), [&](const std::string& x) { return seen.count(x); }))
+        base = ctd;
+      break;
+    }
+    case ReSourceKind::semeval:
+      base = semeval_classes();
+      break;
+  }
+  for (const std::string& x : seen)
+    if (std::find(base.begin(), base.end(), x) == base.end()) base.push_back(x);
+  c.relation_names = {data::kNullLabel};
+  for (const std::string& x : base) {
+    c.relation_names.push_back(x);
+    if (c.options.semeval_directed && c.kind == ReSourceKind::semeval)
+      c.relation_names.push_back(x + "-REVERSE");
+  }
+
+  // Examples and pools.
+  data::ExampleOptions eo;
+  eo.allowed = c.type_pairs;
+  eo.max_tokens = c.max_tokens;
+  eo.unordered = c.unordered;
+  eo.same_sentence = c.same_sentence;
+  const bool directed = c.options.semeval_directed && c.kind == ReSourceKind::semeval;
+  for (ReSplit* s : {&c.train, &c.valid, &c.test}) {
+    data::ExampleSet set = data::build_examples(s->documents, eo);
+    s->examples = std::move(set.examples);
+    s->truncated_documents = set.truncated_documents;
+    s->dropped_pairs = set.dropped_pairs;
+    s->dropped_positives = set.dropped_positives;
+    s->unmatched_relations = set.unmatched_relations;
+    s->document_examples.assign(s->documents.size(), {});
+    for (std::size_t i = 0; i < s->examples.size(); ++i) {
+      const data::Example& e = s->examples[i];
+      const int id = c.relation_id(class_name(e, directed));
+      if (id < 0) throw std::logic_error("relation corpus: label '" + e.label + "' has no class");
+      s->labels.push_back(id);
+      s->reverse.push_back(e.reverse);
+      s->document_examples[e.doc].push_back(static_cast<int>(i));
+      (id == 0 ? s->negatives : s->positives).push_back(static_cast<int>(i));
+    }
+    c.featurize(*s);
+  }
+  long train_relations = 0;
+  for (const data::Document& d : c.train.documents) train_relations += d.relations.size();
+  const std::string train_what =
+      c.kind == ReSourceKind::semeval ? train_file + " (less the hold-out)" : train_file;
+  if (train_relations == 0)
+    throw std::runtime_error("relation corpus: " + train_what + " has no annotated relations");
+  if (c.train.positives.empty())
+    throw std::runtime_error("relation corpus: " + train_what +
+                             " has no annotated relations between entities of an allowed type "
+                             "pair within max_tokens");
+
+  // Class weights, thesis eq. 4-2.
+  const std::size_t C = c.relation_names.size();
+  std::vector<long> count(C, 0);
+  for (int l : c.train.labels) ++count[l];
+  const double total = static_cast<double>(c.train.labels.size());
+  c.class_weights.assign(C, 0.0f);
+  for (std::size_t k = 0; k < C; ++k)
+    if (count[k] > 0) c.class_weights[k] = static_cast<float>(total / (double(C) * count[k]));
+
+  if (!options.word2vec.empty()) {
+    const data::Embeddings emb = data::load_word2vec(options.word2vec);
+    if (options.word2vec_dim > 0)
+      data::require_dimension(emb, options.word2vec_dim, options.word2vec);
+    const std::vector<float> m = data::embedding_matrix(emb, c.words, data::OovPolicy::kRandom,
+                                                        options.seed, 0.1f, &c.word_init_report);
+    c.word_init = Tensor::from_vector(m, {c.words.size(), emb.dim});
+  }
+
+  int longest = 1;
+  for (const ReSplit* s : {&c.train, &c.valid, &c.test})
+    for (const ReDocFeatures& f : s->features) longest = std::max(longest, f.length);
+  c.sizes.words = c.words.size();
+  c.sizes.ngrams = c.ngrams.size();
+  c.sizes.chars = c.chars.size();
+  c.sizes.pos_tags = 0;
+  c.sizes.entity_tags = static_cast<int64_t>(c.entity_tag_names.size());
+  c.sizes.ner_tags = static_cast<int64_t>(c.ner_tag_names.size());
+  c.sizes.relations = static_cast<int64_t>(C);
+  c.sizes.max_distance = (c.max_tokens > 0 ? c.max_tokens : longest) - 1;
+  return c;
+}
+
+ReBatch make_batch(const ReSplit& split, const std::vector<BatchItem>& items) {
+  if (items.empty()) throw std::invalid_argument("make_batch: a batch needs at least one item");
+  ReBatch r;
+  const int64_t B = static_cast<int64_t>(items.size());
+  int64_t T = 1, G = 1, K = 1;
+  for (const BatchItem& it : items) {
+    if (it.document < 0 || it.document >= static_cast<int>(split.documents.size()))
+      throw std::out_of_range("make_batch: document " + std::to_string(it.document) +
+                              " is not in the " + split.name + " split (" +
+                              std::to_string(split.documents.size()) + " documents)");
+    const ReDocFeatures& f = split.features[it.document];
+    T = std::max<int64_t>(T, f.length);
+    for (int i = 0; i < f.length; ++i) {
+      G = std::max<int64_t>(G, f.ngram_offsets[i + 1] - f.ngram_offsets[i]);
+      K = std::max<int64_t>(K, f.char_offsets[i + 1] - f.char_offsets[i]);
+    }
+  }
+  r.B = B;
+  r.T = T;
+  std::vector<int32_t> words(B * T, 0), tags(B * T, 0), ner(B * T, -1), grams(B * T * G, 0),
+      chars(B * T * K, 0);
+  std::vector<float> mask(B * T, 0.0f);
+  std::vector<int32_t> pair_doc, labels, head_off{0}, tail_off{0}, head_rows, tail_rows, head_pos,
+      tail_pos;
+  for (int64_t b = 0; b < B; ++b) {
+    const BatchItem& it = items[b];
+    const ReDocFeatures& f = split.features[it.document];
+    for (int i = 0; i < f.length; ++i) {
+      const int64_t row = b * T + i;
+      words[row] = f.words[i];
+      tags[row] = f.entity_tags[i];
+      ner[row] = f.ner[i];
+      mask[row] = 1.0f;
+      for (int32_t g = f.ngram_offsets[i]; g < f.ngram_offsets[i + 1]; ++g)
+        grams[row * G + (g - f.ngram_offsets[i])] = f.ngram_ids[g];
+      for (int32_t k = f.char_offsets[i]; k < f.char_offsets[i + 1]; ++k)
+        chars[row * K + (k - f.char_offsets[i])] = f.char_ids[k];
+    }
+    for (int x : it.examples) {
+      if (x < 0 || x >= static_cast<int>(split.examples.size()))
+        throw std::out_of_range("make_batch: example " + std::to_string(x) + " is not in the " +
+                                split.name + " split (" + std::to_string(split.examples.size()) +
+                                " examples)");
+      const data::Example& e = split.examples[x];
+      if (e.doc != it.document)
+        throw std::invalid_argument("make_batch: example " + std::to_string(x) +
+                                    " belongs to document " + std::to_string(e.doc) + ", not " +
+                                    std::to_string(it.document));
+      const std::vector<int32_t>& hs = f.entity_tokens[e.head];
+      const std::vector<int32_t>& ts = f.entity_tokens[e.tail];
+      if (hs.empty() || ts.empty())
+        throw std::logic_error("make_batch: example " + std::to_string(x) +
+                               " has an entity without a mention inside the document");
+      for (int32_t i : hs) head_rows.push_back(static_cast<int32_t>(b * T + i));
+      for (int32_t i : ts) tail_rows.push_back(static_cast<int32_t>(b * T + i));
+      head_off.push_back(static_cast<int32_t>(head_rows.size()));
+      tail_off.push_back(static_cast<int32_t>(tail_rows.size()));
+      int best = INT_MAX, hp = 0, tp = 0;
+      for (int32_t a : f.entity_starts[e.head])
+        for (int32_t c : f.entity_starts[e.tail])
+          if (std::abs(a - c) < best) best = std::abs(a - c), hp = a, tp = c;
+      if (best != e.distance)
+        throw std::logic_error("make_batch: distance of example " + std::to_string(x) +
+                               " disagrees with the example builder");
+      pair_doc.push_back(static_cast<int32_t>(b));
+      labels.push_back(split.labels[x]);
+      head_pos.push_back(hp);
+      tail_pos.push_back(tp);
+      r.distance.push_back(best);
+      r.example_index.push_back(x);
+    }
+  }
+  const int64_t P = static_cast<int64_t>(labels.size());
+  r.P = P;
+  r.words = indices(words, {B, T});
+  r.mask = Tensor::from_vector(mask, {B, T});
+  r.ngrams = indices(grams, {B * T, G});
+  r.chars = indices(chars, {B * T, K});
+  r.entity_tags = indices(tags, {B, T});
+  r.ner_targets = indices(ner, {B * T});
+  r.pair_doc = indices(pair_doc, {P});
+  r.labels = indices(labels, {P});
+  r.head_offsets = indices(head_off, {P + 1});
+  r.head_rows = indices(head_rows, {static_cast<int64_t>(head_rows.size())});
+  r.tail_offsets = indices(tail_off, {P + 1});
+  r.tail_rows = indices(tail_rows, {static_cast<int64_t>(tail_rows.size())});
+  r.head_pos = indices(head_pos, {P});
+  r.tail_pos = indices(tail_pos, {P});
+  return r;
+}
+
+std::vector<BatchItem> sample_re_batch(const ReSplit& split, int batch, PhiloxStream& rng) {
+  if (batch < 1) throw std::invalid_argument("sample_re_batch: batch size must be >= 1");
+  if (split.positives.empty() && split.negatives.empty())
+    throw std::invalid_argument("sample_re_batch: the " + split.name + " split has no examples");
+  const bool positive = rng.uniform() < 0.5f;
+  const std::vector<int>& pool = (positive && !split.positives.empty()) || split.negatives.empty()
+                                     ? split.positives
+                                     : split.negatives;
+  std::vector<BatchItem> items;
+  for (int i = 0; i < batch; ++i) {
+    const int x = pool[rng.below(static_cast<uint32_t>(pool.size()))];
+    items.push_back({split.examples[x].doc, {x}});
+  }
+  return items;
+}
+
+std::vector<BatchItem> sample_ner_batch(const ReSplit& split, int batch, PhiloxStream& rng) {
+  if (batch < 1) throw std::invalid_argument("sample_ner_batch: batch size must be >= 1");
+  if (split.documents.empty())
+    throw std::invalid_argument("sample_ner_batch: the " + split.name + " split has no documents");
+  std::vector<BatchItem> items;
+  for (int i = 0; i < batch; ++i)
+    items.push_back(
+        {static_cast<int>(rng.below(static_cast<uint32_t>(split.documents.size()))), {}});
+  return items;
+}
+
+std::vector<std::vector<BatchItem>> evaluation_batches(const ReSplit& split, int batch) {
+  if (batch < 1) throw std::invalid_argument("evaluation_batches: batch size must be >= 1");
+  std::vector<std::vector<BatchItem>> out;
+  for (std::size_t d = 0; d < split.documents.size(); ++d) {
+    if (d % batch == 0) out.emplace_back();
+    out.back().push_back({static_cast<int>(d), split.document_examples[d]});
+  }
+  return out;
+}
+
+}  // namespace mare

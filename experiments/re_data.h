@@ -1,0 +1,170 @@
+// Relation-extraction corpora as tensors (SPEC §4.1–4.3, §5, §6): a data source
+// (KIND:DIR) is loaded into splits of documents and entity-pair examples with
+// vocabularies, label sets and class weights, and turned into ReBatch batches
+// (models/re_batch.h) by make_batch and the samplers.
+//
+// Sources (KIND:DIR; the file names are those the generators write):
+//   synth-cdr, pubtator  DIR/{train,valid,test}.pubtator (CID relations)
+//   bran-tsv             DIR/{train,valid,test}.tsv (BRAN's 13 columns; CTD or CDR)
+//   semeval              DIR/subtask1.1/{train,test}.text.xml + .relations.txt, or
+//                        DIR/{train,test}.text.xml when DIR is a subtask folder itself
+//                        (so semeval:D/subtask1.2 reads the noisy corpus). Validation is
+//                        a seeded 15 % hold-out of train (SPEC §6: the task has no dev
+//                        set); a valid.text.xml beside them is not read.
+//
+// Rules:
+//   - Vocabularies of words, character n-grams and characters come from the TRAIN
+//     split only (data::Vocabulary: <pad> = 0, <unk> = 1; min_count applies to words
+//     and n-grams; every character of train is kept). Label sets (entity types,
+//     relation classes) are the union over all splits, so a type too rare to reach
+//     train still has an id.
+//   - Entity types are sorted by byte order. NER output classes: O = 0, then B-type,
+//     I-type per type (B-t = 1 + 2k, I-t = 2 + 2k). Input entity tags: the same with
+//     <pad> = 0 in front (entity tag = NER class + 1).
+//   - Relation classes: NULL = 0, then the corpus's classes in a fixed order:
+//       CDR (pubtator, synth-cdr): CID;
+//       bran-tsv: BRAN's 14 CTD classes in thesis Table 4.9 order when the data holds
+//         any of them (data::ctd_relation_classes());
+//       semeval: USAGE, MODEL-FEATURE, RESULT, TOPIC, PART_WHOLE, COMPARE (thesis
+//         Table 4.11 order).
+//     then any other label found in the data, in byte order. SemEval direction: the
+//     task's subtask 1 gives the pair and scores the relation type, so by default a
+//     relation and its REVERSE form are one class (6 + NULL) and the flag is kept in
+//     ReSplit::reverse; semeval_directed = true makes "T-REVERSE" classes after each T.
+//   - Examples: data::build_examples with the corpus's type pairs (CDR: Chemical ->
+//     Disease; bran-tsv: the CTD pairs; SemEval: every pair, unordered, same
+//     sentence), NULL for unannotated pairs, truncation at max_tokens as there.
+//   - Class weights (thesis eq. 4-2): w_c = total / (C · count_c) over the train
+//     examples, C = number of relation classes; a class absent from train gets 0.
+//   - Batches: row b is one document, cut to max_tokens and padded to the longest
+//     row. A pair's head (tail) rows are the tokens of every mention of its head
+//     (tail) entity that ends inside the cut document, sorted, without repeats.
+//     head_pos/tail_pos are the starts of the closest mention pair (the first such
+//     pair in mention order); distance is their gap (= data::Example::distance).
+//   - Everything is deterministic: same files, options and seed, same bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "experiments/data/document.h"
+#include "experiments/data/examples.h"
+#include "experiments/data/vocab.h"
+#include "experiments/data/word2vec.h"
+#include "kernels/random.h"
+#include "kernels/tensor.h"
+#include "models/re_batch.h"
+
+namespace mare {
+
+// Stream of the SemEval hold-out draw (kernels/random.h lists the harness's streams).
+inline constexpr uint32_t kStreamHoldout = 3;
+
+enum class ReSourceKind { synth_cdr, pubtator, bran_tsv, semeval };
+
+struct ReCorpusOptions {
+  std::string source;       // "KIND:DIR", KIND in synth-cdr | pubtator | bran-tsv | semeval
+  int max_tokens = 0;       // 0: corpus default (CTD 500 as the thesis, others none); < 0: none
+  int ngram = 3;            // character n-gram size
+  long min_count = 1;       // words and n-grams seen fewer times in train map to <unk>
+  bool lowercase = false;   // ASCII-lowercase tokens before the word and n-gram lookups
+  int max_token_chars = 0;  // > 0: characters / n-grams kept per token (first ones)
+  std::string word2vec;     // optional word2vec file (.bin binary, text otherwise)
+  int word2vec_dim = 0;     // > 0: the vectors must have this dimension
+  bool semeval_directed = false;  // T and T-REVERSE as separate classes
+  double holdout = 0.15;          // SemEval: share of train documents held out as valid
+  uint64_t seed = 1;              // hold-out draw and random rows of words without a vector
+};
+
+// Token features of one document cut to max_tokens, computed once at load.
+struct ReDocFeatures {
+  int length = 0;                                 // tokens kept (≤ max_tokens)
+  std::vector<int32_t> words;                     // [length]
+  std::vector<int32_t> entity_tags;               // [length] input tag ids (≥ 1)
+  std::vector<int32_t> ner;                       // [length] NER classes
+  std::vector<int32_t> ngram_offsets, ngram_ids;  // CSR over tokens
+  std::vector<int32_t> char_offsets, char_ids;    // CSR over tokens
+  // Per entity: the kept mentions' token indices (sorted, unique) and kept mention
+  // starts (mention order).
+  std::vector<std::vector<int32_t>> entity_tokens;
+  std::vector<std::vector<int32_t>> entity_starts;
+};
+
+struct ReSplit {
+  std::string name;  // "train", "valid", "test"
+  std::vector<data::Document> documents;
+  std::vector<ReDocFeatures> features;              // [documents]
+  std::vector<data::Example> examples;              // data::build_examples order
+  std::vector<int> labels;                          // [examples] relation class ids
+  std::vector<bool> reverse;                        // [examples] SemEval REVERSE flag
+  std::vector<std::vector<int>> document_examples;  // example indices of each document
+  std::vector<int> positives;                       // examples with a non-NULL label
+  std::vector<int> negatives;                       // NULL examples
+  // From data::ExampleSet: what the cut and the type pairs lost.
+  int truncated_documents = 0, dropped_pairs = 0, dropped_positives = 0, unmatched_relations = 0;
+};
+
+class ReCorpus {
+ public:
+  // Throws std::invalid_argument for a malformed source or option, std::runtime_error
+  // naming the file for a missing file or a train split without relations, and
+  // data::DataError for malformed files.
+  static ReCorpus load(const ReCorpusOptions& options);
+
+  ReCorpusOptions options;
+  ReSourceKind kind = ReSourceKind::synth_cdr;
+  std::string directory;  // where the files were read
+  int max_tokens = 0;     // resolved: 0 = no cut
+
+  ReSplit train, valid, test;
+
+  data::Vocabulary words, ngrams, chars;
+  std::vector<std::string> entity_types;      // sorted
+  std::vector<std::string> entity_tag_names;  // [entity_tags] "<pad>", "O", "B-t", "I-t", ...
+  std::vector<std::string> ner_tag_names;     // [ner_tags] "O", "B-t", "I-t", ...
+  std::vector<std::string> relation_names;    // [relations] "NULL", ...
+  std::vector<data::TypePair> type_pairs;     // empty: every pair
+  bool unordered = false;                     // SemEval
+  bool same_sentence = false;                 // SemEval
+
+  std::vector<float> class_weights;  // [relations], eq. 4-2 over train
+  bool weighted_by_default = false;  // SPEC §6: CTD and SemEval weighted, CDR not
+
+  Tensor word_init;  // f32 [words, dim] from the word2vec file, or undefined
+  data::EmbeddingMatrixReport word_init_report;
+
+  ReVocabSizes sizes;
+
+  const ReSplit& split(const std::string& name) const;  // "train" | "valid" | "test"
+  int relation_id(const std::string& name) const;       // -1 when unknown
+
+ private:
+  void featurize(ReSplit& split) const;
+};
+
+// "synth-cdr" -> ReSourceKind::synth_cdr, ...; throws std::invalid_argument otherwise.
+ReSourceKind parse_re_source_kind(const std::string& kind);
+const char* to_string(ReSourceKind kind);
+
+// One row of a batch: a document of the split and the examples of it to score.
+struct BatchItem {
+  int document = 0;
+  std::vector<int> examples;  // indices into ReSplit::examples, all of this document
+};
+
+// The tensors of a batch (models/re_batch.h) on the CPU; throws std::out_of_range for an
+// index outside the split and std::invalid_argument for an example of another document.
+ReBatch make_batch(const ReSplit& split, const std::vector<BatchItem>& items);
+
+// RE training batch as BRAN: with probability 0.5 all B examples come from the
+// positive pool, else from the negative pool (the other pool when one is empty), each
+// drawn uniformly with replacement; each becomes one item with just that pair.
+std::vector<BatchItem> sample_re_batch(const ReSplit& split, int batch, PhiloxStream& rng);
+// NER batch: B documents drawn uniformly with replacement, no pairs.
+std::vector<BatchItem> sample_ner_batch(const ReSplit& split, int batch, PhiloxStream& rng);
+// Evaluation: every document of the split in order, each with all its examples, in
+// chunks of B documents.
+std::vector<std::vector<BatchItem>> evaluation_batches(const ReSplit& split, int batch);
+
+}  // namespace mare
