@@ -302,6 +302,9 @@ ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
   const bool directed = c.options.semeval_directed && c.kind == ReSourceKind::semeval;
   for (ReSplit* s : {&c.train, &c.valid, &c.test}) {
     data::ExampleSet set = data::build_examples(s->documents, eo);
+    if (options.annotated_pairs_only)
+      std::erase_if(set.examples,
+                    [](const data::Example& e) { return e.label == data::kNullLabel; });
     s->examples = std::move(set.examples);
     s->truncated_documents = set.truncated_documents;
     s->dropped_pairs = set.dropped_pairs;

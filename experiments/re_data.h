@@ -33,7 +33,8 @@
 //     ReSplit::reverse; semeval_directed = true makes "T-REVERSE" classes after each T.
 //   - Examples: data::build_examples with the corpus's type pairs (CDR: Chemical ->
 //     Disease; bran-tsv: the CTD pairs; SemEval: every pair, unordered, same
-//     sentence), NULL for unannotated pairs, truncation at max_tokens as there.
+//     sentence), NULL for unannotated pairs (none with annotated_pairs_only),
+//     truncation at max_tokens as there.
 //   - Class weights (thesis eq. 4-2): w_c = total / (C · count_c) over the train
 //     examples, C = number of relation classes; a class absent from train gets 0.
 //   - Batches: row b is one document, cut to max_tokens and padded to the longest
@@ -73,8 +74,11 @@ struct ReCorpusOptions {
   std::string word2vec;     // optional word2vec file (.bin binary, text otherwise)
   int word2vec_dim = 0;     // > 0: the vectors must have this dimension
   bool semeval_directed = false;  // T and T-REVERSE as separate classes
-  double holdout = 0.15;          // SemEval: share of train documents held out as valid
-  uint64_t seed = 1;              // hold-out draw and random rows of words without a vector
+  // Only annotated pairs become examples (no NULL examples): the protocol of SemEval
+  // 2018 Task 7 subtask 1, where the pairs are given and only their type is scored.
+  bool annotated_pairs_only = false;
+  double holdout = 0.15;  // SemEval: share of train documents held out as valid
+  uint64_t seed = 1;      // hold-out draw and random rows of words without a vector
 };
 
 // Token features of one document cut to max_tokens, computed once at load.

@@ -65,11 +65,13 @@ const char* kValid =
     "4\t16\t24\tmigraine\tDisease\tD008881\n"
     "4\tCID\tD001241\tD008881\n"
     "\n";
+// PMID 5 (test): Lithium {0, 4} and fever {2} tie at distance 2: the first mention pair wins
 const char* kTest =
-    "5|t|Lithium and fever.\n"
+    "5|t|Lithium and fever and Lithium.\n"
     "5|a|Fine.\n"
     "5\t0\t7\tLithium\tChemical\tD008094\n"
     "5\t12\t17\tfever\tDisease\tD005334\n"
+    "5\t22\t29\tLithium\tChemical\tD008094\n"
     "\n";
 
 class TinyCorpus : public ::testing::Test {
@@ -231,6 +233,13 @@ TEST_F(TinyCorpus, PairsOfOneDocumentAndUnknownWords) {
   EXPECT_EQ(g[2 * G + 0], 1);
   EXPECT_EQ(g[2 * G + 6], c.ngrams.id("ine"));
   EXPECT_GT(g[2 * G + 6], 1);
+
+  // a tie between mention pairs: the first in mention order gives the positions
+  const ReBatch t = make_batch(c.test, {{0, {0}}});
+  EXPECT_EQ(ints(t.head_rows), (std::vector<int32_t>{0, 4}));
+  EXPECT_EQ(ints(t.head_pos), (std::vector<int32_t>{0}));
+  EXPECT_EQ(ints(t.tail_pos), (std::vector<int32_t>{2}));
+  EXPECT_EQ(t.distance, (std::vector<int>{2}));
 
   // NER batches have no pairs
   const ReBatch n = make_batch(c.train, {{1, {}}});
@@ -535,6 +544,18 @@ TEST_F(SynthCorpus, SynthSemevalHoldOut) {
       EXPECT_EQ(d.relation_names[d.train.labels[i]],
                 d.train.examples[i].label + (d.train.reverse[i] ? "-REVERSE" : ""));
     }
+  // the task's protocol: only the annotated pairs, no NULL examples
+  o.semeval_directed = false;
+  o.annotated_pairs_only = true;
+  const ReCorpus given = ReCorpus::load(o);
+  EXPECT_TRUE(given.test.negatives.empty());
+  EXPECT_EQ(given.test.positives.size(), given.test.examples.size());
+  EXPECT_EQ(given.test.examples.size(), c.test.positives.size());
+  for (std::size_t i = 0; i < given.test.examples.size(); ++i) {
+    EXPECT_NE(given.test.labels[i], 0);
+    EXPECT_EQ(given.test.labels[i], c.test.labels[c.test.positives[i]]);
+  }
+  EXPECT_EQ(given.class_weights[0], 0.0f);  // NULL never occurs in train
   // the noisy subtask, read from its own folder
   o.source = "semeval:" + dir + "/subtask1.2";
   EXPECT_EQ(ReCorpus::load(o).directory, dir + "/subtask1.2");
