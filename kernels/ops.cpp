@@ -35,6 +35,7 @@ constexpr std::array kOps = {
     OpInfo{"cross_entropy", "loss", "class-weighted softmax cross-entropy"},
     OpInfo{"mse", "loss", "mean squared error"},
     OpInfo{"attention", "attention", "multi-head scaled dot-product attention, key mask"},
+    OpInfo{"halting", "halting", "ACT halting weights, step counts and ponder cost (SPEC §4.4)"},
     // recurrent cells (SPEC §4.6)
     OpInfo{"grpu_cell", "grpu", "GRPU step: GRU controller + ALU (read, sum, prod, cond)"},
     OpInfo{"gru_cell", "recurrent", "GRU step (the GRPU cell without machine fields)"},

@@ -12,6 +12,7 @@
 #include "kernels/ops/attention.h"
 #include "kernels/ops/conv.h"
 #include "kernels/ops/elementwise.h"
+#include "kernels/ops/halting.h"
 #include "kernels/ops/indexing.h"
 #include "kernels/ops/linalg.h"
 #include "kernels/ops/loss.h"

@@ -11,10 +11,16 @@
 //   kRowChunk rows, column) sums its rows in order, in double. Pass 2: one thread
 //   per column adds the chunk sums in chunk order and finishes the column
 //   (mean, rstd, running averages, or the gradient update).
+// - Batch norm's row mask (padding): pass 1 skips masked rows, the row count n
+//   comes from one block (cub::BlockReduce, a fixed tree, exact in double), the
+//   elementwise kernels write 0 for masked rows (output) or leave them (d_x).
+//   Without a mask n is the host's row count and every kernel does what it did
+//   before the mask existed.
 // - The elementwise parts (normalised output, d_x) mirror the CPU's float
 //   expressions with explicitly rounded operations (__fmul_rn, __fadd_rn, ...)
 //   so that nvcc does not fuse them into FMAs the host does not do.
 #include <cstdint>
+#include <cub/block/block_reduce.cuh>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
@@ -83,9 +89,11 @@ struct LayerNormParamTerms {  // (dy · x̂, dy), x̂ with the row's μ, rstd
   }
 };
 
-// Pass 1: partial[k, j] = Σ_{r in chunk k, in order} f(r, j).   partial: [chunks, c]
+// Pass 1: partial[k, j] = Σ_{r in chunk k, in order, row_mask[r] ≠ 0} f(r, j).
+//   partial: [chunks, c]; row_mask: [rows] or null (every row)
 template <class F>
 __global__ void column_chunk_sums_kernel(F f, int64_t rows, int64_t c, int64_t chunks,
+                                         const float* __restrict__ row_mask,
                                          double2* __restrict__ partial) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < chunks * c;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -93,6 +101,7 @@ __global__ void column_chunk_sums_kernel(F f, int64_t rows, int64_t c, int64_t c
     const int64_t end = min(rows, (k + 1) * kRowChunk);
     double2 s = make_double2(0.0, 0.0);
     for (int64_t r = k * kRowChunk; r < end; ++r) {
+      if (row_mask && row_mask[r] == 0.0f) continue;
       double2 v = f(r, j);
       s.x += v.x;
       s.y += v.y;
@@ -112,32 +121,59 @@ __device__ inline double2 column_total(const double2* partial, int64_t chunks, i
   return s;
 }
 
-// Batch-norm mean: mu[j] = Σ_r x[r, j] / rows
+// The rows that take part: `count` (the row mask's nonzero entries, on the
+// device) or, without a mask, `rows`.
+__device__ inline double active_rows(const double* count, int64_t rows) {
+  return count ? *count : static_cast<double>(rows);
+}
+
+// One block: *count = number of nonzero entries of row_mask [rows], in double
+// (exact: every partial sum is an integer below 2^53).
+__global__ void bn_count_kernel(const float* __restrict__ row_mask, int64_t rows,
+                                double* __restrict__ count) {
+  using BlockReduceDouble = cub::BlockReduce<double, kThreads>;
+  __shared__ typename BlockReduceDouble::TempStorage temp;
+  double s = 0.0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) s += row_mask[r] != 0.0f ? 1.0 : 0.0;
+  s = BlockReduceDouble(temp).Sum(s);
+  if (threadIdx.x == 0) *count = s;
+}
+
+// Batch-norm mean: mu[j] = Σ_r x[r, j] / n (0 when n = 0)
 __global__ void bn_mean_kernel(const double2* __restrict__ partial, int64_t chunks, int64_t c,
-                               int64_t rows, double* __restrict__ mu) {
+                               int64_t rows, const double* __restrict__ count,
+                               double* __restrict__ mu) {
+  const double n = active_rows(count, rows);
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < c;
        j += int64_t(gridDim.x) * blockDim.x)
-    mu[j] = column_total(partial, chunks, c, j).x / rows;
+    mu[j] = n > 0 ? column_total(partial, chunks, c, j).x / n : 0.0;
 }
 
 // Batch-norm statistics from Σ (x − μ)²: the result's mean and rstd (biased
 // variance), and the running averages (unbiased variance), as the CPU rounds them.
+// With n = 1 (a mask only) the running variance stays, with n = 0 both stay.
 __global__ void bn_stats_kernel(const double2* __restrict__ partial, int64_t chunks, int64_t c,
-                                int64_t rows, const double* __restrict__ mu, float momentum,
-                                float eps, float* __restrict__ mean, float* __restrict__ rstd,
+                                int64_t rows, const double* __restrict__ count,
+                                const double* __restrict__ mu, float momentum, float eps,
+                                float* __restrict__ mean, float* __restrict__ rstd,
                                 float* __restrict__ running_mean, float* __restrict__ running_var) {
+  const double n = active_rows(count, rows);
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < c;
        j += int64_t(gridDim.x) * blockDim.x) {
     const double var = column_total(partial, chunks, c, j).x;
-    const double biased = var / rows, unbiased = var / (rows - 1);
+    const double biased = n > 0 ? var / n : 0.0;
     mean[j] = static_cast<float>(mu[j]);
     rstd[j] = static_cast<float>(1.0 / sqrt(biased + static_cast<double>(eps)));
     // running = (1 − m) · running + m · stat: a float product, then a double sum.
     const float keep = 1.0f - momentum;
-    running_mean[j] = static_cast<float>(__dadd_rn(
-        __fmul_rn(keep, running_mean[j]), __dmul_rn(static_cast<double>(momentum), mu[j])));
-    running_var[j] = static_cast<float>(__dadd_rn(
-        __fmul_rn(keep, running_var[j]), __dmul_rn(static_cast<double>(momentum), unbiased)));
+    if (n >= 1)
+      running_mean[j] = static_cast<float>(__dadd_rn(
+          __fmul_rn(keep, running_mean[j]), __dmul_rn(static_cast<double>(momentum), mu[j])));
+    if (n >= 2) {
+      const double unbiased = var / (n - 1);
+      running_var[j] = static_cast<float>(__dadd_rn(
+          __fmul_rn(keep, running_var[j]), __dmul_rn(static_cast<double>(momentum), unbiased)));
+    }
   }
 }
 
@@ -152,15 +188,18 @@ __global__ void bn_eval_stats_kernel(const float* __restrict__ running_mean,
   }
 }
 
-// out[r, j] = (x − mean[j]) · rstd[j] · γ[j] + β[j]          x, out: [n / c, c]
+// out[r, j] = (x − mean[j]) · rstd[j] · γ[j] + β[j], 0 where row_mask[r] = 0
+//   x, out: [n / c, c]; row_mask: [n / c] or null
 __global__ void bn_output_kernel(const float* __restrict__ x, const float* __restrict__ mean,
                                  const float* __restrict__ rstd, const float* __restrict__ gamma,
-                                 const float* __restrict__ beta, float* __restrict__ out, int64_t n,
-                                 int64_t c) {
+                                 const float* __restrict__ beta, const float* __restrict__ row_mask,
+                                 float* __restrict__ out, int64_t n, int64_t c) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t j = i % c;
-    out[i] = normalise(x[i], mean[j], rstd[j], gamma[j], beta[j]);
+    out[i] = row_mask && row_mask[i / c] == 0.0f
+                 ? 0.0f
+                 : normalise(x[i], mean[j], rstd[j], gamma[j], beta[j]);
   }
 }
 
@@ -178,15 +217,19 @@ __global__ void bn_grad_sums_kernel(const double2* __restrict__ partial, int64_t
   }
 }
 
-// Batch-norm d_x, with k = γ · rstd:
-//   training: d_x += k · (dy − Σdy / n − x̂ · Σ(dy · x̂) / n);   eval: d_x += k · dy
+// Batch-norm d_x, with k = γ · rstd and m the rows that take part:
+//   training: d_x += k · (dy − Σdy / m − x̂ · Σ(dy · x̂) / m);   eval: d_x += k · dy
+// Rows with row_mask 0 are left as they are.
 __global__ void bn_dx_kernel(float* __restrict__ d_x, const float* __restrict__ d_out,
                              const float* __restrict__ x, const float* __restrict__ gamma,
                              const float* __restrict__ mean, const float* __restrict__ rstd,
-                             const double2* __restrict__ sums, int64_t n, int64_t c, int64_t rows,
+                             const double2* __restrict__ sums, const float* __restrict__ row_mask,
+                             const double* __restrict__ count, int64_t n, int64_t c, int64_t rows,
                              bool training) {
+  const double m = active_rows(count, rows);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
+    if (row_mask && row_mask[i / c] == 0.0f) continue;
     const int64_t j = i % c;
     const float k = __fmul_rn(gamma[j], rstd[j]);
     const float dy = d_out[i];
@@ -195,8 +238,8 @@ __global__ void bn_dx_kernel(float* __restrict__ d_x, const float* __restrict__ 
       continue;
     }
     const float xhat = __fmul_rn(__fsub_rn(x[i], mean[j]), rstd[j]);
-    const float mean_g = static_cast<float>(sums[j].x / rows);
-    const float mean_gx = static_cast<float>(sums[j].y / rows);
+    const float mean_g = static_cast<float>(sums[j].x / m);
+    const float mean_gx = static_cast<float>(sums[j].y / m);
     const float t = __fsub_rn(__fsub_rn(dy, mean_g), __fmul_rn(xhat, mean_gx));
     d_x[i] = __fadd_rn(d_x[i], __fmul_rn(k, t));
   }
@@ -276,17 +319,31 @@ int64_t chunks_for(int64_t rows) {
   return (rows + kRowChunk - 1) / kRowChunk;
 }
 
-// Runs pass 1 over a [rows, c] matrix into `partial` ([chunks_for(rows), c]).
+// Runs pass 1 over a [rows, c] matrix into `partial` ([chunks_for(rows), c]),
+// skipping the rows whose row_mask entry is 0 (row_mask null: none).
 template <class F>
-void column_chunk_sums(F f, int64_t rows, int64_t c, double2* partial) {
+void column_chunk_sums(F f, int64_t rows, int64_t c, double2* partial,
+                       const float* row_mask = nullptr) {
   const int64_t n = chunks_for(rows) * c;
   column_chunk_sums_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(f, rows, c, chunks_for(rows),
-                                                                     partial);
+                                                                     row_mask, partial);
   MARE_LAUNCH_CHECK("column_chunk_sums_kernel");
 }
 
 float* ptr_or_null(Tensor& t) {
   return t.defined() ? t.f32() : nullptr;
+}
+const float* ptr_or_null(const Tensor& t) {
+  return t.defined() ? t.f32() : nullptr;
+}
+
+// The row count of a batch-norm mask, on the device (null without a mask).
+// `ws` holds it.
+const double* count_active_rows(const Tensor& row_mask, int64_t rows, Workspace& ws) {
+  if (!row_mask.defined()) return nullptr;
+  bn_count_kernel<<<1, kThreads, 0, stream()>>>(row_mask.f32(), rows, ws.as<double>());
+  MARE_LAUNCH_CHECK("bn_count_kernel");
+  return ws.as<double>();
 }
 
 }  // namespace
@@ -328,24 +385,27 @@ void layer_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Ten
 
 NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                               Tensor& running_mean, Tensor& running_var, bool training,
-                              float momentum, float eps) {
-  require_cuda({&x, &gamma, &beta, &running_mean, &running_var}, "batch_norm_forward");
+                              float momentum, float eps, const Tensor& row_mask) {
+  require_cuda({&x, &gamma, &beta, &running_mean, &running_var, &row_mask}, "batch_norm_forward");
   const int64_t c = x.dim(-1), rows = c ? x.numel() / c : 0;
   NormResult r{Tensor::empty(x.shape(), Device::cuda), Tensor::empty({c}, Device::cuda),
                Tensor::empty({c}, Device::cuda)};
   if (c == 0) return r;
-  if (training) {  // rows >= 2 (checked by the caller)
+  const float* mask = ptr_or_null(row_mask);
+  if (training) {  // rows >= 2 without a mask (checked by the caller)
     const int64_t chunks = chunks_for(rows);
     Workspace partial(static_cast<size_t>(chunks * c) * sizeof(double2));
     Workspace mu(static_cast<size_t>(c) * sizeof(double));
-    column_chunk_sums(ColumnValue{x.f32(), c}, rows, c, partial.as<double2>());
+    Workspace count_ws(mask ? sizeof(double) : 0);
+    const double* count = count_active_rows(row_mask, rows, count_ws);
+    column_chunk_sums(ColumnValue{x.f32(), c}, rows, c, partial.as<double2>(), mask);
     bn_mean_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(partial.as<double2>(), chunks, c, rows,
-                                                             mu.as<double>());
+                                                             count, mu.as<double>());
     MARE_LAUNCH_CHECK("bn_mean_kernel");
     column_chunk_sums(ColumnSquaredDeviation{x.f32(), mu.as<double>(), c}, rows, c,
-                      partial.as<double2>());
+                      partial.as<double2>(), mask);
     bn_stats_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(
-        partial.as<double2>(), chunks, c, rows, mu.as<double>(), momentum, eps, r.mean.f32(),
+        partial.as<double2>(), chunks, c, rows, count, mu.as<double>(), momentum, eps, r.mean.f32(),
         r.rstd.f32(), running_mean.f32(), running_var.f32());
     MARE_LAUNCH_CHECK("bn_stats_kernel");
   } else {
@@ -356,34 +416,38 @@ NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
   const int64_t n = x.numel();
   if (n == 0) return r;
   bn_output_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(
-      x.f32(), r.mean.f32(), r.rstd.f32(), gamma.f32(), beta.f32(), r.out.f32(), n, c);
+      x.f32(), r.mean.f32(), r.rstd.f32(), gamma.f32(), beta.f32(), mask, r.out.f32(), n, c);
   MARE_LAUNCH_CHECK("bn_output_kernel");
   return r;
 }
 
 void batch_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Tensor& d_out,
                          const Tensor& x, const Tensor& gamma, const Tensor& mean,
-                         const Tensor& rstd, bool training) {
-  require_cuda({&d_x, &d_gamma, &d_beta, &d_out, &x, &gamma, &mean, &rstd}, "batch_norm_backward");
+                         const Tensor& rstd, bool training, const Tensor& row_mask) {
+  require_cuda({&d_x, &d_gamma, &d_beta, &d_out, &x, &gamma, &mean, &rstd, &row_mask},
+               "batch_norm_backward");
   const int64_t c = x.dim(-1), n = x.numel();
   if (n == 0) return;
   const int64_t rows = n / c, chunks = chunks_for(rows);
+  const float* mask = ptr_or_null(row_mask);
   // The column sums feed d_γ, d_β, and d_x in training mode.
   const bool need_sums = d_gamma.defined() || d_beta.defined() || (d_x.defined() && training);
   Workspace sums(need_sums ? static_cast<size_t>(c) * sizeof(double2) : 0);
   if (need_sums) {
     Workspace partial(static_cast<size_t>(chunks * c) * sizeof(double2));
     column_chunk_sums(BatchNormGradTerms{d_out.f32(), x.f32(), mean.f32(), rstd.f32(), c}, rows, c,
-                      partial.as<double2>());
+                      partial.as<double2>(), mask);
     bn_grad_sums_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(
         partial.as<double2>(), chunks, c, sums.as<double2>(), ptr_or_null(d_gamma),
         ptr_or_null(d_beta));
     MARE_LAUNCH_CHECK("bn_grad_sums_kernel");
   }
   if (!d_x.defined()) return;
-  bn_dx_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(d_x.f32(), d_out.f32(), x.f32(),
-                                                         gamma.f32(), mean.f32(), rstd.f32(),
-                                                         sums.as<double2>(), n, c, rows, training);
+  Workspace count_ws(mask && training ? sizeof(double) : 0);
+  const double* count = training ? count_active_rows(row_mask, rows, count_ws) : nullptr;
+  bn_dx_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(
+      d_x.f32(), d_out.f32(), x.f32(), gamma.f32(), mean.f32(), rstd.f32(), sums.as<double2>(),
+      mask, count, n, c, rows, training);
   MARE_LAUNCH_CHECK("bn_dx_kernel");
 }
 

@@ -63,10 +63,15 @@ void layer_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Ten
                          const Tensor& rstd);
 NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                               Tensor& running_mean, Tensor& running_var, bool training,
-                              float momentum, float eps);
+                              float momentum, float eps, const Tensor& row_mask);
 void batch_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Tensor& d_out,
                          const Tensor& x, const Tensor& gamma, const Tensor& mean,
-                         const Tensor& rstd, bool training);
+                         const Tensor& rstd, bool training, const Tensor& row_mask);
+
+// halting.cu (adaptive computation time, SPEC §4.4)
+HaltingResult halting_forward(const Tensor& h, const Tensor& mask, int t_max, float eps);
+void halting_backward(Tensor& d_h, const Tensor& d_p, float d_ponder, const Tensor& h,
+                      const HaltingResult& fwd, const Tensor& mask);
 
 // conv.cu
 Tensor conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& bias);

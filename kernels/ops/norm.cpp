@@ -3,7 +3,9 @@
 // With x̂ = (x − μ)·rstd and g = d_out ⊙ γ over a group of n elements:
 //   d_x = rstd · (g − mean(g) − x̂ · mean(g ⊙ x̂))   (statistics of the group)
 //   d_γ += Σ d_out ⊙ x̂,   d_β += Σ d_out
-// Layer norm's group is a row; batch norm's is a channel over all rows.
+// Layer norm's group is a row; batch norm's is a channel over all rows, or over
+// the rows of a nonzero row mask (n of them; masked rows output 0, get no
+// gradient and add nothing to any sum).
 #include "kernels/ops/norm.h"
 
 #include <cmath>
@@ -77,39 +79,70 @@ void layer_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Ten
   }
 }
 
+namespace {
+
+// The row mask of batch norm: f32 [rows] (checked without reading it).
+void check_row_mask(const Tensor& row_mask, int64_t rows, const char* what) {
+  if (!row_mask.defined()) return;
+  check_dtype(row_mask, DType::f32, what);
+  check_shape(row_mask, {rows}, what);
+}
+
+// Rows that take part in the statistics: all, or those with a nonzero mask.
+int64_t active_rows(const float* mask, int64_t rows) {
+  if (!mask) return rows;
+  int64_t n = 0;
+  for (int64_t i = 0; i < rows; ++i) n += mask[i] != 0.0f;
+  return n;
+}
+
+}  // namespace
+
 NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                               Tensor& running_mean, Tensor& running_var, bool training,
-                              float momentum, float eps) {
+                              float momentum, float eps, const Tensor& row_mask) {
   check_defined(x, "batch_norm_forward");
   int64_t c = last_dim(x), rows = leading_rows(x);
   check_shape(gamma, {c}, "batch_norm_forward: gamma");
   check_shape(beta, {c}, "batch_norm_forward: beta");
   check_shape(running_mean, {c}, "batch_norm_forward: running_mean");
   check_shape(running_var, {c}, "batch_norm_forward: running_var");
-  if (training && rows < 2)
+  check_row_mask(row_mask, rows, "batch_norm_forward: row_mask");
+  if (training && rows < 2 && !row_mask.defined())
     throw std::invalid_argument("batch_norm_forward: training needs at least 2 rows, got " +
                                 std::to_string(rows) + " (shape " + x.shape().str() + ")");
-  MARE_CUDA_DISPATCH(
-      "batch_norm_forward",
-      batch_norm_forward(x, gamma, beta, running_mean, running_var, training, momentum, eps), &x,
-      &gamma, &beta, &running_mean, &running_var);
+  MARE_CUDA_DISPATCH("batch_norm_forward",
+                     batch_norm_forward(x, gamma, beta, running_mean, running_var, training,
+                                        momentum, eps, row_mask),
+                     &x, &gamma, &beta, &running_mean, &running_var, &row_mask);
   NormResult r{Tensor::empty(x.shape()), Tensor::empty({c}), Tensor::empty({c})};
+  // Masked rows are skipped in every sum (skipping adds nothing, so without a
+  // mask the sums and their order are the unmasked ones).
+  const float* m = row_mask.defined() ? row_mask.f32() : nullptr;
+  auto active = [m](int64_t i) { return !m || m[i] != 0.0f; };
   if (training) {
+    const int64_t n = active_rows(m, rows);
     std::vector<double> mu(c, 0.0), var(c, 0.0);
     for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < c; ++j) mu[j] += x.f32()[i * c + j];
-    for (int64_t j = 0; j < c; ++j) mu[j] /= rows;
+      if (active(i))
+        for (int64_t j = 0; j < c; ++j) mu[j] += x.f32()[i * c + j];
+    for (int64_t j = 0; j < c; ++j) mu[j] = n ? mu[j] / n : 0.0;
     for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < c; ++j) {
-        double d = x.f32()[i * c + j] - mu[j];
-        var[j] += d * d;
-      }
+      if (active(i))
+        for (int64_t j = 0; j < c; ++j) {
+          double d = x.f32()[i * c + j] - mu[j];
+          var[j] += d * d;
+        }
     for (int64_t j = 0; j < c; ++j) {
-      double biased = var[j] / rows, unbiased = var[j] / (rows - 1);
+      double biased = n ? var[j] / n : 0.0;
       r.mean.f32()[j] = static_cast<float>(mu[j]);
       r.rstd.f32()[j] = static_cast<float>(1.0 / std::sqrt(biased + eps));
-      running_mean.f32()[j] = (1 - momentum) * running_mean.f32()[j] + momentum * mu[j];
-      running_var.f32()[j] = (1 - momentum) * running_var.f32()[j] + momentum * unbiased;
+      // n < 2 happens only with a mask: see norm.h.
+      if (n >= 1) running_mean.f32()[j] = (1 - momentum) * running_mean.f32()[j] + momentum * mu[j];
+      if (n >= 2) {
+        double unbiased = var[j] / (n - 1);
+        running_var.f32()[j] = (1 - momentum) * running_var.f32()[j] + momentum * unbiased;
+      }
     }
   } else {
     for (int64_t j = 0; j < c; ++j) {
@@ -117,42 +150,54 @@ NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
       r.rstd.f32()[j] = 1.0f / std::sqrt(running_var.f32()[j] + eps);
     }
   }
-  for (int64_t i = 0; i < rows; ++i)
+  for (int64_t i = 0; i < rows; ++i) {
+    if (!active(i)) {
+      for (int64_t j = 0; j < c; ++j) r.out.f32()[i * c + j] = 0.0f;
+      continue;
+    }
     for (int64_t j = 0; j < c; ++j)
       r.out.f32()[i * c + j] =
           (x.f32()[i * c + j] - r.mean.f32()[j]) * r.rstd.f32()[j] * gamma.f32()[j] + beta.f32()[j];
+  }
   return r;
 }
 
 void batch_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Tensor& d_out,
                          const Tensor& x, const Tensor& gamma, const Tensor& mean,
-                         const Tensor& rstd, bool training) {
+                         const Tensor& rstd, bool training, const Tensor& row_mask) {
   check_same_shape(d_out, x, "batch_norm_backward: d_out");
   int64_t c = last_dim(x), rows = leading_rows(x);
   check_shape(gamma, {c}, "batch_norm_backward: gamma");
   check_shape(mean, {c}, "batch_norm_backward: mean");
   check_shape(rstd, {c}, "batch_norm_backward: rstd");
+  check_row_mask(row_mask, rows, "batch_norm_backward: row_mask");
   if (d_x.defined()) check_same_shape(d_x, x, "batch_norm_backward: d_x");
   if (d_gamma.defined()) check_shape(d_gamma, {c}, "batch_norm_backward: d_gamma");
   if (d_beta.defined()) check_shape(d_beta, {c}, "batch_norm_backward: d_beta");
   MARE_CUDA_DISPATCH(
       "batch_norm_backward",
-      batch_norm_backward(d_x, d_gamma, d_beta, d_out, x, gamma, mean, rstd, training), &d_x,
-      &d_gamma, &d_beta, &d_out, &x, &gamma, &mean, &rstd);
+      batch_norm_backward(d_x, d_gamma, d_beta, d_out, x, gamma, mean, rstd, training, row_mask),
+      &d_x, &d_gamma, &d_beta, &d_out, &x, &gamma, &mean, &rstd, &row_mask);
+  const float* m = row_mask.defined() ? row_mask.f32() : nullptr;
+  auto active = [m](int64_t i) { return !m || m[i] != 0.0f; };
+  const int64_t n = active_rows(m, rows);
   std::vector<double> sum_g(c, 0.0), sum_gx(c, 0.0);
-  for (int64_t i = 0; i < rows; ++i)
+  for (int64_t i = 0; i < rows; ++i) {
+    if (!active(i)) continue;
     for (int64_t j = 0; j < c; ++j) {
       float xhat = (x.f32()[i * c + j] - mean.f32()[j]) * rstd.f32()[j];
       float dy = d_out.f32()[i * c + j];
       sum_g[j] += dy;
       sum_gx[j] += dy * xhat;
     }
+  }
   for (int64_t j = 0; j < c; ++j) {
     if (d_gamma.defined()) d_gamma.f32()[j] += static_cast<float>(sum_gx[j]);
     if (d_beta.defined()) d_beta.f32()[j] += static_cast<float>(sum_g[j]);
   }
   if (!d_x.defined()) return;
-  for (int64_t i = 0; i < rows; ++i)
+  for (int64_t i = 0; i < rows; ++i) {
+    if (!active(i)) continue;  // masked rows: no gradient
     for (int64_t j = 0; j < c; ++j) {
       float k = gamma.f32()[j] * rstd.f32()[j];
       float dy = d_out.f32()[i * c + j];
@@ -161,9 +206,10 @@ void batch_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Ten
         continue;
       }
       float xhat = (x.f32()[i * c + j] - mean.f32()[j]) * rstd.f32()[j];
-      d_x.f32()[i * c + j] += k * (dy - static_cast<float>(sum_g[j] / rows) -
-                                   xhat * static_cast<float>(sum_gx[j] / rows));
+      d_x.f32()[i * c + j] +=
+          k * (dy - static_cast<float>(sum_g[j] / n) - xhat * static_cast<float>(sum_gx[j] / n));
     }
+  }
 }
 
 }  // namespace mare

@@ -402,6 +402,62 @@ std::vector<OpCase> norm_cases() {
     };
     cs.push_back(c);
   }
+  // Padding masked out of batch norm (SPEC §4.2): rows with mask 0 take no part
+  // in the statistics, output 0 and get no gradient. "one row": a single real
+  // row (variance 0, it normalises to β).
+  struct MaskCfg {
+    const char* name;
+    std::vector<float> mask;
+  };
+  for (const MaskCfg& mc : {MaskCfg{"masked", {1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0}},
+                            MaskCfg{"one row", {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0}}})
+    for (bool training : {true, false}) {
+      Tensor rm = random_tensor({4}, 54, -0.5, 0.5), rv = random_tensor({4}, 55, 0.5, 2.0);
+      Tensor mask = Tensor::from_vector(mc.mask, {15});
+      OpCase c;
+      c.name =
+          std::string("batch_norm/") + (training ? "train" : "eval") + "/" + mc.name + "/[5, 3, 4]";
+      c.op = "batch_norm";
+      c.inputs = {random_tensor({5, 3, 4}, 59, -2, 2), random_tensor({4}, 57, 0.5, 1.5),
+                  random_tensor({4}, 58)};
+      c.differentiable = {true, true, true};
+      auto run = [=](const Ts& in) {
+        Tensor m = on_dev(rm).clone(), v = on_dev(rv).clone();
+        return batch_norm_forward(in[0], in[1], in[2], m, v, training, 0.1f, 1e-5f, on_dev(mask));
+      };
+      c.forward = [=](const Ts& in) { return Ts{run(in).out}; };
+      c.backward = [=](const Ts& in, const Ts& g, Ts& d) {
+        NormResult r = run(in);
+        batch_norm_backward(d[0], d[1], d[2], g[0], in[0], in[1], r.mean, r.rstd, training,
+                            on_dev(mask));
+      };
+      VecD mref = to_double(rm), vref = to_double(rv), keep = to_double(mask);
+      c.reference = [=](const Vs& in) {
+        const double eps = static_cast<double>(1e-5f);
+        VecD y(in[0].size(), 0.0);
+        for (int64_t j = 0; j < 4; ++j) {
+          double mu = mref[j], var = vref[j];
+          if (training) {
+            double n = 0.0;
+            mu = var = 0.0;
+            for (int64_t r = 0; r < 15; ++r)
+              if (keep[r] != 0) {
+                mu += in[0][r * 4 + j];
+                n += 1;
+              }
+            mu /= n;
+            for (int64_t r = 0; r < 15; ++r)
+              if (keep[r] != 0) var += (in[0][r * 4 + j] - mu) * (in[0][r * 4 + j] - mu);
+            var /= n;
+          }
+          for (int64_t r = 0; r < 15; ++r)
+            if (keep[r] != 0)
+              y[r * 4 + j] = (in[0][r * 4 + j] - mu) / std::sqrt(var + eps) * in[1][j] + in[2][j];
+        }
+        return Vs{y};
+      };
+      cs.push_back(c);
+    }
   return cs;
 }
 
@@ -716,7 +772,7 @@ std::vector<OpCase> all_op_cases() {
   for (auto* family : {elementwise_cases, softmax_cases, norm_cases, conv_cases, indexing_cases,
                        loss_cases, attention_cases})
     for (OpCase& c : family()) cs.push_back(std::move(c));
-  for (auto* family : {memory_op_cases, grpu_op_cases})
+  for (auto* family : {memory_op_cases, grpu_op_cases, halting_op_cases})
     for (OpCase& c : family()) cs.push_back(std::move(c));
   return cs;
 }

@@ -58,8 +58,9 @@ Tensor on_dev(const Tensor& t);
 
 std::vector<OpCase> all_op_cases();
 // Cases of later op families, each in its own file, joined by all_op_cases().
-std::vector<OpCase> memory_op_cases();  // tests/kernels/memory_cases.cpp (SPEC §3)
-std::vector<OpCase> grpu_op_cases();    // tests/kernels/grpu_cases.cpp (SPEC §4.6)
+std::vector<OpCase> memory_op_cases();   // tests/kernels/memory_cases.cpp (SPEC §3)
+std::vector<OpCase> grpu_op_cases();     // tests/kernels/grpu_cases.cpp (SPEC §4.6)
+std::vector<OpCase> halting_op_cases();  // tests/kernels/halting_cases.cpp (SPEC §4.4)
 
 // Helpers shared by case definitions and other kernel tests.
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
