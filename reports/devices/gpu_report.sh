@@ -5,7 +5,10 @@
 # Usage (from the repository root, on the GPU machine):
 #   reports/devices/gpu_report.sh [BUILD_DIR]        default build-gpu
 # Environment: MARE_JOBS (default nproc), CMAKE_CUDA_ARCHITECTURES (default 75;90).
+# The tests run with MARE_REQUIRE_GPU=1: on this machine a GPU test that cannot run
+# (no device, a broken driver) fails with the CUDA error instead of skipping.
 set -uo pipefail
+export MARE_REQUIRE_GPU=1
 cd "$(dirname "$0")/../.."
 build="${1:-build-gpu}"
 jobs="${MARE_JOBS:-$(nproc)}"
@@ -15,13 +18,15 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMARE_CUDA=ON \
   "-DCMAKE_CUDA_ARCHITECTURES=$archs" >/dev/null || exit 1
 cmake --build "$build" -j "$jobs" || exit 1
 
-"$build/mare" doctor >/tmp/mare_doctor.txt
-gpu=$(grep -m1 '^gpu 0' /tmp/mare_doctor.txt | sed 's/^gpu 0 *//; s/,.*//')
-[ -n "$gpu" ] || { echo "no GPU visible: $(grep '^cuda' /tmp/mare_doctor.txt)" >&2; exit 1; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mare_gpu_report.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+"$build/mare" doctor >"$tmp/doctor.txt"
+gpu=$(grep -m1 '^gpu 0' "$tmp/doctor.txt" | sed 's/^gpu 0 *//; s/,.*//')
+[ -n "$gpu" ] || { echo "no GPU visible: $(grep '^cuda' "$tmp/doctor.txt")" >&2; exit 1; }
 slug=$(echo "$gpu" | tr 'A-Z ' 'a-z-' | tr -cd 'a-z0-9-')-$(date -u +%Y-%m-%d)
 dir="reports/devices/$slug"
 mkdir -p "$dir"
-cp /tmp/mare_doctor.txt "$dir/doctor.txt"
+cp "$tmp/doctor.txt" "$dir/doctor.txt"
 nvidia-smi >"$dir/nvidia-smi.txt" 2>&1 || true
 
 # 1. the whole suite (GPU tests included), 2. the CUDA parity table on its own
@@ -55,7 +60,7 @@ skipped=$(grep -c '^\[  SKIPPED \].*(' "$dir/parity.txt")
   echo
   echo '## Tests'
   echo
-  echo "- whole suite (\`ctest\`): exit $ctest_rc — $(grep -E 'tests passed|tests failed' "$dir/ctest.txt" | tail -1)"
+  echo "- whole suite (\`ctest\`, \`MARE_REQUIRE_GPU=1\`: a GPU test that cannot run fails): exit $ctest_rc — $(grep -E 'tests passed|tests failed' "$dir/ctest.txt" | tail -1)"
   echo "- CUDA parity table and runtime (\`test_kernels --gtest_filter='OpTableCuda*:CudaRuntime*:CudaPhilox*:*Cuda*'\`):"
   echo "  exit $parity_rc, $passed passed, $failed failed, $skipped skipped"
   if [ "$failed" -gt 0 ]; then

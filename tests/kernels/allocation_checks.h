@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/tensor.h"
@@ -16,7 +19,9 @@ namespace mare::test {
 inline ::testing::AssertionResult close(const Tensor& got, const Tensor& ref, double atol,
                                         double rtol, const std::string& what) {
   std::vector<float> g = got.to_vector(), r = ref.to_vector();
-  if (g.size() != r.size()) return ::testing::AssertionFailure() << what << ": sizes differ";
+  if (g.size() != r.size())
+    return ::testing::AssertionFailure()
+           << what << ": sizes differ (" << g.size() << " vs " << r.size() << " elements)";
   const int64_t n = got.dim(-1);
   for (size_t i = 0; i < g.size(); ++i) {
     if (!std::isfinite(g[i]))
@@ -33,11 +38,95 @@ inline ::testing::AssertionResult close(const Tensor& got, const Tensor& ref, do
 inline ::testing::AssertionResult identical(const Tensor& a, const Tensor& b,
                                             const std::string& what) {
   std::vector<float> x = a.to_vector(), y = b.to_vector();
+  if (x.size() != y.size())
+    return ::testing::AssertionFailure()
+           << what << ": sizes differ (" << x.size() << " vs " << y.size() << " elements)";
   for (size_t i = 0; i < x.size(); ++i)
     if (!(x[i] == y[i]))
       return ::testing::AssertionFailure()
              << what << ": element " << i << ": " << x[i] << " != " << y[i];
   return ::testing::AssertionSuccess();
+}
+
+// The allocation of one memory in double precision, written straight from SPEC §3
+// step 4 and sharing nothing with kernels/memory (no hat(), no precedes(), no
+// cumulative-product code): the independent reference for the tricky rows (exact
+// ties, near-ties, zeros, ones) of every variant on both devices.
+//   DNC (every variant but parallel-eps): s = û = ε + (1 − ε)·u, the free list φ sorts
+//   the slots by ascending û with ties to the lower index (a stable sort of 0..N−1),
+//   a[φ_j] = (1 − s_j)·Π_{k<j} s_k with s_j = û[φ_j], and ∂û/∂u = 1 − ε.
+//   parallel-eps (appendix A.1): φ sorts by the key (1 − ε')·u[n] + n·ε', s = u (raw),
+//   and ∂s/∂u = 1.
+// Backward with the order held fixed, term by term from the SPEC's partials:
+//   ∂a_{φ_j}/∂s_j = −Π_{k<j} s_k,  ∂a_{φ_j}/∂s_k = (1 − s_j)·Π_{m<j, m≠k} s_m (k < j).
+// O(N³) per memory: slow, and plain on purpose.
+struct ReferenceAllocation {
+  std::vector<double> a;    // [N]
+  std::vector<double> d_u;  // [N]: Σ_j g[φ_j]·∂a_{φ_j}/∂u
+};
+
+inline ReferenceAllocation reference_allocation(const std::vector<double>& u,
+                                                const std::vector<double>& g, bool parallel_eps) {
+  const double eps = 1e-6;  // SPEC §3: ε = ε' = 1e-6
+  const size_t n = u.size();
+  std::vector<double> s(n), key(n);
+  for (size_t i = 0; i < n; ++i) {
+    s[i] = parallel_eps ? u[i] : eps + (1 - eps) * u[i];
+    key[i] = parallel_eps ? (1 - eps) * u[i] + static_cast<double>(i) * eps : s[i];
+  }
+  std::vector<size_t> phi(n);
+  std::iota(phi.begin(), phi.end(), size_t{0});
+  std::stable_sort(phi.begin(), phi.end(), [&](size_t x, size_t y) { return key[x] < key[y]; });
+  ReferenceAllocation r{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
+  for (size_t j = 0; j < n; ++j) {
+    double prod = 1;
+    for (size_t k = 0; k < j; ++k) prod *= s[phi[k]];
+    r.a[phi[j]] = (1 - s[phi[j]]) * prod;
+  }
+  const double ds_du = parallel_eps ? 1.0 : 1 - eps;
+  for (size_t j = 0; j < n; ++j) {
+    const double gj = g[phi[j]];
+    double own = -1;  // ∂a_{φ_j}/∂s_j
+    for (size_t k = 0; k < j; ++k) own *= s[phi[k]];
+    r.d_u[phi[j]] += gj * own * ds_du;
+    for (size_t k = 0; k < j; ++k) {
+      double partial = 1 - s[phi[j]];
+      for (size_t m = 0; m < j; ++m)
+        if (m != k) partial *= s[phi[m]];
+      r.d_u[phi[k]] += gj * partial * ds_du;
+    }
+  }
+  return r;
+}
+
+// The reference on the rows `rows` of usage [M, N] with cotangent g [M, N] (tensors on
+// either device): {allocation, d_usage}, each [rows.size(), N] on the CPU.
+inline std::pair<Tensor, Tensor> reference_allocation_rows(const Tensor& usage, const Tensor& g,
+                                                           const std::vector<int64_t>& rows,
+                                                           bool parallel_eps) {
+  const int64_t n = usage.dim(1);
+  const std::vector<float> u = usage.to_vector(), gv = g.to_vector();
+  std::vector<float> a, d;
+  for (int64_t row : rows) {
+    const std::vector<double> ur(u.begin() + row * n, u.begin() + (row + 1) * n);
+    const std::vector<double> gr(gv.begin() + row * n, gv.begin() + (row + 1) * n);
+    const ReferenceAllocation ref = reference_allocation(ur, gr, parallel_eps);
+    for (int64_t i = 0; i < n; ++i) {
+      a.push_back(static_cast<float>(ref.a[i]));
+      d.push_back(static_cast<float>(ref.d_u[i]));
+    }
+  }
+  const Shape shape{static_cast<int64_t>(rows.size()), n};
+  return {Tensor::from_vector(a, shape), Tensor::from_vector(d, shape)};
+}
+
+// The rows `rows` of t [M, N] (either device) as a new [rows.size(), N] CPU tensor.
+inline Tensor select_rows(const Tensor& t, const std::vector<int64_t>& rows) {
+  const int64_t n = t.dim(1);
+  const std::vector<float> v = t.to_vector();
+  std::vector<float> out;
+  for (int64_t row : rows) out.insert(out.end(), v.begin() + row * n, v.begin() + (row + 1) * n);
+  return Tensor::from_vector(out, {static_cast<int64_t>(rows.size()), n});
 }
 
 }  // namespace mare::test

@@ -155,6 +155,31 @@ TEST_P(AllocationAgreement, DncProperties) {
   }
 }
 
+// The awkward rows of tricky_usages (8 to 16: zeros, ones, exact ties, near-ties 1 ulp
+// apart, values below ε) and two random rows, for every variant, against the
+// independent double-precision reference of allocation_checks.h rather than against
+// `sorted`, which shares û and the tie rule with the other variants. parallel-eps is
+// held to its own A.1 semantics (ε-offset key, raw u). The tolerance is that of the
+// variant-to-variant checks: float products and sums of at most N terms in (0, 1].
+TEST_P(AllocationAgreement, TrickyRowsMatchTheIndependentDoubleReference) {
+  const int64_t n = GetParam();
+  Tensor u = tricky_usages(n, 1500 + n);
+  Tensor g = random_tensor(u.shape(), 1501 + n);
+  const std::vector<int64_t> rows = {8, 9, 10, 11, 12, 13, 14, 15, 16, 0, 1};
+  const auto [a_dnc, d_dnc] = reference_allocation_rows(u, g, rows, false);
+  const auto [a_eps, d_eps] = reference_allocation_rows(u, g, rows, true);
+  for (AllocationVariant v : allocation_variants()) {
+    const bool eps = v == AllocationVariant::parallel_eps;
+    Tensor d = Tensor::zeros_like(u);
+    allocation_backward(d, g, u, v);
+    // "memory i" in a failure message is rows[i].
+    const std::string what = name_of(v) + ", N " + std::to_string(n) + ", rows 8-16, 0, 1";
+    EXPECT_TRUE(close(select_rows(allocation_forward(u, v), rows), eps ? a_eps : a_dnc, 1e-5, 1e-5,
+                      what + " forward"));
+    EXPECT_TRUE(close(select_rows(d, rows), eps ? d_eps : d_dnc, 1e-5, 1e-5, what + " backward"));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(N, AllocationAgreement,
                          ::testing::Values(1, 2, 3, 4, 5, 8, 16, 32, 64, 128));
 
@@ -175,6 +200,32 @@ TEST(AllocationHandCase, UsageFromTheThesis) {
     }
     for (int i = 0; i < 4; ++i)
       EXPECT_NEAR(a[i], expect[i], 1e-5 * expect[i]) << name_of(v) << " slot " << i;
+  }
+}
+
+// The reference itself: the thesis hand case above, and its backward against central
+// differences of its own forward (distinct usages, so a small step keeps the order).
+TEST(AllocationReference, HandCaseAndCentralDifferences) {
+  const ReferenceAllocation hand =
+      reference_allocation({0.1, 0.9, 0.0, 0.8}, {0.0, 0.0, 0.0, 0.0}, false);
+  const double expect[4] = {8.999991e-7, 8.000066e-9, 0.999999, 2.0000160e-8};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(hand.a[i], expect[i], 1e-6 * expect[i]) << i;
+  EXPECT_EQ(reference_allocation({0.1, 0.9, 0.0, 0.8}, {0, 0, 0, 0}, true).a,
+            (std::vector<double>{0, 0, 1, 0}));
+  const std::vector<double> u = {0.31, 0.72, 0.05, 0.55, 0.98, 0.4},
+                            g = {0.3, -1.1, 0.7, 0.2, -0.4, 0.9};
+  for (bool eps : {false, true}) {
+    const ReferenceAllocation r = reference_allocation(u, g, eps);
+    for (size_t k = 0; k < u.size(); ++k) {
+      std::vector<double> up = u, down = u;
+      up[k] += 1e-6;
+      down[k] -= 1e-6;
+      const std::vector<double> a_up = reference_allocation(up, g, eps).a,
+                                a_down = reference_allocation(down, g, eps).a;
+      double numeric = 0;
+      for (size_t i = 0; i < u.size(); ++i) numeric += g[i] * (a_up[i] - a_down[i]) / 2e-6;
+      EXPECT_NEAR(r.d_u[k], numeric, 1e-8) << (eps ? "parallel-eps" : "dnc") << " slot " << k;
+    }
   }
 }
 
@@ -458,7 +509,9 @@ TEST_P(ComposedStep, GradientMatchesCentralDifferencesOfTheDoubleComposition) {
   const double ref = ref_composed_loss(xi_d, cot_d, eps_kernel, fz, true);
   EXPECT_NEAR(loss, ref, 1e-5 + 1e-5 * std::fabs(ref));
   const double h = 1e-6;
-  int checked = 0;
+  // Elements whose gradient is clearly non-zero, per step: the comparison below must not
+  // be a comparison of zeros (a step whose interface never reaches the loss would pass).
+  std::vector<int> informative(kT, 0);
   for (int64_t t = 0; t < kT; ++t)
     for (int64_t e = 0; e < kM * kX; ++e) {
       const double keep = xi_d[t][e];
@@ -473,9 +526,14 @@ TEST_P(ComposedStep, GradientMatchesCentralDifferencesOfTheDoubleComposition) {
       EXPECT_NEAR(analytic, numeric, 5e-5 + 2e-3 * std::fabs(numeric))
           << to_string(v) << ": step " << t << ", interface element " << e % kX << " of memory "
           << e / kX;
-      ++checked;
+      informative[t] += std::fabs(numeric) > 1e-3;
     }
-  EXPECT_EQ(checked, kT * kM * kX);
+  // Seen: 18, 32 and 33 of 56 (at step 0 the memory is empty, so the read and write
+  // keys carry no gradient); a quarter per step is the floor.
+  for (int64_t t = 0; t < kT; ++t)
+    EXPECT_GE(informative[t], kM * kX / 4)
+        << "step " << t << ": " << informative[t] << " of " << kM * kX
+        << " interface elements have a gradient above 1e-3";
 }
 
 // The composition must exercise the usage path: the steps before 2 and 3

@@ -21,6 +21,7 @@
 
 #include "kernels/memory/allocation.h"
 #include "kernels/random.h"
+#include "tests/gpu_required.h"
 #include "tests/kernels/allocation_checks.h"
 #include "tests/kernels/op_table.h"
 #ifdef MARE_WITH_CUDA
@@ -31,14 +32,6 @@ namespace mare::test {
 namespace {
 
 constexpr double kEps = 1e-6;
-
-#define MARE_REQUIRE_GPU()                                                                  \
-  do {                                                                                      \
-    if (!cuda_available())                                                                  \
-      GTEST_SKIP() << (cuda_compiled() ? "no CUDA device: GPU allocation tests skipped"     \
-                                       : "no CUDA device: this build has no CUDA backend, " \
-                                         "GPU allocation tests skipped");                   \
-  } while (0)
 
 // Fresh GPU allocations are filled with NaN while a test runs.
 class PoisonedAllocations {
@@ -103,7 +96,7 @@ Result run_gpu(const Tensor& u, const Tensor& g, AllocationVariant v) {
 class AllocationCuda : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(AllocationCuda, EveryVariantMatchesTheCpu) {
-  MARE_REQUIRE_GPU();
+  MARE_NEEDS_GPU();
   const int64_t n = GetParam();
   Tensor u = tricky_usages(n, 1700 + n);
   Tensor g = random_tensor(u.shape(), 1800 + n);
@@ -120,7 +113,7 @@ TEST_P(AllocationCuda, EveryVariantMatchesTheCpu) {
 }
 
 TEST_P(AllocationCuda, RankIsSortedAndBlockIsParallelBitForBitAndRunsRepeat) {
-  MARE_REQUIRE_GPU();
+  MARE_NEEDS_GPU();
   const int64_t n = GetParam();
   Tensor u = tricky_usages(n, 1900 + n);
   Tensor g = random_tensor(u.shape(), 1901 + n);
@@ -139,13 +132,38 @@ TEST_P(AllocationCuda, RankIsSortedAndBlockIsParallelBitForBitAndRunsRepeat) {
   }
 }
 
+// The awkward rows (20 to 29) and two random rows of every GPU variant against the
+// independent double-precision reference of allocation_checks.h (parallel-eps
+// against its own A.1 semantics), not only against the CPU kernels.
+TEST_P(AllocationCuda, TrickyRowsMatchTheIndependentDoubleReference) {
+  MARE_NEEDS_GPU();
+  const int64_t n = GetParam();
+  Tensor u = tricky_usages(n, 2300 + n);
+  Tensor g = random_tensor(u.shape(), 2301 + n);
+  const std::vector<int64_t> rows = {20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 0, 1};
+  const auto [a_dnc, d_dnc] = reference_allocation_rows(u, g, rows, false);
+  const auto [a_eps, d_eps] = reference_allocation_rows(u, g, rows, true);
+  for (AllocationVariant v : allocation_variants()) {
+    const bool eps = v == AllocationVariant::parallel_eps;
+    const Result gpu = run_gpu(u, g, v);  // backward accumulated into 1
+    std::vector<float> d = select_rows(gpu.d, rows).to_vector();
+    for (float& x : d) x -= 1.0f;
+    // "memory i" in a failure message is rows[i].
+    const std::string what = name_of(v) + " on the GPU, N " + std::to_string(n);
+    EXPECT_TRUE(
+        close(select_rows(gpu.a, rows), eps ? a_eps : a_dnc, 1e-5, 1e-5, what + " forward"));
+    EXPECT_TRUE(close(Tensor::from_vector(d, a_dnc.shape()), eps ? d_eps : d_dnc, 1e-5, 1e-5,
+                      what + " backward"));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(N, AllocationCuda,
                          ::testing::Values(1, 2, 3, 4, 5, 7, 8, 16, 31, 32, 33, 64, 128));
 
 // B·I memories as in NTCRE: thousands of rows, grid-stride loops with several
 // iterations per thread for the per-memory kernels of sorted and rank.
 TEST(AllocationCudaLarge, ManyMemories) {
-  MARE_REQUIRE_GPU();
+  MARE_NEEDS_GPU();
   for (int64_t n : {4, 16, 40}) {
     Tensor u = random_tensor({20011, n}, 2100 + n, 0.0f, 1.0f);
     Tensor g = random_tensor(u.shape(), 2200 + n);
@@ -163,7 +181,7 @@ TEST(AllocationCudaLarge, ManyMemories) {
 // The pinned near-tie of test_allocation.cpp: the GPU's parallel-eps reorders it
 // exactly as the CPU's does (the ε-keys round identically on both devices).
 TEST(AllocationCudaParallelEps, NearTieIsReorderedAsOnTheCpu) {
-  MARE_REQUIRE_GPU();
+  MARE_NEEDS_GPU();
   const float u0 = 0.5f + 8.0f * std::ldexp(1.0f, -24), u1 = 0.5f;
   Tensor u = Tensor::from_vector({u0, u1}, {1, 2});
   Tensor g = Tensor::from_vector({0.3f, -0.7f}, {1, 2});
@@ -179,7 +197,7 @@ TEST(AllocationCudaParallelEps, NearTieIsReorderedAsOnTheCpu) {
 
 // Thesis Fig. 2.28 / 3.7, values by hand (see test_allocation.cpp).
 TEST(AllocationCudaHandCase, UsageFromTheThesis) {
-  MARE_REQUIRE_GPU();
+  MARE_NEEDS_GPU();
   Tensor u = Tensor::from_vector({0.1f, 0.9f, 0.0f, 0.8f}, {1, 4});
   const double expect[4] = {8.999991e-7, 8.000066e-9, 0.999999, 2.0000160e-8};
   for (AllocationVariant v : allocation_variants()) {
@@ -194,7 +212,7 @@ TEST(AllocationCudaHandCase, UsageFromTheThesis) {
 }
 
 TEST(AllocationCudaErrors, MixedDevicesAreRefused) {
-  MARE_REQUIRE_GPU();
+  MARE_NEEDS_GPU();
   Tensor u = random_tensor({3, 4}, 5, 0.0f, 1.0f);
   Tensor d = Tensor::zeros({3, 4}, Device::cuda);
   EXPECT_THROW(allocation_backward(d, u, u.to(Device::cuda), AllocationVariant::sorted),

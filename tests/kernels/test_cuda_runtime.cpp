@@ -1,15 +1,21 @@
 // The CUDA runtime: copies, fills, the caching allocator, poisoned allocations,
 // device errors, and the device Philox against the host one, bit for bit.
-// Without a GPU (or without the CUDA backend) every test here skips with a
-// message; what can be checked without a GPU (how a missing GPU is reported)
-// is checked in both builds.
+// Without a GPU (or without the CUDA backend) every GPU test here skips with the
+// reason (tests/gpu_required.h), or fails under MARE_REQUIRE_GPU=1; what can be
+// checked without a GPU (how a missing GPU is reported) is checked in both builds.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "kernels/ops.h"
 #include "kernels/random.h"
+#include "tests/gpu_required.h"
 #include "tests/kernels/op_table.h"
 #ifdef MARE_WITH_CUDA
 #include "kernels/cuda/runtime.h"
@@ -18,12 +24,72 @@
 namespace mare::test {
 namespace {
 
-#define MARE_REQUIRE_GPU()                                                                    \
-  do {                                                                                        \
-    if (!cuda_available())                                                                    \
-      GTEST_SKIP() << (cuda_compiled() ? "no CUDA device found: GPU test skipped"             \
-                                       : "this build has no CUDA backend: GPU test skipped"); \
-  } while (0)
+// ------------------------------------------------------------- GPU skips
+// What MARE_NEEDS_GPU() reports, intercepted instead of ending this test.
+std::vector<::testing::TestPartResult> needs_gpu_outcome() {
+  ::testing::TestPartResultArray results;
+  {
+    ::testing::ScopedFakeTestPartResultReporter reporter(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
+    [] { MARE_NEEDS_GPU(); }();
+  }
+  std::vector<::testing::TestPartResult> out;
+  for (int i = 0; i < results.size(); ++i) out.push_back(results.GetTestPartResult(i));
+  return out;
+}
+
+// Sets (or, for nullptr, unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    value ? ::setenv(name, value, 1) : ::unsetenv(name);
+  }
+  ~ScopedEnv() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(GpuSkips, SkipSaysWhyAndRequireGpuTurnsItIntoAFailure) {
+  const std::string why = gpu_unavailable_reason();
+  if (cuda_available()) {
+    EXPECT_EQ(why, "");
+    EXPECT_EQ(needs_gpu_outcome().size(), 0u) << "a usable GPU must neither skip nor fail";
+    return;
+  }
+  ASSERT_FALSE(why.empty());
+#ifdef MARE_WITH_CUDA
+  // The runtime's own error name (cudaErrorNoDevice, cudaErrorInsufficientDriver, ...),
+  // or its "no device" answer: never a generic "no CUDA device found".
+  EXPECT_TRUE(why.rfind("cudaError", 0) == 0 || why == "no CUDA device visible") << why;
+#else
+  EXPECT_NE(why.find("no CUDA backend"), std::string::npos) << why;
+#endif
+  {
+    ScopedEnv unset("MARE_REQUIRE_GPU", nullptr);
+    const std::vector<::testing::TestPartResult> r = needs_gpu_outcome();
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_TRUE(r[0].skipped());
+    EXPECT_NE(std::string(r[0].message()).find(why), std::string::npos) << r[0].message();
+  }
+  {
+    ScopedEnv require("MARE_REQUIRE_GPU", "1");
+    const std::vector<::testing::TestPartResult> r = needs_gpu_outcome();
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_TRUE(r[0].fatally_failed());
+    const std::string m = r[0].message();
+    EXPECT_NE(m.find("MARE_REQUIRE_GPU=1"), std::string::npos) << m;
+    EXPECT_NE(m.find(why), std::string::npos) << m;
+  }
+  {
+    ScopedEnv other("MARE_REQUIRE_GPU", "0");  // only "1" requires a GPU
+    const std::vector<::testing::TestPartResult> r = needs_gpu_outcome();
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_TRUE(r[0].skipped());
+  }
+}
 
 TEST(CudaRuntime, BuildFlagMatchesCompiledBackend) {
 #ifdef MARE_WITH_CUDA
@@ -46,7 +112,7 @@ TEST(CudaRuntime, MissingGpuIsAClearError) {
 }
 
 TEST(CudaRuntime, CopiesRoundTripBothDtypes) {
-  MARE_REQUIRE_GPU();
+  MARE_NEEDS_GPU();
   Tensor x = random_tensor({3, 5, 7}, 1);
   EXPECT_EQ(x.to(Device::cuda).to(Device::cpu).to_vector(), x.to_vector());
   Tensor ids = Tensor::from_indices({4, -1, 7, 0, 2147483647}, {5});
@@ -63,7 +129,7 @@ TEST(CudaRuntime, CopiesRoundTripBothDtypes) {
 
 #ifdef MARE_WITH_CUDA
 TEST(CudaRuntime, SteadyStateReusesCachedBlocks) {
-  MARE_REQUIRE_GPU();
+  MARE_NEEDS_GPU();
   Tensor x = random_tensor({64, 33}, 2).to(Device::cuda);
   for (int i = 0; i < 3; ++i) relu_forward(sigmoid_forward(x));  // warm the cache
   cuda::synchronize();
@@ -76,7 +142,7 @@ TEST(CudaRuntime, SteadyStateReusesCachedBlocks) {
 }
 
 TEST(CudaRuntime, PoisonedAllocationsAreNaN) {
-  MARE_REQUIRE_GPU();
+  MARE_NEEDS_GPU();
   cuda::set_poison_allocations(true);
   Tensor t = Tensor::empty({17, 3}, Device::cuda);
   cuda::set_poison_allocations(false);
@@ -84,7 +150,7 @@ TEST(CudaRuntime, PoisonedAllocationsAreNaN) {
 }
 
 TEST(CudaRuntime, BadDeviceIndexNamesTheDevice) {
-  MARE_REQUIRE_GPU();
+  MARE_NEEDS_GPU();
   try {
     cuda::set_device(cuda::device_count() + 3);
     FAIL() << "expected an error";
@@ -99,7 +165,7 @@ TEST(CudaRuntime, BadDeviceIndexNamesTheDevice) {
 #endif
 
 TEST(CudaRuntime, MixedDevicesAreRefusedByName) {
-  MARE_REQUIRE_GPU();
+  MARE_NEEDS_GPU();
   Tensor a = random_tensor({4, 4}, 3), b = random_tensor({4, 4}, 4).to(Device::cuda);
   try {
     add_forward(a, b);
@@ -112,7 +178,7 @@ TEST(CudaRuntime, MixedDevicesAreRefusedByName) {
 
 // Index arguments are validated on the GPU too, with the CPU's exception and message.
 TEST(CudaRuntime, BadIndicesOnTheGpuRaiseTheCpuErrors) {
-  MARE_REQUIRE_GPU();
+  MARE_NEEDS_GPU();
   auto message = [](auto&& f) -> std::string {
     try {
       f();
@@ -153,7 +219,11 @@ TEST(CudaRuntime, ZeroWidthLastAxisIsNotADivisionByZero) {
   EXPECT_EQ(softmax_forward(x).numel(), 0);
   EXPECT_EQ(bias_add_forward(x, b).numel(), 0);
   EXPECT_EQ(layer_norm_forward(x, g, b).out.numel(), 0);
-  if (!cuda_available()) return;
+}
+
+TEST(CudaRuntime, ZeroWidthLastAxisIsNotADivisionByZeroOnTheGpu) {
+  MARE_NEEDS_GPU();
+  Tensor x = Tensor::zeros({3, 0}), g = Tensor::zeros({0}), b = Tensor::zeros({0});
   Tensor xd = x.to(Device::cuda);
   EXPECT_EQ(softmax_forward(xd).numel(), 0);
   EXPECT_EQ(layer_norm_forward(xd, g.to(Device::cuda), b.to(Device::cuda)).out.numel(), 0);
@@ -175,7 +245,7 @@ void expect_same_bits(const Tensor& cpu, const Tensor& gpu, const char* what) {
 }
 
 TEST(CudaPhilox, UniformNormalBernoulliBitIdentical) {
-  MARE_REQUIRE_GPU();
+  MARE_NEEDS_GPU();
   // A seed above 2^32, an odd offset (draws that start mid-block) and an odd size.
   const uint64_t seed = 0x1234'5678'9abcULL, offset = 12345;
   const uint32_t stream = kStreamParamBase + 17;
@@ -195,7 +265,7 @@ TEST(CudaPhilox, UniformNormalBernoulliBitIdentical) {
 }
 
 TEST(CudaPhilox, DropoutMasksBitIdentical) {
-  MARE_REQUIRE_GPU();
+  MARE_NEEDS_GPU();
   Tensor x = random_tensor({37, 129}, 5);
   DropoutResult h = dropout_forward(x, 0.3f, 77, kStreamDropoutBase + 2, 999);
   DropoutResult d = dropout_forward(x.to(Device::cuda), 0.3f, 77, kStreamDropoutBase + 2, 999);

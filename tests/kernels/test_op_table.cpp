@@ -9,6 +9,7 @@
 
 #include "kernels/ops.h"
 #include "kernels/random.h"
+#include "tests/gpu_required.h"
 #include "tests/kernels/op_table.h"
 #ifdef MARE_WITH_CUDA
 #include "kernels/cuda/runtime.h"
@@ -141,12 +142,6 @@ Tol cuda_tolerance(const OpCase& c) {
   return {1e-5, 1e-4};
 }
 
-std::string cuda_skip_reason() {
-  return cuda_compiled() ? "no CUDA device found: the CUDA column of the op table is skipped"
-                         : "this build has no CUDA backend: the CUDA column of the op table is "
-                           "skipped";
-}
-
 // Runs a block with the table on the GPU and poisoned allocations.
 class OnGpu {
  public:
@@ -173,7 +168,7 @@ std::vector<Tensor> to_device(const std::vector<Tensor>& ts, Device d) {
 class OpTableCuda : public ::testing::TestWithParam<OpCase> {
  protected:
   void SetUp() override {
-    if (!cuda_available()) GTEST_SKIP() << cuda_skip_reason();
+    MARE_NEEDS_GPU();  // skips with the reason, or fails under MARE_REQUIRE_GPU=1
   }
 };
 
