@@ -140,7 +140,11 @@ double matched_pairs_rank_biserial(std::span<const double> x, std::span<const do
       ad.push_back(std::fabs(v));
     }
   }
-  if (d.empty()) return 0.0;
+  // T⁺ + T⁻ = 0: r is 0/0 (as the signed-rank test, which refuses all-zero differences).
+  if (d.empty()) {
+    throw std::invalid_argument(
+        "matched_pairs_rank_biserial: every difference is zero (r = 0/0 is undefined)");
+  }
   const Ranking rk = average_ranks(ad);
   double plus = 0.0, minus = 0.0;
   for (std::size_t i = 0; i < d.size(); ++i) (d[i] > 0 ? plus : minus) += rk.ranks[i];

@@ -43,7 +43,8 @@ std::vector<double> holm(std::span<const double> p);
 
 double vargha_delaney_a(std::span<const double> x, std::span<const double> y);
 double rank_biserial(std::span<const double> x, std::span<const double> y);
-// Paired version on d_i = x_i − y_i (y empty: d = x); zeros are dropped.
+// Paired version on d_i = x_i − y_i (y empty: d = x); zeros are dropped. Throws
+// std::invalid_argument for samples of different lengths and when every d_i is zero.
 double matched_pairs_rank_biserial(std::span<const double> x, std::span<const double> y);
 
 }  // namespace mare::stats

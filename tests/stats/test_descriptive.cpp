@@ -1,8 +1,12 @@
 // Summary statistics, bootstrap, Holm and effect sizes against hand-computed values
 // (each commented) and R's documented conventions.
+#include <array>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -109,6 +113,83 @@ TEST(Descriptive, EffectSizesByHand) {
   // Paired d = {1, −2, 3, 0}: ranks of {1, 2, 3} → T+ = 1 + 3 = 4, T− = 2 → r = 2/6.
   EXPECT_TRUE(
       near_exact(matched_pairs_rank_biserial(std::vector<double>{1, -2, 3, 0}, {}), 1.0 / 3.0));
+}
+
+// ---- edge cases: each refused with std::invalid_argument naming the function -------
+
+// Runs f, expects std::invalid_argument whose message contains `names`.
+template <class F>
+void expect_refused(F&& f, const std::string& names) {
+  try {
+    f();
+    ADD_FAILURE() << "expected std::invalid_argument from " << names;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
+  }
+}
+
+TEST(DescriptiveEdges, QuantileOutsideTheUnitInterval) {
+  const std::vector<double> x = {3, 1, 2};
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double p : {-1e-12, -0.5, 1.0 + 1e-12, 2.0, inf, -inf, std::nan("")})
+    expect_refused([&] { quantile(x, p); }, "quantile");
+  EXPECT_EQ(quantile(x, 0.0), 1.0);  // the closed ends stay valid
+  EXPECT_EQ(quantile(x, 1.0), 3.0);
+  expect_refused([] { quantile(std::vector<double>{}, 0.5); }, "quantile");
+}
+
+TEST(DescriptiveEdges, HolmWithPOutsideTheUnitInterval) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double bad : {-0.01, 1.01, 7.0, inf, -inf, std::nan("")})
+    expect_refused([&] { holm(std::vector<double>{0.01, bad, 0.2}); }, "holm");
+  // 0 and 1 are p-values; an empty family adjusts to nothing (R: numeric(0)).
+  EXPECT_EQ(holm(std::vector<double>{0.0, 1.0}), (std::vector<double>{0.0, 1.0}));
+  EXPECT_TRUE(holm(std::vector<double>{}).empty());
+}
+
+TEST(DescriptiveEdges, BootstrapConfidenceLevelOutOfRange) {
+  const std::vector<double> x = {1, 2, 3, 4};
+  const auto stat = [](std::span<const double> v) { return mean(v); };
+  for (double level : {0.0, 1.0, -0.5, 1.5, std::nan("")})
+    expect_refused([&] { bootstrap_ci(x, stat, level, 100, 1); }, "bootstrap");
+  expect_refused([&] { bootstrap_ci(x, stat, 0.95, 0, 1); }, "bootstrap");
+  expect_refused([&] { bootstrap_ci(std::vector<double>{}, stat, 0.95, 100, 1); }, "bootstrap");
+  const std::array<double, 2> ci = bootstrap_ci(x, stat, 0.5, 100, 1);  // in range: fine
+  EXPECT_LE(ci[0], ci[1]);
+}
+
+TEST(DescriptiveEdges, RankBiserialAllZeroDifferencesAndMismatchedLengths) {
+  // Every paired difference zero: T⁺ + T⁻ = 0, r = 0/0 (it used to return 0).
+  expect_refused(
+      [] {
+        matched_pairs_rank_biserial(std::vector<double>{0, 0, 0}, {});
+      },
+      "matched_pairs_rank_biserial");
+  expect_refused(
+      [] {
+        matched_pairs_rank_biserial(std::vector<double>{1, 2, 3}, std::vector<double>{1, 2, 3});
+      },
+      "matched_pairs_rank_biserial");
+  // Paired samples of different lengths.
+  expect_refused(
+      [] {
+        matched_pairs_rank_biserial(std::vector<double>{1, 2, 3}, std::vector<double>{1, 2});
+      },
+      "differ in length");
+  expect_refused([] { matched_pairs_rank_biserial(std::vector<double>{}, {}); },
+                 "matched_pairs_rank_biserial");
+  // One non-zero difference among zeros is defined: r = ±1.
+  EXPECT_EQ(matched_pairs_rank_biserial(std::vector<double>{0, -2, 0}, {}), -1.0);
+  // Two-sample: different lengths are the normal case; an empty sample is refused.
+  EXPECT_TRUE(
+      near_exact(rank_biserial(std::vector<double>{1, 2, 3}, std::vector<double>{2, 4}), -0.5));
+  expect_refused(
+      [] {
+        rank_biserial(std::vector<double>{1, 2}, std::vector<double>{});
+      },
+      "vargha_delaney_a");
+  // All values equal across both samples: every pair a tie, A = ½, r = 0 (defined).
+  EXPECT_TRUE(near_exact(rank_biserial(std::vector<double>{5, 5}, std::vector<double>{5}), 0.0));
 }
 
 }  // namespace

@@ -3,10 +3,12 @@
 // enumeration of the permutation distribution, and against properties every correct
 // implementation has (p in [0, 1], mirrored one-sided p-values, exact → approx).
 //
-// Reference values marked "enumeration" come from /tmp/ref/ref.py during development:
-// an independent Python script that enumerates all 2^n sign vectors or all subsets
-// with exact fractions and follows R's qsignrank/qwilcox rule for the intervals; the
-// normal-approximation references there use math.erfc. Each value is commented.
+// Reference values marked "enumeration" came from an independent Python script during
+// development (not kept in the repository) that enumerates all 2^n sign vectors or all
+// subsets with exact fractions and follows R's qsignrank/qwilcox rule for the
+// intervals; its normal-approximation references use math.erfc. Each value is
+// commented. stats/reference/wilcoxon_reference.R prints R's own value beside each
+// value used here (written for that purpose; it has not been run: no R was at hand).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -375,18 +377,56 @@ TEST(Estimates, MuShiftsTheSignedRankTest) {
   EXPECT_TRUE(near(a.conf_int[0], b.conf_int[0] + 10, 1e-12, 0));
 }
 
-TEST(Estimates, ApproxIntervalBracketsTheEstimate) {
-  // Approximate (root-finding) interval on tied data: ordered, and close to the
-  // Hodges–Lehmann estimate (R's estimate is a root of the standardised statistic).
+// The estimate of the approximate (normal) method, pinned. R's wilcox.test(conf.int =
+// TRUE) reports there not the Hodges–Lehmann estimate but the root of the
+// standardised statistic W(d) of the data shifted by d, without continuity correction
+// (R ≥ 4.0: uniroot(W, c(min, max), tol = 1e-4)$root). W is a step function, so the
+// root is either a jump where W changes sign or an interval on which W is exactly 0.
+// Our convention: the midpoint of the set where W changes sign, to machine precision
+// (step_root in wilcoxon.cpp). It differs from R's printed value in two ways:
+//   - at a jump, R stops within its tolerance 1e-4 of the jump (we give the jump);
+//   - on an interval where W = 0, R returns whichever point of it uniroot's Brent
+//     iteration evaluates first (anywhere inside), we return the midpoint.
+// hodges_lehmann() is always the definitional median of the Walsh averages (one
+// sample) or of the pairwise differences (two samples), R's exact-case estimate. The
+// values below were computed by hand with exact fractions from those definitions
+// (stats/reference/wilcoxon_reference.R prints R's for comparison; it was not run).
+TEST(Estimates, ApproxEstimateIsTheRootOfTheStatisticPinned) {
+  // kTiedD without its zero (R drops it): d = {1, 2, 2, −3, 4, 4, 4, −5, 6, −2, 7}.
+  // 66 Walsh averages; sorted, the 33rd and 34th are both 2 (the 31st to 35th are
+  // 2, 2, 2, 2, 5/2): Hodges–Lehmann = 2.
+  const std::vector<double> d = {1, 2, 2, -3, 4, 4, 4, -5, 6, -2, 7};
+  EXPECT_EQ(hodges_lehmann(d), 2.0);
+  // V⁺(δ) − n(n+1)/4 of d − δ (zeros dropped, average ranks): 3 on (1.5, 2), −1/2 at
+  // δ = 2, −2 on (2, 2.5): W jumps from positive to negative at exactly 2, so the
+  // root is 2; R prints 2 up to uniroot's 1e-4.
   const TestResult r = signed_rank_test(kTiedD, {}, {});
+  ASSERT_EQ(r.method, Method::approx);
+  EXPECT_NEAR(r.estimate, 2.0, 1e-12);
   EXPECT_LT(r.conf_int[0], r.estimate);
   EXPECT_LT(r.estimate, r.conf_int[1]);
-  EXPECT_NEAR(r.estimate, hodges_lehmann(std::vector<double>{1, 2, 2, -3, 4, 4, 4, -5, 6, -2, 7}),
-              1.0);
+
+  // Two samples kTiedX − kTiedY: 42 differences; sorted, the 19th to 24th are
+  // −2, −2, −2, −1, −1, −1, so Hodges–Lehmann = (−2 + −1)/2 = −3/2.
+  EXPECT_EQ(hodges_lehmann(kTiedX, kTiedY), -1.5);
+  // R_x(δ) − n_x(n_x+1)/2 − n_x n_y/2 of (x − δ, y): 7/2 at δ = −2, exactly 0 on the
+  // whole open interval (−2, −1), −3 at δ = −1. Our root: the midpoint, −3/2 (here equal
+  // to Hodges–Lehmann); R's: the first point of (−2, −1) that uniroot evaluates.
   const TestResult s = rank_sum_test(kTiedX, kTiedY, {});
+  ASSERT_EQ(s.method, Method::approx);
+  EXPECT_NEAR(s.estimate, -1.5, 1e-12);
   EXPECT_LT(s.conf_int[0], s.estimate);
   EXPECT_LT(s.estimate, s.conf_int[1]);
-  EXPECT_NEAR(s.estimate, hodges_lehmann(kTiedX, kTiedY), 1.0);
+
+  // No ties, approx forced on kOneSample (120 Walsh averages, the 60th and 61st are
+  // 49/2 and 51/2): Hodges–Lehmann 25; W is 1/2 at 24.5, exactly 0 on (24.5, 25.5), −1/2
+  // at 25.5; our root is the midpoint 25; R's estimate lies somewhere in [24.5, 25.5].
+  EXPECT_EQ(hodges_lehmann(kOneSample), 25.0);
+  const TestResult a =
+      signed_rank_test(kOneSample, {}, opts(Alternative::two_sided, Method::approx));
+  EXPECT_NEAR(a.estimate, 25.0, 1e-12);
+  // The exact method reports Hodges–Lehmann itself.
+  EXPECT_EQ(signed_rank_test(kOneSample, {}, {}).estimate, 25.0);
 }
 
 TEST(Estimates, ApproxIntervalIsWhereTheStatisticCrossesTheQuantile) {
