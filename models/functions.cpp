@@ -180,23 +180,17 @@ Var concat(const std::vector<Var>& xs, int axis) {
 
 std::vector<Var> split(const Var& x, const std::vector<int64_t>& sizes, int axis) {
   std::vector<Tensor> pieces = split_forward(x->value, sizes, axis);
-  if (!x->requires_grad) {
-    std::vector<Var> out;
-    for (Tensor& p : pieces) out.push_back(constant(p));
-    return out;
-  }
-  // Each piece's backward adds its own slice: split_backward with the other
-  // slices zero is exactly that, without needing every piece's gradient.
-  std::vector<Var> out;
-  for (size_t i = 0; i < pieces.size(); ++i)
-    out.push_back(record(pieces[i], {x}, [x, sizes, axis, i, pieces](Node& s) {
-      std::vector<Tensor> g;
-      for (size_t j = 0; j < pieces.size(); ++j)
-        g.push_back(j == i ? s.grad : Tensor::zeros_like(pieces[j]));
-      Tensor dx = grad_of(x);
-      split_backward(dx, g, axis);
-    }));
-  return out;
+  std::vector<Shape> shapes;
+  for (const Tensor& p : pieces) shapes.push_back(p.shape());
+  return record_multi(std::move(pieces), {x}, [x, axis, shapes](const std::vector<Tensor>& g) {
+    // split_backward places each piece by the extents of the others: a part
+    // that received no gradient takes zeros.
+    std::vector<Tensor> d;
+    for (size_t j = 0; j < g.size(); ++j)
+      d.push_back(g[j].defined() ? g[j] : Tensor::zeros(shapes[j], x->value.device()));
+    Tensor dx = grad_of(x);
+    split_backward(dx, d, axis);
+  });
 }
 
 Var cross_entropy(const Var& logits, const Tensor& targets, const Tensor& weights) {
@@ -228,6 +222,19 @@ Var reshape(const Var& x, const Shape& shape) {
     Tensor dx = x->grad_buffer().reshape(s.grad.shape());
     Tensor none;
     add_backward(dx, none, s.grad);
+  });
+}
+
+Var column(const Var& x, int64_t j) {
+  const int64_t b = x->value.dim(0), s = x->value.dim(1);
+  if (j < 0 || j >= s)
+    throw ShapeError("column " + std::to_string(j) + " of " + x->value.shape().str());
+  Tensor out = Tensor::empty({b, 1});
+  for (int64_t r = 0; r < b; ++r) out.f32()[r] = x->value.f32()[r * s + j];
+  return record(out, {x}, [x, j, b, s](Node& self) {
+    Tensor d = grad_of(x);
+    if (!d.defined()) return;
+    for (int64_t r = 0; r < b; ++r) d.f32()[r * s + j] += self.grad.f32()[r];
   });
 }
 

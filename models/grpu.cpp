@@ -1,41 +1,11 @@
 // The GRPU model: the step loop over the fused cell (see models/grpu.h).
 #include "models/grpu.h"
 
-#include <memory>
 #include <stdexcept>
 
+#include "models/functions.h"
+
 namespace mare {
-
-namespace ag {
-
-Var grpu_cell(const Var& x_c, const Tensor& x_vm, const Var& h_prev, const Var& w_gates,
-              const Var& b_gates, const Var& w_cand, const Var& b_cand, const Tensor& mask,
-              const GrpuConfig& cfg) {
-  auto fwd = std::make_shared<GrpuCellResult>(
-      grpu_cell_forward(x_c->value, x_vm, h_prev->value, w_gates->value, b_gates->value,
-                        w_cand->value, b_cand->value, mask, cfg));
-  return record(fwd->h, {x_c, h_prev, w_gates, b_gates, w_cand, b_cand}, [=](Node& self) {
-    Tensor dx = grad_of(x_c), dh = grad_of(h_prev), dwg = grad_of(w_gates), dbg = grad_of(b_gates),
-           dwc = grad_of(w_cand), dbc = grad_of(b_cand);
-    grpu_cell_backward(dx, dh, dwg, dbg, dwc, dbc, self.grad, x_c->value, h_prev->value,
-                       w_gates->value, w_cand->value, mask, *fwd, cfg);
-  });
-}
-
-Var column(const Var& x, int64_t j) {
-  const int64_t b = x->value.dim(0), s = x->value.dim(1);
-  if (j < 0 || j >= s)
-    throw ShapeError("column " + std::to_string(j) + " of " + x->value.shape().str());
-  Tensor out = Tensor::empty({b, 1});
-  for (int64_t r = 0; r < b; ++r) out.f32()[r] = x->value.f32()[r * s + j];
-  return record(out, {x}, [x, j, b, s](Node& self) {
-    Tensor d = grad_of(x);
-    if (!d.defined()) return;
-    for (int64_t r = 0; r < b; ++r) d.f32()[r * s + j] += self.grad.f32()[r];
-  });
-}
-
-}  // namespace ag
 
 int64_t grpu_parameter_count(int64_t hidden, int64_t fields, int64_t inputs) {
   const int64_t s = hidden + fields;

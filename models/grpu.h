@@ -15,6 +15,7 @@
 #pragma once
 
 #include "kernels/ops/grpu.h"
+#include "models/functions.h"  // ag::grpu_cell, ag::column
 #include "models/registry.h"
 
 namespace mare {
@@ -38,14 +39,5 @@ class GrpuModel : public SequenceModel {
 // The number of parameters of a GRPU with H controller units, K machine fields
 // and Ic controller inputs: (Ic + H)·2(H + K) + 2(H + K) + (Ic + H)·H + H.
 int64_t grpu_parameter_count(int64_t hidden, int64_t fields, int64_t inputs);
-
-namespace ag {
-// One GRPU step on the tape. x_vm and mask are data.
-Var grpu_cell(const Var& x_c, const Tensor& x_vm, const Var& h_prev, const Var& w_gates,
-              const Var& b_gates, const Var& w_cand, const Var& b_cand, const Tensor& mask,
-              const GrpuConfig& cfg);
-// Column j of a [B, S] value, as [B, 1].
-Var column(const Var& x, int64_t j);
-}  // namespace ag
 
 }  // namespace mare

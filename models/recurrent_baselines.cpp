@@ -2,10 +2,8 @@
 // models/recurrent_baselines.h).
 #include "models/recurrent_baselines.h"
 
-#include <memory>
 #include <stdexcept>
 
-#include "kernels/ops/recurrent.h"
 #include "models/functions.h"
 
 namespace mare {
@@ -13,38 +11,6 @@ namespace mare {
 namespace {
 
 constexpr int64_t kInputs = 2;  // value, control
-
-ag::Var gru_step(const ag::Var& x, const ag::Var& h, const ag::Var& wg, const ag::Var& bg,
-                 const ag::Var& wc, const ag::Var& bc, const Tensor& mask) {
-  auto fwd = std::make_shared<GrpuCellResult>(
-      gru_cell_forward(x->value, h->value, wg->value, bg->value, wc->value, bc->value, mask));
-  return ag::record(fwd->h, {x, h, wg, bg, wc, bc}, [=](ag::Node& self) {
-    Tensor dx = ag::grad_of(x), dh = ag::grad_of(h), dwg = ag::grad_of(wg), dbg = ag::grad_of(bg),
-           dwc = ag::grad_of(wc), dbc = ag::grad_of(bc);
-    gru_cell_backward(dx, dh, dwg, dbg, dwc, dbc, self.grad, x->value, h->value, wg->value,
-                      wc->value, mask, *fwd);
-  });
-}
-
-// The LSTM step as two tape nodes (h_t and c_t) over one forward; backward is
-// linear in (d_h, d_c), so each node contributes its own part.
-std::pair<ag::Var, ag::Var> lstm_step(const ag::Var& x, const ag::Var& h, const ag::Var& c,
-                                      const ag::Var& w, const ag::Var& b, const Tensor& mask) {
-  auto fwd = std::make_shared<LstmCellResult>(
-      lstm_cell_forward(x->value, h->value, c->value, w->value, b->value, mask));
-  auto back = [=](const Tensor& d_h, const Tensor& d_c) {
-    Tensor dx = ag::grad_of(x), dh = ag::grad_of(h), dc = ag::grad_of(c), dw = ag::grad_of(w),
-           db = ag::grad_of(b);
-    lstm_cell_backward(dx, dh, dc, dw, db, d_h, d_c, x->value, h->value, c->value, w->value, mask,
-                       *fwd);
-  };
-  ag::Var h_new =
-      ag::record(fwd->h, {x, h, c, w, b}, [=](ag::Node& self) { back(self.grad, Tensor()); });
-  ag::Var c_new = ag::record(fwd->c, {x, h, c, w, b}, [=](ag::Node& self) {
-    back(Tensor::zeros_like(self.grad), self.grad);
-  });
-  return {h_new, c_new};
-}
 
 // x_t = (value, control) of step t as [B, 2], and the step's mask [B].
 std::pair<Tensor, Tensor> step_inputs(const SequenceBatch& batch, int64_t t) {
@@ -106,7 +72,7 @@ ag::Var RecurrentBaseline::run_gru(const SequenceBatch& batch, const std::string
   // Backwards, the padded steps come first and leave the zero state untouched.
   for (int64_t i = 0; i < T; ++i) {
     auto [x, mask] = step_inputs(batch, reverse ? T - 1 - i : i);
-    h = gru_step(ag::constant(x), h, wg, bg, wc, bc, mask);
+    h = ag::gru_cell(ag::constant(x), h, wg, bg, wc, bc, mask);
   }
   return h;
 }
@@ -118,7 +84,9 @@ ag::Var RecurrentBaseline::run_lstm(const SequenceBatch& batch) {
   ag::Var c = ag::constant(Tensor::zeros({B, hidden_}));
   for (int64_t t = 0; t < T; ++t) {
     auto [x, mask] = step_inputs(batch, t);
-    std::tie(h, c) = lstm_step(ag::constant(x), h, c, w, b, mask);
+    ag::LstmState next = ag::lstm_cell(ag::constant(x), h, c, w, b, mask);
+    h = next.h;
+    c = next.c;
   }
   return h;
 }
