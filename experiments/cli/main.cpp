@@ -1,9 +1,34 @@
 // `mare`: the command line of the harness. Sub-commands live one per file
 // (experiments/cli/cmd_*.cpp) and register themselves here.
+//
+// Exit status: 0 on success and for --help, --help-all and --version; 2 for every
+// error, whether CLI11 rejects the arguments (missing, unknown or out-of-range
+// options: CLI11's own codes 100-120 are not passed on) or a sub-command throws.
+// Errors go to stderr as one line "mare: error: <message>" (a hint may follow).
+#include <exception>
 #include <iostream>
 
 #include "experiments/cli/commands.h"
 #include "mare_build_info.h"
+
+namespace {
+
+constexpr int kErrorStatus = 2;
+
+// The sub-command chain that was being parsed, e.g. "mare stats signed-rank", for the hint.
+std::string command_path(const CLI::App& app) {
+  std::string path = "mare";
+  const CLI::App* at = &app;
+  for (;;) {
+    const auto subs = at->get_subcommands();
+    if (subs.empty()) break;
+    at = subs.front();
+    path += " " + at->get_name();
+  }
+  return path;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -42,10 +67,17 @@ int main(int argc, char** argv) {
       return 0;
     }
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --help-all arrive as ParseErrors with exit code 0: CLI11 prints the help.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::cerr << "mare: error: " << e.what() << "\n"
+              << "Run '" << command_path(app) << " --help' for the options.\n";
+    return kErrorStatus;
   } catch (const std::exception& e) {
     std::cerr << "mare: error: " << e.what() << "\n";
-    return 2;
+    return kErrorStatus;
+  } catch (...) {
+    std::cerr << "mare: error: unknown exception\n";
+    return kErrorStatus;
   }
   return 0;
 }

@@ -1,0 +1,217 @@
+// The error contract of the `mare` command (README, "The `mare` command"): every bad
+// argument and every failing sub-command prints "mare: error: …" on stderr and exits
+// with status 2; --help, --help-all and --version exit 0. Each case runs the real
+// binary (MARE_CLI_BINARY, set by tests/experiments/CMakeLists.txt) as a separate
+// process in a fresh temporary directory, so stdout, stderr and the exit status are
+// exactly what a user or a script sees.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/temp_dir.h"
+
+#ifndef MARE_CLI_BINARY
+#error "MARE_CLI_BINARY (path of the mare binary) must be defined by the build"
+#endif
+
+namespace mare::test {
+namespace {
+
+struct Outcome {
+  int status = -1;  // exit status; -1 when the process did not exit normally
+  std::string out, err;
+};
+
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Runs `mare args...` with the working directory `dir`.
+Outcome run_mare(const TempDir& dir, const std::vector<std::string>& args) {
+  std::string cmd = "cd " + quoted(dir.path().string()) + " && " + quoted(MARE_CLI_BINARY);
+  for (const std::string& a : args) cmd += " " + quoted(a);
+  cmd += " >" + quoted((dir / "stdout").string()) + " 2>" + quoted((dir / "stderr").string());
+  const int raw = std::system(cmd.c_str());
+  Outcome o;
+  if (raw != -1 && WIFEXITED(raw)) o.status = WEXITSTATUS(raw);
+  o.out = slurp(dir / "stdout");
+  o.err = slurp(dir / "stderr");
+  return o;
+}
+
+std::string joined(const std::vector<std::string>& args) {
+  std::string s = "mare";
+  for (const std::string& a : args) s += " " + a;
+  return s;
+}
+
+// Status 2, stderr starts with the prefix, nothing on stdout.
+void expect_error(const TempDir& dir, const std::vector<std::string>& args,
+                  const std::string& mentions = "") {
+  const Outcome o = run_mare(dir, args);
+  SCOPED_TRACE(joined(args));
+  EXPECT_EQ(o.status, 2) << "stderr: " << o.err;
+  EXPECT_EQ(o.err.rfind("mare: error: ", 0), 0u) << "stderr: " << o.err;
+  EXPECT_EQ(o.out, "") << "an error must not print on stdout";
+  if (!mentions.empty()) EXPECT_NE(o.err.find(mentions), std::string::npos) << o.err;
+}
+
+void expect_success(const TempDir& dir, const std::vector<std::string>& args,
+                    const std::string& mentions) {
+  const Outcome o = run_mare(dir, args);
+  SCOPED_TRACE(joined(args));
+  EXPECT_EQ(o.status, 0) << "stderr: " << o.err;
+  EXPECT_EQ(o.err, "");
+  EXPECT_NE(o.out.find(mentions), std::string::npos) << o.out;
+}
+
+// The sub-command names CLI11 lists under "SUBCOMMANDS:" in `mare [path] --help`.
+std::vector<std::string> subcommands_of(const TempDir& dir, const std::vector<std::string>& path) {
+  std::vector<std::string> args = path;
+  args.push_back("--help");
+  const Outcome o = run_mare(dir, args);
+  std::vector<std::string> names;
+  std::istringstream in(o.out);
+  std::string line;
+  bool in_section = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("SUBCOMMANDS:", 0) == 0 || line.rfind("Subcommands:", 0) == 0) {
+      in_section = true;
+      continue;
+    }
+    if (!in_section) continue;
+    if (line.empty() || line[0] != ' ') {
+      in_section = false;
+      continue;
+    }
+    std::istringstream words(line);
+    std::string name;
+    words >> name;
+    if (!name.empty()) names.push_back(name);
+  }
+  return names;
+}
+
+TEST(CliContract, HelpAndVersionExitZero) {
+  TempDir dir("cli");
+  expect_success(dir, {"--help"}, "train");
+  expect_success(dir, {"--help-all"}, "train");
+  expect_success(dir, {"--version"}, "mare ");
+  expect_success(dir, {}, "train");  // no sub-command: the help, status 0
+  expect_success(dir, {"train", "--help"}, "--out");
+  expect_success(dir, {"stats", "signed-rank", "--help"}, "--alternative");
+}
+
+TEST(CliContract, TopLevelErrors) {
+  TempDir dir("cli");
+  expect_error(dir, {"--no-such-option"}, "--no-such-option");
+  expect_error(dir, {"no-such-command"}, "no-such-command");
+  expect_error(dir, {"list", "doctor"});  // at most one sub-command
+}
+
+TEST(CliContract, TrainErrors) {
+  TempDir dir("cli");
+  // The two cases of issue 15: CLI11's own codes were 106 and 105.
+  expect_error(dir, {"train", "--model", "mlp", "--task", "xor"}, "--out");
+  expect_error(dir, {"train", "--model", "mlp", "--task", "xor", "--out", "r", "--epochs", "0"},
+               "--epochs");
+  expect_error(dir, {"train", "--out", "r", "--epochs", "ten"}, "--epochs");
+  expect_error(dir, {"train", "--out", "r", "--lr", "-1"}, "--lr");
+  expect_error(dir, {"train", "--out", "r", "--neutral-one", "maybe"});
+  expect_error(dir, {"train", "--out", "r", "--no-such-option"}, "--no-such-option");
+  // Refused by the sub-command itself (a std::exception from its callback).
+  expect_error(dir, {"train", "--model", "no-such-model", "--task", "xor", "--out", "r"},
+               "no-such-model");
+}
+
+TEST(CliContract, StatsErrors) {
+  TempDir dir("cli");
+  std::ofstream(dir / "a.txt") << "1\n2\n3.5\n-4\n";
+  expect_error(dir, {"stats"});  // needs a sub-command
+  expect_error(dir, {"stats", "signed-rank"}, "A");
+  expect_error(dir, {"stats", "signed-rank", "a.txt", "--mu", "x"}, "--mu");
+  expect_error(dir, {"stats", "signed-rank", "a.txt", "--alternative", "sideways"}, "sideways");
+  expect_error(dir, {"stats", "signed-rank", "a.txt", "--conf-level", "1.5"}, "--conf-level");
+  expect_error(dir, {"stats", "rank-sum", "a.txt"});
+  expect_error(dir, {"stats", "summary", "a.txt", "--resamples", "0"}, "--resamples");
+  expect_error(dir, {"stats", "summary", "missing.txt"}, "missing.txt");
+}
+
+TEST(CliContract, BenchErrors) {
+  TempDir dir("cli");
+  expect_error(dir, {"bench"});
+  expect_error(dir, {"bench", "no-such-benchmark"});  // CLI11: "A subcommand is required"
+  expect_error(dir, {"bench", "allocation", "--seq", "x"}, "--seq");
+  expect_error(dir, {"bench", "allocation", "--seq", "0"}, "--seq");
+  expect_error(dir, {"bench", "allocation", "--clock", "sundial"}, "--clock");
+  expect_error(dir, {"bench", "allocation", "--device", "tpu"}, "tpu");
+}
+
+TEST(CliContract, DataErrors) {
+  TempDir dir("cli");
+  expect_error(dir, {"data"});
+  expect_error(dir, {"data", "generate", "--out", "d", "--seed", "1"}, "name");
+  expect_error(dir, {"data", "generate", "synth-cdr", "--seed", "1"}, "--out");
+  expect_error(dir, {"data", "generate", "synth-cdr", "--out", "d", "--seed", "1", "--docs", "0"},
+               "--docs");
+  expect_error(dir, {"data", "generate", "no-such-corpus", "--out", "d", "--seed", "1"},
+               "no-such-corpus");
+  expect_error(dir, {"data", "inspect", "x.txt"}, "--format");
+  expect_error(dir, {"data", "inspect", "missing.pubtator", "--format", "pubtator"},
+               "missing.pubtator");
+}
+
+TEST(CliContract, DoctorAndListErrors) {
+  TempDir dir("cli");
+  expect_error(dir, {"doctor", "--no-such-option"}, "--no-such-option");
+  expect_error(dir, {"doctor", "extra"}, "extra");
+  expect_error(dir, {"list", "--no-such-option"}, "--no-such-option");
+  expect_error(dir, {"list", "extra"}, "extra");
+}
+
+// Every sub-command, at every level, including ones added after this test: an unknown
+// option is status 2 with the prefix and a hint naming that sub-command's --help. The
+// list comes from `mare … --help` itself.
+TEST(CliContract, EverySubCommandRefusesAnUnknownOption) {
+  TempDir dir("cli");
+  const std::vector<std::string> top = subcommands_of(dir, {});
+  const std::set<std::string> expected = {"train", "stats", "bench", "data", "doctor", "list"};
+  for (const std::string& name : expected)
+    EXPECT_NE(std::find(top.begin(), top.end(), name), top.end()) << name << " not in --help";
+  std::vector<std::vector<std::string>> todo;
+  for (const std::string& name : top) todo.push_back({name});
+  int checked = 0;
+  while (!todo.empty()) {
+    const std::vector<std::string> path = todo.back();
+    todo.pop_back();
+    for (const std::string& sub : subcommands_of(dir, path)) {
+      std::vector<std::string> deeper = path;
+      deeper.push_back(sub);
+      todo.push_back(deeper);
+    }
+    std::vector<std::string> args = path;
+    args.push_back("--no-such-option");
+    // A required argument may be reported first; the hint names the sub-command.
+    expect_error(dir, args, "'" + joined(path) + " --help'");
+    ++checked;
+  }
+  // train, stats (3), bench (1), data (2), doctor, list and their parents: at least 11.
+  EXPECT_GE(checked, 11);
+}
+
+}  // namespace
+}  // namespace mare::test
