@@ -17,6 +17,7 @@
 #include "kernels/ops/linalg.h"
 #include "kernels/ops/loss.h"
 #include "kernels/ops/norm.h"
+#include "kernels/ops/optim.h"
 #include "kernels/ops/softmax.h"
 
 namespace mare {

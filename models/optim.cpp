@@ -3,25 +3,25 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels/ops/optim.h"
+
 namespace mare {
 
 double clip_grad_norm(const std::vector<ag::Var>& params, double max_norm) {
-  double sq = 0.0;
-  for (const ag::Var& p : params) {
-    if (!p->grad.defined()) continue;
-    const float* g = p->grad.f32();
-    for (int64_t i = 0; i < p->grad.numel(); ++i) sq += static_cast<double>(g[i]) * g[i];
-  }
-  double norm = std::sqrt(sq);
+  std::vector<Tensor> grads;
+  grads.reserve(params.size());
+  for (const ag::Var& p : params) grads.push_back(p->grad);  // undefined ones are skipped
+  const double norm = std::sqrt(sum_squares(grads));
   if (max_norm > 0 && norm > max_norm) {
-    float k = static_cast<float>(max_norm / norm);
-    for (const ag::Var& p : params)
-      if (p->grad.defined()) {
-        float* g = p->grad.f32();
-        for (int64_t i = 0; i < p->grad.numel(); ++i) g[i] *= k;
-      }
+    const float k = static_cast<float>(max_norm / norm);
+    for (Tensor& g : grads)
+      if (g.defined()) scale_inplace(g, k);  // shallow copies: scales p->grad
   }
   return norm;
+}
+
+void add_l2_gradients(const std::vector<ag::Var>& params, float lambda) {
+  for (const ag::Var& p : params) l2_grad_add(p->grad_buffer(), p->value, lambda);
 }
 
 Adam::Adam(const ParameterSet& params, AdamConfig config) : params_(params.all()), cfg_(config) {
@@ -32,27 +32,19 @@ Adam::Adam(const ParameterSet& params, AdamConfig config) : params_(params.all()
 }
 
 double Adam::step(float lr) {
-  if (cfg_.l2 > 0)
-    for (const ag::Var& p : params_) {
-      float* g = p->grad_buffer().f32();
-      const float* w = p->value.f32();
-      for (int64_t i = 0; i < p->value.numel(); ++i) g[i] += 2.0f * cfg_.l2 * w[i];
-    }
+  for (size_t k = 0; k < params_.size(); ++k)
+    if (params_[k]->value.device() != m_[k].device())
+      throw std::logic_error("Adam: parameter '" + params_[k]->name + "' is on " +
+                             to_string(params_[k]->value.device()) + " but its moments are on " +
+                             to_string(m_[k].device()) +
+                             "; build the optimiser after ParameterSet::to()");
+  if (cfg_.l2 > 0) add_l2_gradients(params_, cfg_.l2);
   double norm = clip_grad_norm(params_, cfg_.clip_norm);
   ++t_;
-  const double c1 = 1.0 - std::pow(static_cast<double>(cfg_.beta1), static_cast<double>(t_));
-  const double c2 = 1.0 - std::pow(static_cast<double>(cfg_.beta2), static_cast<double>(t_));
   for (size_t k = 0; k < params_.size(); ++k) {
     const ag::Var& p = params_[k];
     if (!p->grad.defined()) continue;
-    float *w = p->value.f32(), *m = m_[k].f32(), *v = v_[k].f32();
-    const float* g = p->grad.f32();
-    for (int64_t i = 0; i < p->value.numel(); ++i) {
-      m[i] = cfg_.beta1 * m[i] + (1 - cfg_.beta1) * g[i];
-      v[i] = cfg_.beta2 * v[i] + (1 - cfg_.beta2) * g[i] * g[i];
-      double mhat = m[i] / c1, vhat = v[i] / c2;
-      w[i] -= static_cast<float>(lr * mhat / (std::sqrt(vhat) + cfg_.eps));
-    }
+    adam_update(p->value, p->grad, m_[k], v_[k], lr, cfg_.beta1, cfg_.beta2, cfg_.eps, t_);
   }
   return norm;
 }

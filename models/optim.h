@@ -4,6 +4,10 @@
 //   2. clip: if ‖g‖₂ over all parameters > c, g ← g · c / ‖g‖₂
 //   3. Adam: m ← β₁m + (1−β₁)g,  v ← β₂v + (1−β₂)g²,
 //            w ← w − lr · m̂ / (√v̂ + ε) with bias-corrected m̂, v̂.
+// Each part is a kernel of kernels/ops/optim.h, so a step runs on whichever
+// device the ParameterSet lives on and never touches tensor data on the host
+// (clipping reads back one double: the global norm). Adam's moments are
+// allocated on the parameters' device: build Adam after ParameterSet::to().
 #pragma once
 
 #include <cstdint>
@@ -23,13 +27,18 @@ struct AdamConfig {
   float clip_norm = 0.0f;  // c; 0 turns clipping off
 };
 
-// Returns the global L2 norm of all gradients before clipping.
+// Returns the global L2 norm of all gradients before clipping (parameters
+// without a gradient count as zero); max_norm <= 0 only measures.
 double clip_grad_norm(const std::vector<ag::Var>& params, double max_norm);
+// g ← g + 2·λ·w for every parameter (allocating zero gradients where none flowed).
+void add_l2_gradients(const std::vector<ag::Var>& params, float lambda);
 
 class Adam {
  public:
   Adam(const ParameterSet& params, AdamConfig config = {});
-  // One update with learning rate lr; returns the gradient norm before clipping.
+  // One update with learning rate lr (L2, clipping, Adam); returns the
+  // gradient norm before clipping. Throws std::logic_error when a parameter has
+  // moved to another device since this Adam was built.
   double step(float lr);
   int64_t steps() const { return t_; }
   // State for checkpoints: first and second moments per parameter.

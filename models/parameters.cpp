@@ -7,10 +7,18 @@
 
 namespace mare {
 
-ag::Var ParameterSet::add(const std::string& name, const Shape& shape, Init init) {
+void ParameterSet::check_name(const std::string& name) const {
+  if (name.empty()) throw std::invalid_argument("parameter with an empty name");
+  if (name.rfind("adam.", 0) == 0 || name.rfind("extra/", 0) == 0)
+    throw std::invalid_argument(
+        "parameter '" + name + "': the prefixes 'adam.' and 'extra/' are reserved for checkpoints");
   for (const ag::Var& p : params_)
     if (p->name == name) throw std::invalid_argument("parameter '" + name + "' registered twice");
-  Tensor t = Tensor::empty(shape);
+}
+
+ag::Var ParameterSet::add(const std::string& name, const Shape& shape, Init init) {
+  check_name(name);
+  Tensor t = Tensor::empty(shape);  // drawn on the CPU, then moved: one set of bits per seed
   uint32_t stream = kStreamParamBase + static_cast<uint32_t>(params_.size());
   switch (init) {
     case Init::zeros:
@@ -30,8 +38,32 @@ ag::Var ParameterSet::add(const std::string& name, const Shape& shape, Init init
       break;
     }
   }
-  params_.push_back(ag::leaf(t, name));
+  params_.push_back(ag::leaf(device_ == Device::cpu ? t : t.to(device_), name));
   return params_.back();
+}
+
+ag::Var ParameterSet::add(const std::string& name, const Tensor& initial) {
+  check_name(name);
+  check_defined(initial, "ParameterSet::add");
+  check_dtype(initial, DType::f32, "ParameterSet::add");
+  params_.push_back(ag::leaf(initial.to(device_), name));
+  return params_.back();
+}
+
+void ParameterSet::to(Device device) {
+  if (device == device_) return;
+  // Copy everything first, so a failure (no GPU, out of memory) leaves the set
+  // whole on its old device.
+  std::vector<Tensor> values, grads;
+  for (const ag::Var& p : params_) {
+    values.push_back(p->value.to(device));
+    grads.push_back(p->grad.defined() ? p->grad.to(device) : Tensor());
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    params_[i]->value = values[i];
+    params_[i]->grad = grads[i];
+  }
+  device_ = device;
 }
 
 ag::Var ParameterSet::get(const std::string& name) const {

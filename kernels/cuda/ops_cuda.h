@@ -190,4 +190,11 @@ void fill_normal(Tensor& t, uint64_t seed, uint32_t stream, float mean, float st
                  uint64_t offset);
 void fill_bernoulli(Tensor& t, uint64_t seed, uint32_t stream, float p, uint64_t offset);
 
+// optim.cu: the optimiser kernels (kernels/ops/optim.h; not differentiable ops)
+void l2_grad_add(Tensor& grad, const Tensor& w, float lambda);
+void scale_inplace(Tensor& x, float s);
+double sum_squares(std::span<const Tensor> xs);
+void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, float beta1,
+                 float beta2, float eps, int64_t step);
+
 }  // namespace mare::cuda

@@ -1,0 +1,126 @@
+// Optimiser kernels on the CPU (equations, rounding and reduction order in
+// kernels/ops/optim.h). The entry points check their arguments, then dispatch
+// to kernels/cuda/optim.cu when the tensors are on the GPU.
+#include "kernels/ops/optim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/ops/common.h"
+
+namespace mare {
+
+namespace {
+
+// Both tensors defined, float32, of one shape.
+void check_pair(const Tensor& a, const Tensor& b, const char* op) {
+  check_defined(a, op);
+  check_defined(b, op);
+  check_dtype(a, DType::f32, op);
+  check_dtype(b, DType::f32, op);
+  check_same_shape(a, b, op);
+}
+
+// The fixed-order tree of optim.h: sequential sums of kSumSquaresChunk
+// consecutive items, level after level.
+double tree_sum_squares(const float* x, int64_t n) {
+  if (n == 0) return 0.0;
+  std::vector<double> level(static_cast<size_t>((n + kSumSquaresChunk - 1) / kSumSquaresChunk));
+  for (size_t k = 0; k < level.size(); ++k) {
+    const int64_t begin = static_cast<int64_t>(k) * kSumSquaresChunk;
+    const int64_t end = std::min(n, begin + kSumSquaresChunk);
+    double s = 0.0;
+    for (int64_t i = begin; i < end; ++i) {
+      const double d = x[i];
+      s += d * d;  // exact: a float's square fits a double's mantissa
+    }
+    level[k] = s;
+  }
+  while (level.size() > 1) {
+    const int64_t count = static_cast<int64_t>(level.size());
+    std::vector<double> next(
+        static_cast<size_t>((count + kSumSquaresChunk - 1) / kSumSquaresChunk));
+    for (size_t k = 0; k < next.size(); ++k) {
+      const int64_t begin = static_cast<int64_t>(k) * kSumSquaresChunk;
+      const int64_t end = std::min(count, begin + kSumSquaresChunk);
+      double s = 0.0;
+      for (int64_t i = begin; i < end; ++i) s += level[static_cast<size_t>(i)];
+      next[k] = s;
+    }
+    level.swap(next);
+  }
+  return level[0];
+}
+
+}  // namespace
+
+void l2_grad_add(Tensor& grad, const Tensor& w, float lambda) {
+  check_pair(grad, w, "l2_grad_add");
+  MARE_CUDA_DISPATCH("l2_grad_add", l2_grad_add(grad, w, lambda), &grad, &w);
+  const float k = 2.0f * lambda;  // exact (a power of two), so g + (2λ)·w is g + 2·λ·w
+  float* g = grad.f32();
+  const float* pw = w.f32();
+  for (int64_t i = 0; i < w.numel(); ++i) g[i] += k * pw[i];
+}
+
+void scale_inplace(Tensor& x, float s) {
+  check_defined(x, "scale_inplace");
+  check_dtype(x, DType::f32, "scale_inplace");
+  MARE_CUDA_DISPATCH("scale_inplace", scale_inplace(x, s), &x);
+  float* p = x.f32();
+  for (int64_t i = 0; i < x.numel(); ++i) p[i] *= s;
+}
+
+double sum_squares(const Tensor& x) {
+  check_defined(x, "sum_squares");
+  return sum_squares(std::span<const Tensor>(&x, 1));
+}
+
+double sum_squares(std::span<const Tensor> xs) {
+  for (const Tensor& t : xs)
+    if (t.defined()) check_dtype(t, DType::f32, "sum_squares");
+  bool any_cuda = false, any_cpu = false;
+  for (const Tensor& t : xs)
+    if (t.defined()) (t.device() == Device::cuda ? any_cuda : any_cpu) = true;
+  if (any_cuda && any_cpu)
+    throw std::invalid_argument(
+        "sum_squares: tensors on different devices (cpu and cuda); move them with Tensor::to() "
+        "first");
+#ifdef MARE_WITH_CUDA
+  if (any_cuda) return cuda::sum_squares(xs);
+#endif
+  double total = 0.0;
+  for (const Tensor& t : xs) {
+    if (!t.defined()) continue;
+    detail::require_cpu(t, "sum_squares");
+    total += tree_sum_squares(t.f32(), t.numel());
+  }
+  return total;
+}
+
+void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, float beta1,
+                 float beta2, float eps, int64_t step) {
+  check_pair(w, g, "adam_update");
+  check_pair(w, m, "adam_update");
+  check_pair(w, v, "adam_update");
+  if (step < 1)
+    throw std::invalid_argument("adam_update: step " + std::to_string(step) +
+                                ", expected the 1-based count of updates (>= 1)");
+  MARE_CUDA_DISPATCH("adam_update", adam_update(w, g, m, v, lr, beta1, beta2, eps, step), &w, &g,
+                     &m, &v);
+  const AdamBiasCorrection c = adam_bias_correction(beta1, beta2, step);
+  const float omb1 = 1 - beta1, omb2 = 1 - beta2;
+  float *pw = w.f32(), *pm = m.f32(), *pv = v.f32();
+  const float* pg = g.f32();
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    pm[i] = beta1 * pm[i] + omb1 * pg[i];
+    pv[i] = beta2 * pv[i] + omb2 * pg[i] * pg[i];
+    const double mhat = pm[i] / c.c1, vhat = pv[i] / c.c2;
+    pw[i] -= static_cast<float>(lr * mhat / (std::sqrt(vhat) + eps));
+  }
+}
+
+}  // namespace mare
