@@ -11,6 +11,7 @@
 
 #include "kernels/ops.h"
 #include "kernels/random.h"
+#include "tests/gpu_required.h"
 #ifdef MARE_WITH_CUDA
 #include "kernels/cuda/runtime.h"
 #endif
@@ -164,9 +165,7 @@ TEST(OptimKernels, RefuseBadArguments) {
 class OptimKernelsCuda : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!cuda_available())
-      GTEST_SKIP() << "no usable GPU (or no CUDA backend): GPU optimiser "
-                      "kernels not compared with the CPU";
+    MARE_NEEDS_GPU();
 #ifdef MARE_WITH_CUDA
     cuda::set_poison_allocations(true);
 #endif

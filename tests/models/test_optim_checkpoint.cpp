@@ -3,17 +3,19 @@
 // (parameters, Adam state, extra state such as batch-norm statistics) and
 // refuse damaged or mismatched files with a message naming the file.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "kernels/ops.h"
 #include "kernels/random.h"
 #include "models/checkpoint.h"
 #include "models/optim.h"
+#include "tests/gpu_required.h"
+#include "tests/temp_dir.h"
 
 namespace mare {
 namespace {
@@ -21,13 +23,6 @@ namespace {
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
-
-#define MARE_GPU_OR_SKIP()                                                                \
-  do {                                                                                    \
-    if (!cuda_available())                                                                \
-      GTEST_SKIP() << "no usable GPU (or no CUDA backend): device-side optimisation and " \
-                      "checkpoints not tested";                                           \
-  } while (0)
 
 TEST(Adam, FirstStepsMatchHandComputation) {
   ParameterSet ps;
@@ -219,7 +214,7 @@ TEST(Parameters, LiveOnOneDeviceAndRefuseReservedNames) {
 }
 
 TEST(Parameters, MovingToTheGpuKeepsTheValuesAndTheVars) {
-  MARE_GPU_OR_SKIP();
+  MARE_NEEDS_GPU();
   ParameterSet cpu(5), gpu(5, Device::cuda), moved(5);
   for (ParameterSet* ps : {&cpu, &gpu, &moved}) {
     ps->add("w", {4, 6}, Init::glorot_uniform);
@@ -240,7 +235,7 @@ TEST(Parameters, MovingToTheGpuKeepsTheValuesAndTheVars) {
 }
 
 TEST(Parameters, AdamOnTheGpuGivesTheCpuBits) {
-  MARE_GPU_OR_SKIP();
+  MARE_NEEDS_GPU();
   ParameterSet cpu(9), gpu(9);
   for (ParameterSet* ps : {&cpu, &gpu}) {
     ps->add("a", {40, 30}, Init::glorot_uniform);
@@ -272,12 +267,10 @@ TEST(Parameters, AdamOnTheGpuGivesTheCpuBits) {
 class Checkpoint : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (std::filesystem::temp_directory_path() / "mare_ckpt_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir = pattern;
+    temp = std::make_unique<test::TempDir>("ckpt");
+    dir = temp->path();
     path = (dir / "model.ckpt").string();
   }
-  void TearDown() override { std::filesystem::remove_all(dir); }
   static ParameterSet make(uint64_t seed) {
     ParameterSet ps(seed);
     ps.add("w", {3, 4}, Init::glorot_uniform);
@@ -338,6 +331,7 @@ class Checkpoint : public ::testing::Test {
     put(file, h);
     return file;
   }
+  std::unique_ptr<test::TempDir> temp;  // removed with its contents after each test
   std::filesystem::path dir;
   std::string path;
 };
@@ -580,7 +574,7 @@ TEST_F(Checkpoint, RoundTripsBatchNormStatisticsAsExtraState) {
 }
 
 TEST_F(Checkpoint, MovesBetweenDevices) {
-  MARE_GPU_OR_SKIP();
+  MARE_NEEDS_GPU();
   ParameterSet a = make(1);
   a.to(Device::cuda);
   Adam adam(a);
