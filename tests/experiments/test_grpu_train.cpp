@@ -11,6 +11,7 @@
 
 #include "experiments/grpu_tasks.h"
 #include "experiments/sequence_trainer.h"
+#include "tests/temp_dir.h"
 
 namespace mare {
 namespace {
@@ -82,7 +83,7 @@ SequenceTrainOptions short_run(const std::string& dir, const std::string& model)
   o.test_samples = 20;
   o.curriculum = true;
   o.lr = 1e-2f;
-  o.out = std::filesystem::temp_directory_path() / dir;
+  o.out = ::mare::test::process_temp_dir() / dir;  // unique per process (mkdtemp)
   std::filesystem::remove_all(o.out);
   return o;
 }

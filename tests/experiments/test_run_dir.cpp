@@ -5,12 +5,13 @@
 #include <fstream>
 
 #include "experiments/run_dir.h"
+#include "tests/temp_dir.h"
 
 namespace mare {
 namespace {
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() / ("mare_rundir_" + name);
+  auto d = ::mare::test::process_temp_dir() / ("rundir_" + name);  // unique per process
   std::filesystem::remove_all(d);
   return d;
 }

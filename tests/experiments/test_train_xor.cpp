@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/trainer.h"
+#include "tests/temp_dir.h"
 
 namespace mare {
 namespace {
@@ -23,7 +24,7 @@ TrainOptions xor_options(const std::string& dir, uint64_t seed) {
   o.model = "mlp";
   o.task = "xor";
   o.seed = seed;
-  o.out = std::filesystem::temp_directory_path() / dir;
+  o.out = ::mare::test::process_temp_dir() / dir;  // unique per process (mkdtemp)
   std::filesystem::remove_all(o.out);
   return o;
 }
