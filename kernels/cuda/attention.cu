@@ -55,13 +55,17 @@ __global__ void masked_softmax_kernel(float* __restrict__ p, const float* __rest
     float* row = p + r * cols;
     const float* keep = mask ? mask + (r / rows_per_batch) * cols : nullptr;
     float mx = neg_inf;
+    bool any = false;
     for (int64_t c = lane; c < cols; c += kWarp) {
       float s = row[c];
-      if (keep && keep[c] == 0.0f) row[c] = s = neg_inf;
+      if (keep && keep[c] == 0.0f)
+        row[c] = s = neg_inf;
+      else
+        any = true;
       mx = mx < s ? s : mx;  // std::max(mx, s), as on the CPU
     }
     mx = warp_max(mx);
-    if (mx == neg_inf) {  // every key masked
+    if (!__any_sync(0xffffffffu, any)) {  // every key masked (NaN scores stay NaN, as on the CPU)
       for (int64_t c = lane; c < cols; c += kWarp) row[c] = 0.0f;
       continue;
     }

@@ -82,10 +82,12 @@ __global__ void softmax_rows_kernel(const float* __restrict__ x, const float* __
     const float* mr = mask ? mask + r * c : nullptr;
     float* yr = y + r * c;
     float mx = kNegInf;
+    bool any = false;
     for (int64_t j = lane; j < c; j += kWarp)
-      if (kept(mr, j)) mx = max_like_std(mx, xr[j]);
+      if (kept(mr, j)) any = true, mx = max_like_std(mx, xr[j]);
     mx = warp_max(mx);
-    if (mx == kNegInf) {  // every position excluded
+    // Every position excluded (by the mask, as on the CPU: a row of NaN stays NaN).
+    if (!__any_sync(0xffffffffu, any)) {
       for (int64_t j = lane; j < c; j += kWarp) yr[j] = 0.0f;
       continue;
     }

@@ -54,12 +54,14 @@ AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor
       p.noalias() = (qh * kh.transpose()) * scale;
       for (int64_t row = 0; row < d.i; ++row) {
         float mx = neg_inf;
+        bool any = false;
         for (int64_t col = 0; col < d.j; ++col) {
           bool keep = !key_mask.defined() || key_mask.f32()[b * d.j + col] != 0.0f;
           if (!keep) p(row, col) = neg_inf;
+          any = any || keep;
           mx = std::max(mx, p(row, col));
         }
-        if (mx == neg_inf) {  // every key masked
+        if (!any) {  // every key masked (by the mask: NaN scores stay NaN)
           p.row(row).setZero();
           continue;
         }

@@ -27,9 +27,13 @@ inline bool kept(const float* mask_row, int64_t j) {
 // Writes softmax (log_space = false) or log-softmax of one row.
 void row_softmax(const float* x, const float* m, float* y, int64_t c, bool log_space) {
   float mx = -std::numeric_limits<float>::infinity();
+  bool any = false;
   for (int64_t j = 0; j < c; ++j)
-    if (kept(m, j)) mx = std::max(mx, x[j]);
-  if (mx == -std::numeric_limits<float>::infinity()) {  // every position excluded
+    if (kept(m, j)) any = true, mx = std::max(mx, x[j]);
+  // Every position excluded: zeros. (Decided by the mask, not by the maximum, so
+  // that a row of NaN comes out NaN: std::max skips NaN, and a diverged model
+  // must not look like a masked row.)
+  if (!any) {
     for (int64_t j = 0; j < c; ++j) y[j] = 0.0f;
     return;
   }
