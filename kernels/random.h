@@ -60,6 +60,8 @@ class PhiloxStream {
   // Integer in [0, n), by 32-bit multiply-shift (bias below 2^-32 * n).
   uint32_t below(uint32_t n);
   uint64_t position() const { return next_; }
+  // Continues from global index `position` (a resumed run picks up where it was).
+  void seek(uint64_t position) { next_ = position; }
 
  private:
   uint64_t seed_;

@@ -25,14 +25,14 @@ namespace mare {
 
 // What the corpus fixes about every batch: vocabulary sizes and label sets.
 struct ReVocabSizes {
-  int64_t words = 0;        // word vocabulary, <pad> = 0, <unk> = 1
-  int64_t ngrams = 0;       // character n-gram vocabulary (0 = none built)
-  int64_t chars = 0;        // character vocabulary for the CNN's char-CNN
-  int64_t pos_tags = 0;     // 0 when the data has no POS tags
-  int64_t entity_tags = 0;  // BIO entity-tag vocabulary (input embedding), <pad> = 0
-  int64_t ner_tags = 0;     // BIO output classes of the NER head (no padding class)
-  int64_t relations = 0;    // relation classes, NULL = class 0
-  int64_t max_distance = 0; // largest |i − j| the CNN's position embeddings cover
+  int64_t words = 0;         // word vocabulary, <pad> = 0, <unk> = 1
+  int64_t ngrams = 0;        // character n-gram vocabulary (0 = none built)
+  int64_t chars = 0;         // character vocabulary for the CNN's char-CNN
+  int64_t pos_tags = 0;      // 0 when the data has no POS tags
+  int64_t entity_tags = 0;   // BIO entity-tag vocabulary (input embedding), <pad> = 0
+  int64_t ner_tags = 0;      // BIO output classes of the NER head (no padding class)
+  int64_t relations = 0;     // relation classes, NULL = class 0
+  int64_t max_distance = 0;  // largest |i − j| the CNN's position embeddings cover
 };
 
 struct ReBatch {
@@ -55,8 +55,8 @@ struct ReBatch {
   Tensor tail_rows;     // i32 [..]
   // For the per-pair CNN: the closest head/tail mention starts (token index in
   // the document), and the distance of the pair (for F1-by-distance).
-  Tensor head_pos;  // i32 [P]
-  Tensor tail_pos;  // i32 [P]
+  Tensor head_pos;            // i32 [P]
+  Tensor tail_pos;            // i32 [P]
   std::vector<int> distance;  // [P] closest-mention token distance
   // Bookkeeping for metrics: which example of the split each pair is.
   std::vector<int64_t> example_index;  // [P]

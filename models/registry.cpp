@@ -66,29 +66,176 @@ double ModelSpec::get_double(const std::string& key, double fallback) const {
 }
 
 namespace {
-constexpr std::array kModels = {
-    ModelInfo{"mlp", "classification", "multi-layer perceptron (hidden=16, layers=2, dropout=0)"},
-    ModelInfo{"grpu", "sequence",
-              "Gated Recurrent Programmer Unit (hidden=100, +prod, neutral_one=code|text)"},
-    ModelInfo{"gru", "sequence", "GRU over (value, control), linear output (hidden=100)"},
-    ModelInfo{"bigru", "sequence", "bidirectional GRU, linear output on both ends (hidden=100)"},
-    ModelInfo{"lstm", "sequence", "LSTM over (value, control), linear output (hidden=100)"},
+
+using K = SwitchInfo::Kind;
+
+constexpr SwitchInfo kMlpSwitches[] = {
+    {"hidden", K::integer, "16", "hidden units per layer"},
+    {"layers", K::integer, "2", "hidden layers"},
+    {"dropout", K::number, "0", "dropout rate after each hidden layer"},
 };
+constexpr SwitchInfo kGrpuSwitches[] = {
+    {"hidden", K::integer, "100", "controller (GRU) size H"},
+    {"prod", K::flag, "off", "add the product operation (on for the multiplication task)"},
+    {"cond", K::flag, "off", "add the conditional operation (on for the conditional task)"},
+    {"neutral_one", K::choice, "code",
+     "argument form of neutral-one ops: published code or eq. 4.16", "code|text"},
+};
+constexpr SwitchInfo kRecurrentSwitches[] = {
+    {"hidden", K::integer, "100", "hidden size"},
+};
+constexpr SwitchInfo kCnnSwitches[] = {
+    {"d", K::integer, "300", "word embedding size"},
+    {"pos_dim", K::integer, "25", "size of each of the two relative-position embeddings"},
+    {"char_dim", K::integer, "25", "character embedding size"},
+    {"char_filters", K::integer, "50", "character-CNN filters"},
+    {"filters", K::integer, "300", "sequence convolution filters m"},
+    {"kernel", K::integer, "3", "width k of both convolutions (odd)"},
+    {"dropout", K::number, "0.15", "dropout before the output layer"},
+};
+// bran's switches, then utre's additions (one array, utre's span is all of it).
+constexpr SwitchInfo kAttentionSwitches[] = {
+    {"d", K::integer, "300", "model width (embeddings, blocks, heads)"},
+    {"heads", K::integer, "4", "attention heads (d must be divisible by heads)"},
+    {"iterations", K::integer, "3", "blocks (bran) or shared-weight iterations (utre)"},
+    {"dropout", K::number, "0.15", "internal (attention, transition) and final (heads) dropout"},
+    {"ner_prob", K::number, "0.5", "probability that a training step trains NER instead of RE"},
+    {"multitask", K::choice, "sample", "sample: one task per step; sum: both losses every step",
+     "sample|sum"},
+    {"ngram", K::flag, "off", "character n-gram input embedding (n = 3)"},
+    {"transition", K::flag, "off", "inverted-residual transition instead of C1-C5-C1"},
+    {"cpd", K::flag, "off", "dynamic halting (adaptive computation time)"},
+    {"norm", K::choice, "batch", "normalisation of the blocks, input and heads", "batch|layer"},
+    {"max_steps", K::integer, "3", "halting's T_max (defaults to iterations)"},
+};
+constexpr size_t kBranSwitchCount = 6;
+
+constexpr std::array kModels = {
+    ModelInfo{"mlp", "classification", "multi-layer perceptron", kMlpSwitches},
+    ModelInfo{"grpu", "sequence", "Gated Recurrent Programmer Unit (SPEC 4.6)", kGrpuSwitches},
+    ModelInfo{"gru", "sequence", "GRU over (value, control), linear output", kRecurrentSwitches},
+    ModelInfo{"bigru", "sequence", "bidirectional GRU, linear output on both ends",
+              kRecurrentSwitches},
+    ModelInfo{"lstm", "sequence", "LSTM over (value, control), linear output", kRecurrentSwitches},
+    ModelInfo{"cnn", "relation", "per-pair CNN with position and character-CNN inputs (SPEC 4.1)",
+              kCnnSwitches},
+    ModelInfo{"bran", "relation", "BRAN: transformer blocks, bi-affine pair scores (SPEC 4.2)",
+              std::span<const SwitchInfo>(kAttentionSwitches, kBranSwitchCount)},
+    ModelInfo{"utre", "relation", "Universal Transformer for RE, shared blocks (SPEC 4.3-4.4)",
+              kAttentionSwitches},
+};
+
+constexpr std::array kAliases = {
+    AliasInfo{"UTRE-CPD", "utre+ngram+transition+cpd"},
+    AliasInfo{"UTRE", "utre+ngram+transition"},
+    AliasInfo{"NTCRE-CPD", "ntcre+ngram+transition+cpd"},
+    AliasInfo{"NTCRE", "ntcre+ngram+transition"},
+};
+
+// Thesis Table 4.6: memory, char n-grams, transition, halting (1 = on).
+constexpr GridRow kTable46[] = {
+    {"1", "utre", false},
+    {"2", "utre+cpd", false},
+    {"3", "utre+transition", false},
+    {"4", "utre+transition+cpd", false},
+    {"5", "utre+ngram", false},
+    {"6", "utre+ngram+cpd", false},
+    {"7", "utre+ngram+transition", false},
+    {"UTRE-CPD", "utre+ngram+transition+cpd", false},
+    {"9", "ntcre+cpd", true},
+    {"10", "ntcre+transition+cpd", true},
+    {"11", "ntcre+ngram+cpd", true},
+    {"NTCRE-CPD", "ntcre+ngram+transition+cpd", true},
+};
+constexpr std::array kGrids = {
+    GridInfo{"table4.6", "thesis Table 4.6: the ablation grid on CDR (memory rows need ntcre)",
+             kTable46},
+};
+
+std::string known_switches(const ModelInfo& m) {
+  std::string s;
+  for (const SwitchInfo& sw : m.switches) s += (s.empty() ? "" : ", ") + std::string(sw.name);
+  return s.empty() ? "none" : s;
+}
+
+void check_switch(const ModelSpec& spec, const ModelInfo& m, const std::string& key,
+                  const std::string& value) {
+  for (const SwitchInfo& sw : m.switches) {
+    if (sw.name != key) continue;
+    const std::string where = "model " + spec.canonical() + ": switch " + key;
+    switch (sw.kind) {
+      case K::flag:
+        if (value != "on")
+          throw std::invalid_argument(where + " is a flag: write +" + key + ", not +" + key + "=" +
+                                      value);
+        return;
+      case K::integer:
+        spec.get_int(key, 0);
+        return;
+      case K::number:
+        spec.get_double(key, 0);
+        return;
+      case K::choice: {
+        std::stringstream in{std::string(sw.choices)};
+        std::string c;
+        while (std::getline(in, c, '|'))
+          if (c == value) return;
+        throw std::invalid_argument(where + "=" + value + ": expected one of " +
+                                    std::string(sw.choices));
+      }
+    }
+  }
+  throw std::invalid_argument("model " + std::string(m.name) + ": unknown switch '" + key +
+                              "' (known: " + known_switches(m) + ")");
+}
+
 }  // namespace
 
 std::span<const ModelInfo> model_registry() {
   return kModels;
 }
 
+const ModelInfo* find_model(std::string_view base) {
+  for (const ModelInfo& m : kModels)
+    if (m.name == base) return &m;
+  return nullptr;
+}
+
+std::span<const AliasInfo> model_aliases() {
+  return kAliases;
+}
+
+std::span<const GridInfo> model_grids() {
+  return kGrids;
+}
+
+ModelSpec resolve_model(const std::string& name) {
+  ModelSpec spec = ModelSpec::parse(name);
+  for (const AliasInfo& a : kAliases)
+    if (a.alias == spec.base) {
+      ModelSpec expanded = ModelSpec::parse(std::string(a.expansion));
+      for (const auto& [k, v] : spec.switches) expanded.switches[k] = v;
+      spec = expanded;
+      break;
+    }
+  const ModelInfo* m = find_model(spec.base);
+  if (!m) {
+    std::string known;
+    for (const ModelInfo& info : kModels)
+      known += (known.empty() ? "" : ", ") + std::string(info.name);
+    for (const AliasInfo& a : kAliases) known += ", " + std::string(a.alias);
+    std::string note = spec.base == "ntcre" ? " (ntcre, the memory model, is not built yet)" : "";
+    throw std::invalid_argument("unknown model '" + spec.base + "'" + note + " (known: " + known +
+                                ")");
+  }
+  for (const auto& [k, v] : spec.switches) check_switch(spec, *m, k, v);
+  return spec;
+}
+
 std::unique_ptr<Classifier> build_classifier(const ModelSpec& spec, int64_t features,
                                              int64_t classes, uint64_t seed) {
-  if (spec.base == "mlp") {
-    for (const auto& [k, v] : spec.switches)
-      if (k != "hidden" && k != "layers" && k != "dropout")
-        throw std::invalid_argument("mlp: unknown switch '" + k +
-                                    "' (known: hidden, layers, dropout)");
-    return std::make_unique<Mlp>(spec, features, classes, seed);
-  }
+  resolve_model(spec.canonical());  // unknown switches and bad values
+  if (spec.base == "mlp") return std::make_unique<Mlp>(spec, features, classes, seed);
   std::string known;
   for (const ModelInfo& m : model_registry())
     known += (known.empty() ? "" : ", ") + std::string(m.name);
@@ -97,6 +244,7 @@ std::unique_ptr<Classifier> build_classifier(const ModelSpec& spec, int64_t feat
 
 std::unique_ptr<SequenceModel> build_sequence_model(const ModelSpec& spec,
                                                     const SequenceTaskShape& task, uint64_t seed) {
+  if (find_model(spec.base)) resolve_model(spec.canonical());
   if (spec.base == "grpu") return std::make_unique<GrpuModel>(spec, task, seed);
   if (spec.base == "gru" || spec.base == "bigru" || spec.base == "lstm")
     return std::make_unique<RecurrentBaseline>(spec, seed);

@@ -1,0 +1,232 @@
+#include "models/layers.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "kernels/ops.h"
+#include "kernels/random.h"
+#include "models/functions.h"
+#include "models/functions_re.h"
+
+namespace mare::nn {
+
+namespace {
+
+// ids [rows, width] with ids[r, j] = r: the gather that repeats row r of a
+// [rows, 1] table `width` times (a broadcast whose backward is a sum).
+Tensor repeat_ids(int64_t rows, int64_t width, Device device) {
+  std::vector<int32_t> ids(static_cast<size_t>(rows * width));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < width; ++j) ids[r * width + j] = static_cast<int32_t>(r);
+  return Tensor::from_indices(ids, {rows, width}).to(device);
+}
+
+ag::Var masked(const ag::Var& x, const Tensor& mask) {
+  return ag::mul(x, ag::constant(expand_mask(mask, x->value.dim(-1))));
+}
+
+}  // namespace
+
+Tensor expand_mask(const Tensor& mask, int64_t width) {
+  const int64_t B = mask.dim(0), T = mask.dim(1);
+  Tensor table = mask.reshape({B * T, 1});
+  Tensor out = embedding_forward(table, repeat_ids(B * T, width, mask.device()));
+  return out.reshape({B, T, width});
+}
+
+ag::Var scale_rows(const ag::Var& x, const ag::Var& s) {
+  const int64_t n = x->value.dim(0), d = x->value.dim(1);
+  ag::Var table = ag::reshape(s, {n, 1});
+  ag::Var wide = ag::reshape(ag::embedding(table, repeat_ids(n, d, x->value.device())), {n, d});
+  return ag::mul(x, wide);
+}
+
+Tensor position_signal(int64_t B, int64_t T, int64_t D, int64_t t, Device device) {
+  std::vector<float> one(static_cast<size_t>(T * D));
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < D; ++j) {
+      const double freq =
+          std::pow(10000.0, -static_cast<double>(j - j % 2) / static_cast<double>(D));
+      double v = j % 2 == 0 ? std::sin(i * freq) : std::cos(i * freq);
+      if (t >= 1) v += j % 2 == 0 ? std::sin(t * freq) : std::cos(t * freq);
+      one[i * D + j] = static_cast<float>(v);
+    }
+  std::vector<float> all;
+  all.reserve(static_cast<size_t>(B * T * D));
+  for (int64_t b = 0; b < B; ++b) all.insert(all.end(), one.begin(), one.end());
+  return Tensor::from_vector(all, {B, T, D}).to(device);
+}
+
+// ---- Linear, Embedding, Dropout -------------------------------------------
+
+Linear::Linear(ParameterSet& ps, const std::string& name, int64_t in, int64_t out, bool bias)
+    : in_(in), out_(out) {
+  w_ = ps.add(name + ".w", {in, out}, Init::glorot_uniform);
+  if (bias) b_ = ps.add(name + ".b", {out}, Init::zeros);
+}
+
+ag::Var Linear::operator()(const ag::Var& x) const {
+  const Shape s = x->value.shape();
+  const int64_t rows = s.numel() / in_;
+  ag::Var y = ag::matmul(ag::reshape(x, {rows, in_}), w_);
+  if (b_) y = ag::bias_add(y, b_);
+  std::vector<int64_t> dims = s.vec();
+  dims.back() = out_;
+  return ag::reshape(y, Shape(std::span<const int64_t>(dims)));
+}
+
+Embedding::Embedding(ParameterSet& ps, const std::string& name, int64_t vocab, int64_t dim,
+                     const Tensor& init)
+    : dim_(dim) {
+  table_ = ps.add(name + ".table", {vocab, dim}, Init::uniform_small);
+  Tensor host = table_->value.to(Device::cpu);
+  if (init.defined()) {
+    if (init.dim(0) != vocab || init.dim(1) != dim)
+      throw std::invalid_argument(name + ": pretrained embeddings of shape " + init.shape().str() +
+                                  ", expected [" + std::to_string(vocab) + ", " +
+                                  std::to_string(dim) + "]");
+    host = init.to(Device::cpu).clone();
+  }
+  for (int64_t j = 0; j < dim; ++j) host.f32()[j] = 0.0f;  // <pad>
+  table_->value.copy_from(host);
+}
+
+ag::Var Embedding::operator()(const Tensor& ids) const {
+  return ag::embedding(table_, ids);
+}
+
+ag::Var Dropout::operator()(const ag::Var& x, Context& ctx) const {
+  if (!ctx.training || p_ == 0.0f) return x;
+  const uint64_t use = ctx.site_uses[site_]++;
+  // 2^32 draws per use: more than any tensor here holds.
+  const uint64_t offset = ((ctx.step << 12) + use) << 32;
+  return ag::dropout(x, p_, true, ctx.seed, kStreamDropoutBase + site_, offset);
+}
+
+// ---- Norm -----------------------------------------------------------------
+
+Norm::Kind parse_norm(const std::string& name) {
+  if (name == "batch") return Norm::Kind::batch;
+  if (name == "layer") return Norm::Kind::layer;
+  throw std::invalid_argument("norm=" + name + ": expected batch or layer");
+}
+
+Norm::Norm(ParameterSet& ps, Buffers& buffers, const std::string& name, int64_t dim, Kind kind)
+    : kind_(kind) {
+  gamma_ = ps.add(name + ".gamma", {dim}, Init::ones);
+  beta_ = ps.add(name + ".beta", {dim}, Init::zeros);
+  if (kind == Kind::batch) {
+    buffers_ = &buffers;
+    mean_key_ = name + ".running_mean";
+    var_key_ = name + ".running_var";
+    buffers[mean_key_] = Tensor::zeros({dim}, ps.device());
+    buffers[var_key_] = Tensor::full({dim}, 1.0f, ps.device());
+  }
+}
+
+ag::Var Norm::operator()(const ag::Var& x, const Tensor& mask, const Context& ctx) {
+  if (kind_ == Kind::layer) return masked(ag::layer_norm(x, gamma_, beta_), mask);
+  return ag::batch_norm_masked(x, gamma_, beta_, buffers_->at(mean_key_), buffers_->at(var_key_),
+                               mask.reshape({mask.numel()}), ctx.training);
+}
+
+// ---- attention ------------------------------------------------------------
+
+MultiHeadAttention::MultiHeadAttention(ParameterSet& ps, const std::string& name, int64_t dim,
+                                       int heads)
+    : heads_(heads) {
+  if (heads < 1 || dim % heads != 0)
+    throw std::invalid_argument(name + ": d = " + std::to_string(dim) +
+                                " is not divisible by heads = " + std::to_string(heads));
+  q_ = Linear(ps, name + ".q", dim, dim, false);
+  k_ = Linear(ps, name + ".k", dim, dim, false);
+  v_ = Linear(ps, name + ".v", dim, dim, false);
+  o_ = Linear(ps, name + ".o", dim, dim, false);
+}
+
+ag::Var MultiHeadAttention::operator()(const ag::Var& x, const Tensor& mask) const {
+  return o_(ag::attention(q_(x), k_(x), v_(x), heads_, mask));
+}
+
+// ---- transitions ----------------------------------------------------------
+
+ConvTransition::ConvTransition(ParameterSet& ps, const std::string& name, int64_t dim,
+                               int64_t width) {
+  w1_ = ps.add(name + ".c1a.w", {1, dim, 4 * dim}, Init::glorot_uniform);
+  b1_ = ps.add(name + ".c1a.b", {4 * dim}, Init::zeros);
+  w2_ = ps.add(name + ".c5.w", {width, 4 * dim, 4 * dim}, Init::glorot_uniform);
+  b2_ = ps.add(name + ".c5.b", {4 * dim}, Init::zeros);
+  w3_ = ps.add(name + ".c1b.w", {1, 4 * dim, dim}, Init::glorot_uniform);
+  b3_ = ps.add(name + ".c1b.b", {dim}, Init::zeros);
+}
+
+ag::Var ConvTransition::operator()(const ag::Var& x, const Tensor& mask, Context&) {
+  ag::Var h = ag::relu(ag::conv1d(x, w1_, b1_));
+  h = ag::relu(ag::conv1d(masked(h, mask), w2_, b2_));
+  return masked(ag::conv1d(h, w3_, b3_), mask);
+}
+
+InvertedResidual::InvertedResidual(ParameterSet& ps, Buffers& buffers, const std::string& name,
+                                   int64_t dim, Norm::Kind norm) {
+  w1_ = ps.add(name + ".expand.w", {1, dim, 4 * dim}, Init::glorot_uniform);
+  n1_ = Norm(ps, buffers, name + ".norm1", 4 * dim, norm);
+  wd_ = ps.add(name + ".depthwise.w", {3, 4 * dim}, Init::glorot_uniform);
+  bd_ = ps.add(name + ".depthwise.b", {4 * dim}, Init::zeros);
+  n2_ = Norm(ps, buffers, name + ".norm2", 4 * dim, norm);
+  w3_ = ps.add(name + ".project.w", {1, 4 * dim, dim}, Init::glorot_uniform);
+  n3_ = Norm(ps, buffers, name + ".norm3", dim, norm);
+}
+
+ag::Var InvertedResidual::operator()(const ag::Var& x, const Tensor& mask, Context& ctx) {
+  ag::Var h = ag::relu6(n1_(ag::conv1d(x, w1_), mask, ctx));
+  h = ag::relu6(n2_(ag::depthwise_conv1d(h, wd_, bd_), mask, ctx));
+  return n3_(ag::conv1d(h, w3_), mask, ctx);
+}
+
+// ---- bi-affine pair scorer ------------------------------------------------
+
+Biaffine::Biaffine(ParameterSet& ps, const std::string& name, int64_t dim, int64_t classes)
+    : dim_(dim), classes_(classes) {
+  l_ = ps.add(name + ".L", {dim + 1, classes * (dim + 1)}, Init::glorot_uniform);
+}
+
+namespace {
+// [B, T, D] -> [B, T, D + 1] with a trailing 1 on every token.
+ag::Var append_one(const ag::Var& x) {
+  const Shape s = x->value.shape();
+  return ag::concat({x, ag::constant(Tensor::full({s[0], s[1], 1}, 1.0f, x->value.device()))}, 2);
+}
+}  // namespace
+
+ag::Var Biaffine::operator()(const ag::Var& head, const ag::Var& tail, const Tensor& head_offsets,
+                             const Tensor& head_rows, const Tensor& tail_offsets,
+                             const Tensor& tail_rows) const {
+  const int64_t B = head->value.dim(0), T = head->value.dim(1), D1 = dim_ + 1, C = classes_;
+  ag::Var h1 = ag::reshape(append_one(head), {B * T, D1});
+  ag::Var t1 = append_one(tail);
+  // G[b, i, l, q] = Σ_p h[b, i, p] L[p, l, q]; Aff[b, (i, l), j] = Σ_q G[b, i, l, q] t[b, j, q].
+  ag::Var g = ag::reshape(ag::matmul(h1, l_), {B, T * C, D1});
+  ag::Var aff = ag::reshape(ag::batched_matmul(g, t1, false, true), {B * T * C * T, 1});
+  // One log-sum-exp set per (pair, class): the rows (i, l, j) over the head's
+  // mention tokens i and the tail's mention tokens j.
+  const Tensor ho = head_offsets.to(Device::cpu), hr = head_rows.to(Device::cpu);
+  const Tensor to_ = tail_offsets.to(Device::cpu), tr = tail_rows.to(Device::cpu);
+  const int64_t P = ho.numel() - 1;
+  std::vector<int32_t> offsets{0}, rows;
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t l = 0; l < C; ++l) {
+      for (int32_t a = ho.i32()[p]; a < ho.i32()[p + 1]; ++a)
+        for (int32_t c = to_.i32()[p]; c < to_.i32()[p + 1]; ++c) {
+          const int64_t hi = hr.i32()[a], tj = tr.i32()[c];  // rows b·T + i, b·T + j
+          const int64_t b = hi / T, i = hi % T, j = tj % T;
+          rows.push_back(static_cast<int32_t>(((b * T + i) * C + l) * T + j));
+        }
+      offsets.push_back(static_cast<int32_t>(rows.size()));
+    }
+  const Device dev = head->value.device();
+  Tensor off_t = Tensor::from_indices(offsets, {static_cast<int64_t>(offsets.size())}).to(dev);
+  Tensor rows_t = Tensor::from_indices(rows, {static_cast<int64_t>(rows.size())}).to(dev);
+  return ag::reshape(ag::logsumexp_sets(aff, off_t, rows_t), {P, C});
+}
+
+}  // namespace mare::nn

@@ -1,0 +1,169 @@
+// Layers: small modules that own named parameters in a ParameterSet and run
+// through the tape (models/functions.h). Shapes follow the kernels: token
+// sequences are [B, T, D] (batch, position, feature); a [B, T] mask holds 1 for
+// real tokens and 0 for padding.
+//
+// Every layer registers its parameters under "<name>.<part>" at construction,
+// in a fixed order, so the same seed gives the same initial weights. Dropout
+// sites draw from their own Philox stream (kStreamDropoutBase + site) at a
+// counter offset that depends on the training step and on how often the site
+// was used in this forward pass, so masks never repeat and are reproducible.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/tensor.h"
+#include "models/autograd.h"
+#include "models/parameters.h"
+
+namespace mare::nn {
+
+// What one forward pass needs besides its inputs.
+struct Context {
+  bool training = false;
+  uint64_t seed = 0;                       // the run's seed (dropout masks)
+  uint64_t step = 0;                       // the training step (dropout masks differ per step)
+  std::map<uint32_t, uint64_t> site_uses;  // dropout site -> uses in this pass
+};
+
+// Non-trainable state that must survive a checkpoint (batch-norm statistics).
+using Buffers = std::map<std::string, Tensor>;
+
+class Linear {
+ public:
+  Linear() = default;
+  Linear(ParameterSet& ps, const std::string& name, int64_t in, int64_t out, bool bias = true);
+  // x: [.., in] -> [.., out]
+  ag::Var operator()(const ag::Var& x) const;
+  int64_t in() const { return in_; }
+  int64_t out() const { return out_; }
+  ag::Var bias() const { return b_; }
+
+ private:
+  ag::Var w_, b_;
+  int64_t in_ = 0, out_ = 0;
+};
+
+class Embedding {
+ public:
+  Embedding() = default;
+  // `init`, when defined ([vocab, dim] on the CPU), replaces the initial values
+  // (word2vec). Row 0 (padding) is set to zero either way.
+  Embedding(ParameterSet& ps, const std::string& name, int64_t vocab, int64_t dim,
+            const Tensor& init = {});
+  ag::Var operator()(const Tensor& ids) const;  // ids i32 [..] -> [.., dim]
+  int64_t dim() const { return dim_; }
+
+ private:
+  ag::Var table_;
+  int64_t dim_ = 0;
+};
+
+class Dropout {
+ public:
+  Dropout() = default;
+  Dropout(uint32_t site, float p) : site_(site), p_(p) {}
+  ag::Var operator()(const ag::Var& x, Context& ctx) const;
+  float rate() const { return p_; }
+
+ private:
+  uint32_t site_ = 0;
+  float p_ = 0.0f;
+};
+
+// Normalisation over the feature axis of [B, T, D] tokens: BatchNorm with
+// statistics over the non-padded tokens (running averages for evaluation), or
+// LayerNorm per token. Padded tokens come out as zeros.
+class Norm {
+ public:
+  enum class Kind { batch, layer };
+  Norm() = default;
+  Norm(ParameterSet& ps, Buffers& buffers, const std::string& name, int64_t dim, Kind kind);
+  ag::Var operator()(const ag::Var& x, const Tensor& mask, const Context& ctx);
+  Kind kind() const { return kind_; }
+  bool has_value() const { return gamma_ != nullptr; }
+
+ private:
+  ag::Var gamma_, beta_;
+  // The running statistics live in the model's Buffers (read through it on every
+  // call, so that moving the buffers to another device moves them here too).
+  Buffers* buffers_ = nullptr;
+  std::string mean_key_, var_key_;
+  Kind kind_ = Kind::batch;
+};
+Norm::Kind parse_norm(const std::string& name);  // "batch" | "layer"
+
+// Multi-head self-attention with a key padding mask: out = W_o · Attn(W_q x, W_k x, W_v x).
+class MultiHeadAttention {
+ public:
+  MultiHeadAttention() = default;
+  MultiHeadAttention(ParameterSet& ps, const std::string& name, int64_t dim, int heads);
+  ag::Var operator()(const ag::Var& x, const Tensor& mask) const;
+
+ private:
+  Linear q_, k_, v_, o_;
+  int heads_ = 1;
+};
+
+// A residual branch over tokens: [B, T, D] -> [B, T, D].
+class Transition {
+ public:
+  virtual ~Transition() = default;
+  virtual ag::Var operator()(const ag::Var& x, const Tensor& mask, Context& ctx) = 0;
+};
+
+// BRAN's C1 -> ReLU -> C5 -> ReLU -> C1 (d -> 4d -> 4d -> d), padding zeroed
+// before each convolution so no padded position leaks into a real one.
+class ConvTransition : public Transition {
+ public:
+  ConvTransition(ParameterSet& ps, const std::string& name, int64_t dim, int64_t width = 5);
+  ag::Var operator()(const ag::Var& x, const Tensor& mask, Context& ctx) override;
+
+ private:
+  ag::Var w1_, b1_, w2_, b2_, w3_, b3_;
+};
+
+// The inverted residual (MobileNetV2): C1 to 4d -> Norm -> ReLU6 -> depthwise
+// conv 3 -> Norm -> ReLU6 -> C1 to d -> Norm.
+class InvertedResidual : public Transition {
+ public:
+  InvertedResidual(ParameterSet& ps, Buffers& buffers, const std::string& name, int64_t dim,
+                   Norm::Kind norm);
+  ag::Var operator()(const ag::Var& x, const Tensor& mask, Context& ctx) override;
+
+ private:
+  ag::Var w1_, wd_, bd_, w3_;
+  Norm n1_, n2_, n3_;
+};
+
+// BRAN's bi-affine pair scorer: Aff[b, i, l, j] = [h_i; 1] · L_l · [t_j; 1],
+// pooled per pair by log-sum-exp over the head's and tail's mention tokens.
+class Biaffine {
+ public:
+  Biaffine() = default;
+  Biaffine(ParameterSet& ps, const std::string& name, int64_t dim, int64_t classes);
+  // head, tail: [B, T, D]; pair sets as in models/re_batch.h -> [P, classes]
+  ag::Var operator()(const ag::Var& head, const ag::Var& tail, const Tensor& head_offsets,
+                     const Tensor& head_rows, const Tensor& tail_offsets,
+                     const Tensor& tail_rows) const;
+
+ private:
+  ag::Var l_;  // [(D + 1), classes · (D + 1)]: L[p, l, q]
+  int64_t dim_ = 0, classes_ = 0;
+};
+
+// Helpers on masks and broadcasting (device-generic: built with kernel ops).
+// mask [B, T] -> [B, T, width] (each token's value repeated over features).
+Tensor expand_mask(const Tensor& mask, int64_t width);
+// Row scaling: x [N, D] times s [N] (s broadcast over D), through the tape.
+ag::Var scale_rows(const ag::Var& x, const ag::Var& s);
+// The sinusoidal position (and iteration) signal of SPEC §4.3, [B, T, D]:
+// P[i, 2j] = sin(i / 10000^{2j/D}) (+ sin(t / 10000^{2j/D}) when t ≥ 1),
+// P[i, 2j+1] = cos(...) (+ cos(...)).
+Tensor position_signal(int64_t B, int64_t T, int64_t D, int64_t t, Device device);
+
+}  // namespace mare::nn

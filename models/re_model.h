@@ -1,0 +1,60 @@
+// The interface of the relation-extraction models (SPEC §4.1–4.5): a model reads
+// a batch of documents (models/re_batch.h) and scores its entity pairs (RE) or
+// tags its tokens (NER). One training step trains one task (SPEC §4.2).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "models/autograd.h"
+#include "models/layers.h"
+#include "models/parameters.h"
+#include "models/re_batch.h"
+
+namespace mare {
+
+class ModelSpec;
+
+enum class ReTask { relations, entities };
+
+struct ReOutput {
+  ag::Var pair_logits;      // [P, relations] (ReTask::relations)
+  ag::Var ner_logits;       // [B·T, ner_tags] (ReTask::entities)
+  ag::Var aux_loss;         // [1] to add to the task loss (ponder cost), or null
+  double mean_steps = 0.0;  // mean iterations per real token (halting), 0 without
+};
+
+// What the data fixes about a model: vocabulary sizes, label sets, optional
+// word2vec initialisation, and whether the gold entity tags are an input (only
+// when NER is not trained, SPEC §4.2).
+struct ReModelConfig {
+  ReVocabSizes sizes;
+  Tensor word_init;  // [words, d] or undefined
+  bool entity_tag_input = true;
+};
+
+class ReModel {
+ public:
+  explicit ReModel(uint64_t seed) : params_(seed) {}
+  virtual ~ReModel() = default;
+  virtual ReOutput forward(const ReBatch& batch, ReTask task, nn::Context& ctx) = 0;
+  virtual std::string describe() const = 0;
+  virtual bool supports_ner() const { return true; }
+  ParameterSet& parameters() { return params_; }
+  nn::Buffers& buffers() { return buffers_; }
+  // Moves parameters and buffers to `device` (checkpoints go through the CPU).
+  void to(Device device) {
+    params_.to(device);
+    for (auto& [name, t] : buffers_) t = t.to(device);
+  }
+
+ protected:
+  ParameterSet params_;
+  nn::Buffers buffers_;
+};
+
+std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConfig& config,
+                                        uint64_t seed);
+
+}  // namespace mare

@@ -1,0 +1,408 @@
+// The relation-extraction models: cnn (SPEC §4.1), bran (§4.2) and utre (§4.3,
+// with §4.4's halting). bran and utre share one encoder: a stack of
+// self-attention blocks whose token mixer is a module (multi-head attention
+// here; NTCRE swaps in the memory controller) and whose weights are either one
+// set per block (bran) or shared over iterations (utre).
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "kernels/ops.h"
+#include "models/functions.h"
+#include "models/functions_re.h"
+#include "models/re_model.h"
+#include "models/registry.h"
+
+namespace mare {
+
+namespace {
+
+using nn::Context;
+
+// Dropout sites (Philox streams kStreamDropoutBase + site).
+enum Site : uint32_t {
+  kSiteInput = 0,
+  kSiteMixer = 1,
+  kSiteTransition = 2,
+  kSiteHead = 3,
+  kSiteTail = 4,
+  kSiteCnn = 5
+};
+
+// Rows of [B·T] flattened: the [B, T] mask as [B·T].
+Tensor flat(const Tensor& mask) {
+  return mask.reshape({mask.numel()});
+}
+
+// ---- the shared pieces of bran and utre -----------------------------------
+
+struct EncoderConfig {
+  int64_t d = 300;
+  int heads = 4;
+  int iterations = 3;  // bran: blocks; utre: iterations (T_max with cpd)
+  int max_steps = 3;
+  float dropout = 0.15f;
+  bool shared = false;    // utre: one block for every iteration
+  bool ngram = false;     // utre: character n-gram input
+  bool inverted = false;  // utre: the inverted-residual transition
+  bool cpd = false;       // utre: dynamic halting
+  nn::Norm::Kind norm = nn::Norm::Kind::layer;
+  bool input_norm = false;  // utre: BatchNorm on the input
+  bool head_norm = false;   // utre: BatchNorm after the heads' W0
+  float halt_eps = 0.01f;
+  float ponder_weight = 1e-5f;
+};
+
+// One transformer block: A = Norm(X + Mixer(X)), H = A + Transition(A).
+struct Block {
+  nn::MultiHeadAttention mixer;
+  nn::Norm norm;
+  std::unique_ptr<nn::Transition> transition;
+};
+
+class AttentionRe : public ReModel {
+ public:
+  AttentionRe(const std::string& base, const EncoderConfig& c, const ReModelConfig& data,
+              uint64_t seed)
+      : ReModel(seed), base_(base), c_(c), data_(data) {
+    const int64_t d = c.d;
+    const ReVocabSizes& v = data.sizes;
+    words_ = nn::Embedding(params_, "embed.word", v.words, d, data.word_init);
+    if (data.entity_tag_input) tags_ = nn::Embedding(params_, "embed.entity_tag", v.entity_tags, d);
+    if (c.ngram) {
+      grams_ = nn::Embedding(params_, "embed.ngram", v.ngrams, d);
+      gram_conv_w_ = params_.add("ngram.conv.w", {3, d, d}, Init::glorot_uniform);
+      gram_conv_b_ = params_.add("ngram.conv.b", {d}, Init::zeros);
+      gram_out_ = nn::Linear(params_, "ngram.out", d, d);
+    }
+    if (c.ngram && v.pos_tags > 0) pos_ = nn::Embedding(params_, "embed.pos_tag", v.pos_tags, d);
+    if (c.input_norm) input_norm_ = nn::Norm(params_, buffers_, "input.norm", d, c.norm);
+    const int blocks = c.shared ? 1 : c.iterations;
+    for (int b = 0; b < blocks; ++b) {
+      const std::string n = "block" + std::to_string(b);
+      Block blk;
+      blk.mixer = nn::MultiHeadAttention(params_, n + ".attention", d, c.heads);
+      blk.norm = nn::Norm(params_, buffers_, n + ".norm", d, c.norm);
+      if (c.inverted)
+        blk.transition =
+            std::make_unique<nn::InvertedResidual>(params_, buffers_, n + ".transition", d, c.norm);
+      else
+        blk.transition = std::make_unique<nn::ConvTransition>(params_, n + ".transition", d);
+      blocks_.push_back(std::move(blk));
+    }
+    if (c.cpd) {
+      halt_ = nn::Linear(params_, "halting", d, 1);
+      halt_.bias()->value.fill(1.0f);  // the Universal Transformer's initial bias
+    }
+    head0_ = nn::Linear(params_, "head.w0", d, d);
+    head1_ = nn::Linear(params_, "head.w1", d, d);
+    tail0_ = nn::Linear(params_, "tail.w0", d, d);
+    tail1_ = nn::Linear(params_, "tail.w1", d, d);
+    if (c.head_norm) {
+      head_norm_ = nn::Norm(params_, buffers_, "head.norm", d, c.norm);
+      tail_norm_ = nn::Norm(params_, buffers_, "tail.norm", d, c.norm);
+    }
+    biaffine_ = nn::Biaffine(params_, "biaffine", d, v.relations);
+    ner_ = nn::Linear(params_, "ner", d, v.ner_tags);
+    drop_in_ = nn::Dropout(kSiteInput, c.dropout);
+    drop_mix_ = nn::Dropout(kSiteMixer, c.dropout);
+    drop_tr_ = nn::Dropout(kSiteTransition, c.dropout);
+    drop_head_ = nn::Dropout(kSiteHead, c.dropout);
+    drop_tail_ = nn::Dropout(kSiteTail, c.dropout);
+  }
+
+  std::string describe() const override {
+    std::ostringstream s;
+    s << base_ << ": d " << c_.d << ", heads " << c_.heads << ", "
+      << (c_.shared ? "iterations " : "blocks ") << c_.iterations
+      << (c_.cpd ? ", halting (T_max " + std::to_string(c_.max_steps) + ")" : "") << ", transition "
+      << (c_.inverted ? "inverted residual" : "C1-C5-C1") << ", norm "
+      << (c_.norm == nn::Norm::Kind::batch ? "batch" : "layer") << (c_.ngram ? ", n-grams" : "")
+      << ", dropout " << c_.dropout;
+    return s.str();
+  }
+
+  ReOutput forward(const ReBatch& batch, ReTask task, Context& ctx) override {
+    const int64_t B = batch.B, T = batch.T, d = c_.d;
+    const Device dev = batch.mask.device();
+    ag::Var x = words_(batch.words);
+    if (data_.entity_tag_input) x = ag::add(x, tags_(batch.entity_tags));
+    if (c_.ngram) x = ag::add(x, ngram_vectors(batch));
+    if (c_.ngram && batch.pos_tags.defined() && data_.sizes.pos_tags > 0)
+      x = ag::add(x, pos_(batch.pos_tags));
+    if (!c_.shared) x = ag::add(x, ag::constant(nn::position_signal(B, T, d, 0, dev)));
+    if (c_.input_norm) x = input_norm_(x, batch.mask, ctx);
+    x = drop_in_(x, ctx);
+
+    ReOutput out;
+    ag::Var h = encode(x, batch, ctx, out);
+
+    if (task == ReTask::entities) {
+      out.ner_logits = ag::reshape(ner_(h), {B * T, data_.sizes.ner_tags});
+      return out;
+    }
+    ag::Var e_head = project(h, head0_, head1_, head_norm_, batch.mask, ctx);
+    ag::Var e_tail = project(h, tail0_, tail1_, tail_norm_, batch.mask, ctx);
+    e_head = drop_head_(e_head, ctx);
+    e_tail = drop_tail_(e_tail, ctx);
+    out.pair_logits = biaffine_(e_head, e_tail, batch.head_offsets, batch.head_rows,
+                                batch.tail_offsets, batch.tail_rows);
+    return out;
+  }
+
+ private:
+  // Character n-grams: embed every gram, conv1d (kernel 3) over a token's grams,
+  // max over them, then a linear layer (SPEC §4.3).
+  ag::Var ngram_vectors(const ReBatch& batch) {
+    // Padded gram slots (id 0) take part in the max with their own learned row,
+    // like a padding token: a token's grams are never all padding.
+    ag::Var e = grams_(batch.ngrams);  // [B·T, G, d]
+    ag::Var conv = ag::conv1d(e, gram_conv_w_, gram_conv_b_);
+    ag::Var pooled = ag::max(conv, 1);  // [B·T, d]
+    return ag::reshape(gram_out_(pooled), {batch.B, batch.T, c_.d});
+  }
+
+  const Block& block(int t) const { return blocks_[c_.shared ? 0 : t]; }
+
+  // X + Mixer(X) -> Norm -> + Transition
+  ag::Var apply_block(int t, const ag::Var& x, const ReBatch& batch, Context& ctx) {
+    Block& b = blocks_[c_.shared ? 0 : t];
+    ag::Var a = b.norm(ag::add(x, drop_mix_(b.mixer(x, batch.mask), ctx)), batch.mask, ctx);
+    return ag::add(a, drop_tr_((*b.transition)(a, batch.mask, ctx), ctx));
+  }
+
+  ag::Var encode(ag::Var h, const ReBatch& batch, Context& ctx, ReOutput& out) {
+    const int64_t B = batch.B, T = batch.T, d = c_.d, N = B * T;
+    const Device dev = batch.mask.device();
+    if (!c_.cpd) {
+      for (int t = 0; t < c_.iterations; ++t) {
+        ag::Var x =
+            c_.shared ? ag::add(h, ag::constant(nn::position_signal(B, T, d, t + 1, dev))) : h;
+        h = apply_block(t, x, batch, ctx);
+      }
+      return h;
+    }
+    // Dynamic halting (SPEC §4.4): h_t from X_t = H_{t−1} + P_t, before the block.
+    const Tensor token_mask = flat(batch.mask);
+    std::vector<ag::Var> probs, states;
+    Tensor halted = Tensor::zeros({N}, dev);
+    for (int t = 0; t < c_.max_steps; ++t) {
+      ag::Var x = ag::add(h, ag::constant(nn::position_signal(B, T, d, t + 1, dev)));
+      probs.push_back(ag::reshape(ag::sigmoid(halt_(x)), {1, N}));
+      ag::Var next = apply_block(t % static_cast<int>(blocks_.size()), x, batch, ctx);
+      // Tokens that halted before this step keep their state.
+      Tensor run = Tensor::full({N}, 1.0f, dev);
+      run = add_forward(run, scale_forward(halted, -1.0f));
+      Tensor run_wide = nn::expand_mask(run.reshape({B, T}), d);
+      h = ag::add(h, ag::mul(ag::add(next, ag::scale(h, -1.0f)), ag::constant(run_wide)));
+      states.push_back(h);
+      ag::Halting now = ag::halting(ag::constant(concat_forward(values_of(probs), 0)), token_mask,
+                                    c_.max_steps, c_.halt_eps);
+      halted = now.halted;
+      if (all_halted(now.halted, token_mask)) break;
+    }
+    ag::Halting w = ag::halting(ag::concat(probs, 0), token_mask, c_.max_steps, c_.halt_eps);
+    // Ĥ = Σ_t p_t H_t
+    const int64_t K = static_cast<int64_t>(states.size());
+    std::vector<int64_t> ones(static_cast<size_t>(K), 1);
+    std::vector<ag::Var> p_rows = ag::split(w.p, ones, 0);
+    ag::Var acc;
+    for (int64_t k = 0; k < K; ++k) {
+      ag::Var term = nn::scale_rows(ag::reshape(states[k], {N, d}), ag::reshape(p_rows[k], {N}));
+      acc = acc ? ag::add(acc, term) : term;
+    }
+    out.aux_loss = ag::scale(w.ponder, c_.ponder_weight);
+    const Tensor steps = w.steps.to(Device::cpu), m = token_mask.to(Device::cpu);
+    double total = 0, real = 0;
+    for (int64_t i = 0; i < N; ++i)
+      if (m.f32()[i] > 0) total += steps.i32()[i], real += 1;
+    out.mean_steps = real > 0 ? total / real : 0.0;
+    return ag::reshape(acc, {B, T, d});
+  }
+
+  static std::vector<Tensor> values_of(const std::vector<ag::Var>& vs) {
+    std::vector<Tensor> out;
+    for (const ag::Var& v : vs) out.push_back(v->value);
+    return out;
+  }
+
+  static bool all_halted(const Tensor& halted, const Tensor& mask) {
+    const Tensor h = halted.to(Device::cpu), m = mask.to(Device::cpu);
+    for (int64_t i = 0; i < h.numel(); ++i)
+      if (m.f32()[i] > 0 && h.f32()[i] == 0.0f) return false;
+    return true;
+  }
+
+  // E = W1 · ReLU(Norm?(W0 · H))
+  static ag::Var project(const ag::Var& h, const nn::Linear& w0, const nn::Linear& w1,
+                         nn::Norm& norm, const Tensor& mask, Context& ctx) {
+    ag::Var z = w0(h);
+    if (norm.has_value()) z = norm(z, mask, ctx);
+    return w1(ag::relu(z));
+  }
+
+  std::string base_;
+  EncoderConfig c_;
+  ReModelConfig data_;
+  nn::Embedding words_, tags_, grams_, pos_;
+  ag::Var gram_conv_w_, gram_conv_b_;
+  nn::Linear gram_out_;
+  nn::Norm input_norm_, head_norm_, tail_norm_;
+  std::vector<Block> blocks_;
+  nn::Linear halt_, head0_, head1_, tail0_, tail1_, ner_;
+  nn::Biaffine biaffine_;
+  nn::Dropout drop_in_, drop_mix_, drop_tr_, drop_head_, drop_tail_;
+};
+
+// ---- cnn ------------------------------------------------------------------
+
+struct CnnConfig {
+  int64_t d = 300;            // word embedding
+  int64_t pos_dim = 25;       // each of the two position embeddings
+  int64_t char_dim = 25;      // character embedding
+  int64_t char_filters = 50;  // char-CNN output
+  int64_t filters = 300;      // m
+  int64_t kernel = 3;         // k of both convolutions
+  float dropout = 0.15f;
+};
+
+class CnnRe : public ReModel {
+ public:
+  CnnRe(const CnnConfig& c, const ReModelConfig& data, uint64_t seed)
+      : ReModel(seed), c_(c), data_(data) {
+    const ReVocabSizes& v = data.sizes;
+    if (c.kernel % 2 == 0) throw std::invalid_argument("cnn: kernel must be odd");
+    words_ = nn::Embedding(params_, "embed.word", v.words, c.d, data.word_init);
+    if (data.entity_tag_input)
+      tags_ = nn::Embedding(params_, "embed.entity_tag", v.entity_tags, c.d);
+    positions_ = 2 * v.max_distance + 2;
+    pos_head_ = nn::Embedding(params_, "embed.pos_head", positions_, c.pos_dim);
+    pos_tail_ = nn::Embedding(params_, "embed.pos_tail", positions_, c.pos_dim);
+    chars_ = nn::Embedding(params_, "embed.char", v.chars, c.char_dim);
+    char_w_ =
+        params_.add("char.conv.w", {c.kernel, c.char_dim, c.char_filters}, Init::glorot_uniform);
+    char_b_ = params_.add("char.conv.b", {c.char_filters}, Init::zeros);
+    const int64_t in = c.d + 2 * c.pos_dim + c.char_filters;
+    conv_w_ = params_.add("conv.w", {c.kernel, in, c.filters}, Init::glorot_uniform);
+    conv_b_ = params_.add("conv.b", {c.filters}, Init::zeros);
+    out_ = nn::Linear(params_, "out", c.filters, v.relations);
+    drop_ = nn::Dropout(kSiteCnn, c.dropout);
+  }
+
+  bool supports_ner() const override { return false; }
+
+  std::string describe() const override {
+    std::ostringstream s;
+    s << "cnn: word " << c_.d << ", positions 2x" << c_.pos_dim << ", char-CNN " << c_.char_dim
+      << "->" << c_.char_filters << ", " << c_.filters << " filters of width " << c_.kernel
+      << ", dropout " << c_.dropout;
+    return s.str();
+  }
+
+  ReOutput forward(const ReBatch& batch, ReTask task, Context& ctx) override {
+    if (task != ReTask::relations) throw std::invalid_argument("cnn has no NER head");
+    const int64_t B = batch.B, T = batch.T, P = batch.P;
+    const Device dev = batch.mask.device();
+    // Token features of every document once: word (+ entity tag) and char-CNN.
+    ag::Var tok = words_(batch.words);
+    if (data_.entity_tag_input) tok = ag::add(tok, tags_(batch.entity_tags));
+    tok = ag::reshape(tok, {B * T, c_.d});
+    ag::Var ch = chars_(batch.chars);                            // [B·T, K, char_dim]
+    ag::Var chv = ag::max(ag::conv1d(ch, char_w_, char_b_), 1);  // [B·T, char_filters]
+    ag::Var token = ag::concat({tok, chv}, 1);                   // [B·T, d + cf]
+    // One sequence per pair: its document's tokens with positions relative to
+    // the closest head and tail mentions.
+    const Tensor doc = batch.pair_doc.to(Device::cpu), hp = batch.head_pos.to(Device::cpu),
+                 tp = batch.tail_pos.to(Device::cpu), mask = batch.mask.to(Device::cpu);
+    std::vector<int32_t> rows(P * T), rel_h(P * T), rel_t(P * T);
+    std::vector<float> pmask(P * T);
+    const int64_t md = data_.sizes.max_distance;
+    auto rel = [md](int64_t i, int64_t at) {
+      const int64_t r = std::clamp<int64_t>(i - at, -md, md);
+      return static_cast<int32_t>(r + md + 1);  // 1 .. 2·md + 1; 0 = padding
+    };
+    for (int64_t p = 0; p < P; ++p) {
+      const int64_t b = doc.i32()[p];
+      for (int64_t i = 0; i < T; ++i) {
+        const bool real = mask.f32()[b * T + i] > 0;
+        rows[p * T + i] = static_cast<int32_t>(b * T + i);
+        rel_h[p * T + i] = real ? rel(i, hp.i32()[p]) : 0;
+        rel_t[p * T + i] = real ? rel(i, tp.i32()[p]) : 0;
+        pmask[p * T + i] = real ? 1.0f : 0.0f;
+      }
+    }
+    auto ids = [&](const std::vector<int32_t>& v) {
+      return Tensor::from_indices(v, {P, T}).to(dev);
+    };
+    ag::Var seq = ag::concat(
+        {ag::embedding(token, ids(rows)), pos_head_(ids(rel_h)), pos_tail_(ids(rel_t))}, 2);
+    const Tensor pair_mask = Tensor::from_vector(pmask, {P, T}).to(dev);
+    seq = ag::mul(seq, ag::constant(nn::expand_mask(pair_mask, seq->value.dim(2))));
+    ag::Var conv = ag::relu(ag::conv1d(seq, conv_w_, conv_b_));
+    // ReLU outputs are ≥ 0, so zeroing the padding keeps it out of the max.
+    conv = ag::mul(conv, ag::constant(nn::expand_mask(pair_mask, c_.filters)));
+    ag::Var pooled = drop_(ag::max(conv, 1), ctx);  // [P, filters]
+    ReOutput out;
+    out.pair_logits = out_(pooled);
+    return out;
+  }
+
+ private:
+  CnnConfig c_;
+  ReModelConfig data_;
+  int64_t positions_ = 0;
+  nn::Embedding words_, tags_, pos_head_, pos_tail_, chars_;
+  ag::Var char_w_, char_b_, conv_w_, conv_b_;
+  nn::Linear out_;
+  nn::Dropout drop_;
+};
+
+}  // namespace
+
+std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConfig& config,
+                                        uint64_t seed) {
+  resolve_model(spec.canonical());  // unknown switches and bad values
+  if (config.sizes.relations < 2)
+    throw std::invalid_argument("model " + spec.canonical() +
+                                ": the data has fewer than two relation classes");
+  if (spec.base == "cnn") {
+    CnnConfig c;
+    c.d = spec.get_int("d", c.d);
+    c.pos_dim = spec.get_int("pos_dim", c.pos_dim);
+    c.char_dim = spec.get_int("char_dim", c.char_dim);
+    c.char_filters = spec.get_int("char_filters", c.char_filters);
+    c.filters = spec.get_int("filters", c.filters);
+    c.kernel = spec.get_int("kernel", c.kernel);
+    c.dropout = static_cast<float>(spec.get_double("dropout", c.dropout));
+    return std::make_unique<CnnRe>(c, config, seed);
+  }
+  EncoderConfig c;
+  c.d = spec.get_int("d", c.d);
+  c.heads = static_cast<int>(spec.get_int("heads", c.heads));
+  c.iterations = static_cast<int>(spec.get_int("iterations", c.iterations));
+  c.max_steps = static_cast<int>(spec.get_int("max_steps", c.iterations));
+  c.dropout = static_cast<float>(spec.get_double("dropout", c.dropout));
+  if (c.iterations < 1 || c.max_steps < 1)
+    throw std::invalid_argument("model " + spec.canonical() +
+                                ": iterations and max_steps must be ≥ 1");
+  if (c.dropout < 0 || c.dropout >= 1)
+    throw std::invalid_argument("model " + spec.canonical() + ": dropout must be in [0, 1)");
+  if (spec.base == "bran") {
+    c.norm = nn::Norm::Kind::layer;
+    return std::make_unique<AttentionRe>("bran", c, config, seed);
+  }
+  if (spec.base == "utre") {
+    c.shared = true;
+    c.ngram = spec.has("ngram");
+    c.inverted = spec.has("transition");
+    c.cpd = spec.has("cpd");
+    c.norm = nn::parse_norm(spec.switches.count("norm") ? spec.switches.at("norm") : "batch");
+    c.input_norm = true;
+    c.head_norm = true;
+    if (!c.cpd) c.max_steps = c.iterations;
+    return std::make_unique<AttentionRe>("utre", c, config, seed);
+  }
+  throw std::invalid_argument("model '" + spec.base + "' is not a relation-extraction model");
+}
+
+}  // namespace mare

@@ -1,0 +1,340 @@
+// The relation-extraction models (cnn, bran, utre ± switches) on a hand-built
+// batch: gradients through the whole model against central differences
+// (halting included), the bi-affine scorer against a naive reference, padding
+// that changes nothing, and the registry's table (aliases, switches, grids).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "kernels/random.h"
+#include "models/functions.h"
+#include "models/functions_re.h"
+#include "models/layers.h"
+#include "models/re_model.h"
+#include "models/registry.h"
+
+namespace mare {
+namespace {
+
+ReVocabSizes tiny_sizes() {
+  ReVocabSizes v;
+  v.words = 12;
+  v.ngrams = 9;
+  v.chars = 7;
+  v.entity_tags = 6;
+  v.ner_tags = 5;
+  v.relations = 3;
+  v.max_distance = 6;
+  return v;
+}
+
+Tensor ids(const std::vector<int32_t>& v, const Shape& s) {
+  return Tensor::from_indices(v, s);
+}
+
+// Two documents of 5 and 3 tokens (the second padded), three pairs.
+ReBatch tiny_batch() {
+  ReBatch b;
+  b.B = 2;
+  b.T = 5;
+  b.words = ids({2, 3, 4, 5, 6, 7, 8, 9, 0, 0}, {2, 5});
+  b.mask = Tensor::from_vector({1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, {2, 5});
+  std::vector<int32_t> grams, chars;
+  for (int r = 0; r < 10; ++r) {
+    const bool real = r != 8 && r != 9;
+    for (int g = 0; g < 3; ++g) grams.push_back(real ? 1 + (r + g) % 8 : 0);
+    for (int k = 0; k < 4; ++k) chars.push_back(real && k < 2 + r % 3 ? 1 + (r * 3 + k) % 6 : 0);
+  }
+  b.ngrams = ids(grams, {10, 3});
+  b.chars = ids(chars, {10, 4});
+  b.entity_tags = ids({2, 1, 4, 1, 1, 4, 5, 2, 0, 0}, {2, 5});
+  b.ner_targets = ids({1, 0, 3, 0, 0, 3, 4, 1, -1, -1}, {10});
+  b.P = 3;
+  b.pair_doc = ids({0, 0, 1}, {3});
+  b.labels = ids({1, 0, 2}, {3});
+  b.head_offsets = ids({0, 1, 3, 4}, {4});
+  b.head_rows = ids({0, 0, 2, 7}, {4});
+  b.tail_offsets = ids({0, 1, 2, 4}, {4});
+  b.tail_rows = ids({2, 4, 5, 6}, {4});
+  b.head_pos = ids({0, 0, 2}, {3});
+  b.tail_pos = ids({2, 4, 0}, {3});
+  b.distance = {2, 4, 2};
+  b.example_index = {0, 1, 2};
+  return b;
+}
+
+std::unique_ptr<ReModel> build(const std::string& name, bool entity_tags = true) {
+  ReModelConfig cfg;
+  cfg.sizes = tiny_sizes();
+  cfg.entity_tag_input = entity_tags;
+  return build_re_model(resolve_model(name), cfg, 7);
+}
+
+ag::Var task_loss(ReModel& m, const ReBatch& b, ReTask task) {
+  nn::Context ctx;
+  ctx.training = true;
+  ctx.seed = 3;
+  ReOutput out = m.forward(b, task, ctx);
+  ag::Var loss = task == ReTask::relations ? ag::cross_entropy(out.pair_logits, b.labels)
+                                           : ag::cross_entropy(out.ner_logits, b.ner_targets);
+  if (out.aux_loss) loss = ag::add(loss, ag::scale(out.aux_loss, 1e3f));  // make it visible
+  return loss;
+}
+
+// d loss / d parameters against central differences. The model is float and
+// piecewise smooth (ReLU, max, the halting decisions), and layer norm on small
+// embeddings is sharply curved, so each entry is compared with central
+// differences at two steps (1e-3 and 2.5e-4) and the closer one counts; a few
+// entries may sit on a kink (at most 1 in 10), and over all entries the
+// relative error must be one a wrong backward would not meet.
+void expect_gradients_match(ReModel& m, const ReBatch& b, ReTask task) {
+  m.parameters().zero_grad();
+  // Batch-norm running statistics move on every training forward; keep them fixed.
+  std::map<std::string, Tensor> saved;
+  for (auto& [k, t] : m.buffers()) saved[k] = t.clone();
+  auto restore = [&] {
+    for (auto& [k, t] : m.buffers()) t.copy_from(saved[k]);
+  };
+  ag::backward(task_loss(m, b, task));
+  double err2 = 0, norm2 = 0;
+  int checked = 0, off = 0;
+  std::string kinks;
+  for (const ag::Var& p : m.parameters().all()) {
+    const Tensor grad = p->grad.defined() ? p->grad.clone() : Tensor::zeros_like(p->value);
+    const int64_t stride = std::max<int64_t>(1, p->value.numel() / 7);
+    for (int64_t e = 0; e < p->value.numel(); e += stride) {
+      const float keep = p->value.f32()[e];
+      const double g = grad.f32()[e];
+      double best = 0;
+      for (float h : {1e-3f, 2.5e-4f}) {
+        p->value.f32()[e] = keep + h;
+        restore();
+        const double up = task_loss(m, b, task)->value.item();
+        p->value.f32()[e] = keep - h;
+        restore();
+        const double down = task_loss(m, b, task)->value.item();
+        p->value.f32()[e] = keep;
+        const double numeric = (up - down) / (2.0 * h);
+        if (h == 1e-3f || std::fabs(numeric - g) < std::fabs(best - g)) best = numeric;
+      }
+      if (std::fabs(g - best) > 2e-3 + 5e-2 * std::fabs(best)) {
+        ++off;
+        kinks += p->name + "[" + std::to_string(e) + "] grad " + std::to_string(g) + " numeric " +
+                 std::to_string(best) + "\n";
+      } else {
+        err2 += (g - best) * (g - best);
+        norm2 += best * best;
+      }
+      ++checked;
+    }
+  }
+  restore();
+  EXPECT_GT(checked, 20);
+  EXPECT_LE(off * 10, checked) << off << " of " << checked << " entries disagree:\n" << kinks;
+  EXPECT_GT(std::sqrt(norm2), 1e-3);
+  EXPECT_LT(std::sqrt(err2), 3e-2 * std::sqrt(norm2)) << "gradient norm " << std::sqrt(norm2);
+}
+
+struct GradCase {
+  std::string model;
+  ReTask task;
+};
+
+class ReModelGradients : public ::testing::TestWithParam<GradCase> {};
+
+TEST_P(ReModelGradients, MatchCentralDifferences) {
+  const GradCase& c = GetParam();
+  auto m = build(c.model, c.task == ReTask::relations);
+  expect_gradients_match(*m, tiny_batch(), c.task);
+}
+
+const std::string kSmall = "+d=8+heads=2+dropout=0";
+INSTANTIATE_TEST_SUITE_P(
+    Tiny, ReModelGradients,
+    ::testing::Values(GradCase{"cnn+d=6+pos_dim=3+char_dim=3+char_filters=4+filters=5+dropout=0",
+                               ReTask::relations},
+                      GradCase{"bran+iterations=2" + kSmall, ReTask::relations},
+                      GradCase{"bran+iterations=2" + kSmall, ReTask::entities},
+                      GradCase{"utre+iterations=2" + kSmall, ReTask::relations},
+                      GradCase{"utre+norm=layer+iterations=2" + kSmall, ReTask::relations},
+                      GradCase{"utre+transition+iterations=2" + kSmall, ReTask::relations},
+                      GradCase{"utre+ngram" + kSmall, ReTask::relations},
+                      GradCase{"UTRE-CPD" + kSmall, ReTask::relations},
+                      GradCase{"UTRE-CPD" + kSmall, ReTask::entities}),
+    [](const ::testing::TestParamInfo<GradCase>& i) {
+      std::string n = i.param.model.substr(0, i.param.model.find("+d="));
+      for (char& ch : n)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return n + (i.param.task == ReTask::relations ? "_re" : "_ner");
+    });
+
+// The halting wrapper (one multi-output node: weights and ponder cost) through
+// the tape, with the ponder cost weighted so that its gradient shows: tokens
+// that halt at step 1, 2 and 3 (T_max) and a padded one, away from the threshold.
+TEST(HaltingWrapper, GradientMatchesCentralDifferences) {
+  const int K = 3, N = 4;
+  // Pre-activations per step (rows) and token (columns).
+  std::vector<float> z0 = {4.8f, 0.4f, -1.0f, 0.3f,  //
+                           0.0f, 1.2f, -0.5f, 0.1f,  //
+                           0.0f, 0.0f, 0.2f,  0.0f};
+  const Tensor mask = Tensor::from_vector({1, 1, 1, 0}, {N});
+  Tensor weights = Tensor::empty({K, N});
+  fill_uniform(weights, 9, 1, -1, 1);
+  auto loss_of = [&](const ag::Var& z) {
+    ag::Halting w = ag::halting(ag::sigmoid(z), mask, K);
+    return ag::add(
+        ag::mse(ag::mul(w.p, ag::constant(weights)), ag::constant(Tensor::zeros({K, N}))),
+        ag::scale(w.ponder, 0.3f));
+  };
+  ag::Var z = ag::leaf(Tensor::from_vector(z0, {K, N}), "z");
+  {
+    ag::Halting w = ag::halting(ag::sigmoid(z), mask, K);
+    const Tensor steps = w.steps;
+    EXPECT_EQ(steps.i32()[0], 1);
+    EXPECT_EQ(steps.i32()[1], 2);
+    EXPECT_EQ(steps.i32()[2], 3);
+    EXPECT_EQ(steps.i32()[3], 0);
+  }
+  ag::backward(loss_of(z));
+  const Tensor grad = z->grad.clone();
+  int nonzero = 0;
+  for (int e = 0; e < K * N; ++e) {
+    auto at = [&](float v) {
+      std::vector<float> zz = z0;
+      zz[e] = v;
+      return static_cast<double>(
+          loss_of(ag::constant(Tensor::from_vector(zz, {K, N})))->value.item());
+    };
+    const double numeric = (at(z0[e] + 1e-3f) - at(z0[e] - 1e-3f)) / 2e-3;
+    EXPECT_NEAR(grad.f32()[e], numeric, 1e-4 + 1e-2 * std::fabs(numeric)) << "entry " << e;
+    nonzero += std::fabs(numeric) > 1e-3;
+  }
+  // Only the steps before each token's halting step get a gradient: token 1's
+  // first, token 2's first two (entries 1, 2 and 6).
+  EXPECT_EQ(nonzero, 3);
+  for (int e : {0, 3, 4, 5, 7, 8, 9, 10, 11}) EXPECT_EQ(grad.f32()[e], 0.0f) << "entry " << e;
+}
+
+TEST(ReModels, HaltingTakesBetweenOneAndMaxSteps) {
+  auto m = build("UTRE-CPD" + kSmall + "+max_steps=3");
+  nn::Context ctx;
+  ReOutput out = m->forward(tiny_batch(), ReTask::relations, ctx);
+  EXPECT_GE(out.mean_steps, 1.0);
+  EXPECT_LE(out.mean_steps, 3.0);
+  ASSERT_TRUE(out.aux_loss);
+  // Ponder cost per token is N + R ∈ (1, 4]; the aux loss is β₂ = 1e-5 times its mean.
+  const float aux = out.aux_loss->value.item();
+  EXPECT_GT(aux, 1e-5f);
+  EXPECT_LE(aux, 4e-5f);
+}
+
+// In evaluation, what sits in padded positions changes nothing.
+TEST(ReModels, PaddingChangesNothing) {
+  for (const std::string& name :
+       std::vector<std::string>{"bran" + kSmall, "UTRE-CPD" + kSmall, "cnn+d=6+filters=5"}) {
+    auto m = build(name);
+    nn::Context ctx;
+    ReBatch a = tiny_batch(), b = tiny_batch();
+    b.words.i32()[8] = 11;
+    b.words.i32()[9] = 10;
+    b.entity_tags.i32()[9] = 3;
+    b.ngrams.i32()[8 * 3 + 1] = 5;
+    b.chars.i32()[9 * 4] = 2;
+    const Tensor za = m->forward(a, ReTask::relations, ctx).pair_logits->value;
+    const Tensor zb = m->forward(b, ReTask::relations, ctx).pair_logits->value;
+    for (int64_t i = 0; i < za.numel(); ++i) EXPECT_EQ(za.f32()[i], zb.f32()[i]) << name;
+  }
+}
+
+// The bi-affine scorer against loops straight from SPEC §4.2.
+TEST(Biaffine, MatchesNaiveReference) {
+  ParameterSet ps(5);
+  const int64_t B = 2, T = 3, D = 4, C = 3;
+  nn::Biaffine aff(ps, "aff", D, C);
+  Tensor h = Tensor::empty({B, T, D}), t = Tensor::empty({B, T, D});
+  fill_uniform(h, 1, 1, -1, 1);
+  fill_uniform(t, 1, 2, -1, 1);
+  // pair 0: doc 0, head tokens {0, 2}, tail {1}; pair 1: doc 1, head {4}, tail {3, 5}
+  Tensor ho = ids({0, 2, 3}, {3}), hr = ids({0, 2, 4}, {3});
+  Tensor to = ids({0, 1, 3}, {3}), tr = ids({1, 3, 5}, {3});
+  const Tensor z = aff(ag::constant(h), ag::constant(t), ho, hr, to, tr)->value;
+  const Tensor L = ps.get("aff.L")->value;  // [(D+1), C·(D+1)]: L[p, l, q]
+  auto score = [&](int64_t b, int64_t i, int64_t l, int64_t j) {
+    double s = 0;
+    for (int64_t p = 0; p <= D; ++p)
+      for (int64_t q = 0; q <= D; ++q) {
+        const double hp = p < D ? h.f32()[(b * T + i) * D + p] : 1.0;
+        const double tq = q < D ? t.f32()[(b * T + j) * D + q] : 1.0;
+        s += hp * L.f32()[p * C * (D + 1) + l * (D + 1) + q] * tq;
+      }
+    return s;
+  };
+  struct Pair {
+    int64_t b;
+    std::vector<int64_t> heads, tails;
+  };
+  const std::vector<Pair> pairs = {{0, {0, 2}, {1}}, {1, {1}, {0, 2}}};
+  for (size_t p = 0; p < pairs.size(); ++p)
+    for (int64_t l = 0; l < C; ++l) {
+      double sum = 0;
+      for (int64_t i : pairs[p].heads)
+        for (int64_t j : pairs[p].tails) sum += std::exp(score(pairs[p].b, i, l, j));
+      EXPECT_NEAR(z.f32()[p * C + l], std::log(sum), 1e-5) << "pair " << p << " class " << l;
+    }
+}
+
+TEST(Registry, AliasesExpandAndSwitchesAreChecked) {
+  EXPECT_EQ(resolve_model("UTRE-CPD").canonical(), "utre+cpd+ngram+transition");
+  EXPECT_EQ(resolve_model("UTRE").canonical(), "utre+ngram+transition");
+  EXPECT_EQ(resolve_model("UTRE-CPD+d=64").canonical(), "utre+cpd+d=64+ngram+transition");
+  auto message = [](const std::string& name) {
+    try {
+      resolve_model(name);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(message("utre+bogus").find("unknown switch 'bogus'"), std::string::npos);
+  EXPECT_NE(message("utre+bogus").find("known: d, heads"), std::string::npos);
+  EXPECT_NE(message("bran+cpd").find("unknown switch 'cpd'"), std::string::npos);
+  EXPECT_NE(message("utre+norm=group").find("expected one of batch|layer"), std::string::npos);
+  EXPECT_NE(message("utre+d=big").find("expected an integer"), std::string::npos);
+  EXPECT_NE(message("utre+cpd=yes").find("is a flag"), std::string::npos);
+  EXPECT_NE(message("NTCRE-CPD").find("not built yet"), std::string::npos);
+  EXPECT_NE(message("transformer").find("unknown model 'transformer'"), std::string::npos);
+  // d must be divisible by heads.
+  ReModelConfig cfg;
+  cfg.sizes = tiny_sizes();
+  try {
+    build_re_model(resolve_model("utre+d=10+heads=4"), cfg, 1);
+    ADD_FAILURE() << "d = 10 with 4 heads was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("not divisible by heads"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Registry, Table46HasTheTwelveRows) {
+  const GridInfo* grid = nullptr;
+  for (const GridInfo& g : model_grids())
+    if (g.name == "table4.6") grid = &g;
+  ASSERT_NE(grid, nullptr);
+  ASSERT_EQ(grid->rows.size(), 12u);
+  int memory = 0;
+  for (const GridRow& r : grid->rows) {
+    memory += r.needs_memory;
+    if (!r.needs_memory) {
+      EXPECT_NO_THROW(resolve_model(std::string(r.model))) << r.model;
+    }
+  }
+  EXPECT_EQ(memory, 4);
+  EXPECT_EQ(resolve_model(std::string(grid->rows[7].model)).canonical(),
+            resolve_model("UTRE-CPD").canonical());
+}
+
+}  // namespace
+}  // namespace mare
