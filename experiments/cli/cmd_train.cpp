@@ -13,6 +13,7 @@
 
 #include "experiments/cli/commands.h"
 #include "experiments/grpu_tasks.h"
+#include "experiments/re_trainer.h"
 #include "experiments/sequence_trainer.h"
 #include "experiments/trainer.h"
 #include "models/registry.h"
@@ -64,11 +65,68 @@ void run_sequence(const TrainOptions& o, const SequenceExtras& x, const CLI::App
             << "run directory: " << o.out.string() << "\n";
 }
 
+// Relation-extraction models (cnn, bran, utre and their aliases) on a corpus.
+struct RelationExtras {
+  std::string data;
+  int64_t steps = 2000;
+  int64_t eval_every = 100;
+  int64_t eval_batch = 8;
+  int64_t patience = 0;
+  int max_tokens = 0;
+  std::string word2vec;
+  std::string class_weights = "auto";
+  std::string device = "cpu";
+};
+
+void run_relation(const TrainOptions& o, RelationExtras x, const SequenceExtras& shared,
+                  const CLI::App& cmd) {
+  if (cmd.count("--eval-every")) x.eval_every = shared.eval_every;
+  ReTrainOptions r;
+  r.model = o.model;
+  r.data = x.data;
+  r.seed = o.seed;
+  r.out = o.out;
+  r.force = o.force;
+  r.steps = x.steps;
+  r.eval_every = x.eval_every;
+  r.eval_batch = x.eval_batch;
+  r.patience = x.patience;
+  r.max_tokens = x.max_tokens;
+  r.word2vec = x.word2vec;
+  r.class_weights = x.class_weights;
+  r.device = parse_device(x.device);
+  // Thesis Table 4.1 unless the options are given.
+  if (cmd.count("--batch")) r.batch = o.batch;
+  if (cmd.count("--lr")) r.lr = o.lr;
+  if (cmd.count("--clip")) r.clip_norm = o.clip_norm;
+  if (cmd.count("--l2")) r.l2 = o.l2;
+  bool tty = ::isatty(STDERR_FILENO);
+  nlohmann::json res = train_re_model(r, &std::cerr, tty);
+  std::cout << res["model"].get<std::string>() << " on " << res["data"].get<std::string>()
+            << " (seed " << res["seed"] << ", " << res["parameters"]
+            << " parameters): " << res["status"].get<std::string>() << ", " << res["steps"]
+            << " steps";
+  if (res.contains("test")) {
+    const auto& m = res["test"]["relations"]["micro"];
+    std::cout << ", best step " << res["best_step"] << ", test P " << m["precision"] << " R "
+              << m["recall"] << " F1 " << m["f1"];
+    const auto& ref = res["test_references"];
+    std::cout << "\n  beside it on test: ";
+    if (ref.contains("oracle_f1")) std::cout << "oracle F1 " << ref["oracle_f1"] << ", ";
+    std::cout << "majority (" << ref["majority_class"].get<std::string>() << ") F1 "
+              << ref["majority_f1"] << ", every pair "
+              << ref["constant_positive_class"].get<std::string>() << " F1 "
+              << ref["constant_positive_f1"];
+  }
+  std::cout << "\nrun directory: " << o.out.string() << "\n";
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app) {
   auto opt = std::make_shared<TrainOptions>();
   auto extras = std::make_shared<SequenceExtras>();
+  auto rel = std::make_shared<RelationExtras>();
   auto* cmd =
       app.add_subcommand("train", "Train one model on one task and write its run directory");
   cmd->add_option("--model", opt->model, "Model name from `mare list`, with +switches")
@@ -106,13 +164,54 @@ void add_train_command(CLI::App& app) {
                   "GRPU: neutral-element-one form, code (published runs) or text (eq. 4.16)")
       ->check(CLI::IsMember({"code", "text"}));
   cmd->add_option("--eval-every", extras->eval_every,
-                  "Sequence tasks: evaluate train and test MSE every N epochs (and at the end)")
+                  "Evaluate every N epochs (sequence tasks: train and test MSE) or N steps "
+                  "(relation models: the validation split; default 100), and at the end")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--data", rel->data,
+                  "Relation models: corpus KIND:DIR, KIND in synth-cdr | pubtator | bran-tsv | "
+                  "semeval");
+  cmd->add_option("--steps", rel->steps, "Relation models: training steps")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--eval-batch", rel->eval_batch,
+                  "Relation models: documents per evaluation batch")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--patience", rel->patience,
+                  "Relation models: stop after N evaluations without a better validation F1 (0: "
+                  "never)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-tokens", rel->max_tokens,
+                  "Relation models: cut documents to N tokens (0: the corpus default, CTD 500)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--word2vec", rel->word2vec,
+                  "Relation models: initialise word embeddings from this word2vec file (its "
+                  "dimension must equal +d)");
+  cmd->add_option("--class-weights", rel->class_weights,
+                  "Relation models: eq. 4-2 class weights: auto (multiclass corpora), on, off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--device", rel->device, "Relation models: cpu or cuda")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_flag("--force", opt->force, "Run again even if DIR/result.json exists");
-  cmd->callback([opt, extras, cmd] {
+  cmd->callback([opt, extras, rel, cmd] {
     // A model serves one kind of task: say so rather than "unknown model".
-    std::string base = ModelSpec::parse(opt->model).base;
+    std::string base = resolve_model(opt->model).base;
+    const ModelInfo* info = find_model(base);
+    if (info && info->task_kind == "relation") {
+      if (cmd->count("--task"))
+        throw std::invalid_argument("model '" + base +
+                                    "' reads a corpus: give --data KIND:DIR instead of --task");
+      run_relation(*opt, *rel, *extras, *cmd);
+      return;
+    }
+    if (cmd->count("--data"))
+      throw std::invalid_argument("--data is for relation models (cnn, bran, utre); model '" +
+                                  base + "' takes --task");
     std::string task_kind = is_sequence_task(opt->task) ? "sequence" : "classification";
     for (const ModelInfo& m : model_registry())
       if (m.name == base && m.task_kind != task_kind)

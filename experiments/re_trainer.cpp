@@ -1,0 +1,397 @@
+#include "experiments/re_trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "experiments/data/generators.h"
+#include "experiments/re_data.h"
+#include "experiments/re_metrics.h"
+#include "experiments/run_lifecycle.h"
+#include "experiments/trainer.h"
+#include "kernels/ops.h"
+#include "kernels/random.h"
+#include "models/checkpoint.h"
+#include "models/functions.h"
+#include "models/optim.h"
+#include "models/re_model.h"
+#include "models/registry.h"
+
+namespace mare {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Philox streams of the trainer (kernels/random.h lists the harness's).
+constexpr uint32_t kStreamTaskChoice = 4;     // NER or RE, one draw per step
+constexpr uint64_t kDrawsPerStep = 1u << 16;  // batch sampling: stream position step · 2^16
+
+ReBatch to_device(ReBatch b, Device d) {
+  if (d == Device::cpu) return b;
+  for (Tensor* t : {&b.words, &b.mask, &b.ngrams, &b.chars, &b.pos_tags, &b.entity_tags,
+                    &b.ner_targets, &b.pair_doc, &b.labels, &b.head_offsets, &b.head_rows,
+                    &b.tail_offsets, &b.tail_rows, &b.head_pos, &b.tail_pos})
+    if (t->defined()) *t = t->to(d);
+  return b;
+}
+
+std::vector<int> argmax_rows(const Tensor& logits) {
+  const Tensor z = logits.to(Device::cpu);
+  const int64_t n = z.dim(0), c = z.dim(1);
+  std::vector<int> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < c; ++j)
+      if (z.f32()[i * c + j] > z.f32()[i * c + best]) best = j;
+    out[i] = static_cast<int>(best);
+  }
+  return out;
+}
+
+struct Evaluation {
+  RelationScores relations;
+  NerScores ner;
+  bool has_ner = false;
+  double mean_steps = 0;
+};
+
+Evaluation evaluate(ReModel& model, const ReCorpus& corpus, const ReSplit& split,
+                    int64_t eval_batch, Device device) {
+  Evaluation ev;
+  std::vector<int> gold(split.examples.size()), pred(split.examples.size(), 0), distance;
+  for (size_t i = 0; i < split.examples.size(); ++i) {
+    gold[i] = split.labels[i];
+    distance.push_back(split.examples[i].distance);
+  }
+  std::vector<std::vector<int>> ner_gold, ner_pred;
+  double steps_sum = 0, steps_batches = 0;
+  nn::Context ctx;
+  for (const auto& items : evaluation_batches(split, static_cast<int>(eval_batch))) {
+    ReBatch batch = to_device(make_batch(split, items), device);
+    if (batch.P > 0) {
+      ReOutput out = model.forward(batch, ReTask::relations, ctx);
+      const std::vector<int> p = argmax_rows(out.pair_logits->value);
+      for (int64_t k = 0; k < batch.P; ++k) pred[batch.example_index[k]] = p[k];
+      steps_sum += out.mean_steps, steps_batches += 1;
+    }
+    if (model.supports_ner()) {
+      ReOutput out = model.forward(batch, ReTask::entities, ctx);
+      const std::vector<int> p = argmax_rows(out.ner_logits->value);
+      const Tensor g = batch.ner_targets.to(Device::cpu);
+      for (int64_t b = 0; b < batch.B; ++b) {
+        std::vector<int> gs, ps;
+        for (int64_t i = 0; i < batch.T; ++i) {
+          const int32_t t = g.i32()[b * batch.T + i];
+          if (t < 0) break;
+          gs.push_back(t);
+          ps.push_back(p[b * batch.T + i]);
+        }
+        ner_gold.push_back(std::move(gs));
+        ner_pred.push_back(std::move(ps));
+      }
+    }
+  }
+  ev.relations = relation_scores(gold, pred, distance, corpus.relation_names);
+  if (model.supports_ner()) {
+    ev.ner = ner_scores(ner_gold, ner_pred, corpus.ner_tag_names);
+    ev.has_ner = true;
+  }
+  ev.mean_steps = steps_batches > 0 ? steps_sum / steps_batches : 0.0;
+  return ev;
+}
+
+nlohmann::json evaluation_json(const Evaluation& ev) {
+  nlohmann::json j = {{"relations", to_json(ev.relations)}};
+  if (ev.has_ner) j["ner"] = to_json(ev.ner);
+  if (ev.mean_steps > 0) j["mean_halting_steps"] = ev.mean_steps;
+  return j;
+}
+
+// What a model should be compared with on the test split: the majority class of
+// train for every pair (NULL: F1 0), the most frequent non-NULL class of train
+// for every pair, and, for synth-cdr, the rule-based oracle that reads the
+// generator's documented evidence (data::cdr_oracle).
+nlohmann::json reference_scores(const ReCorpus& corpus) {
+  const size_t C = corpus.relation_names.size();
+  std::vector<int> counts(C, 0);
+  for (int l : corpus.train.labels) ++counts[l];
+  int majority = 0, positive = 1;
+  for (size_t c = 0; c < C; ++c) {
+    if (counts[c] > counts[majority]) majority = static_cast<int>(c);
+    if (c > 0 && counts[c] > counts[positive]) positive = static_cast<int>(c);
+  }
+  const std::vector<int>& gold = corpus.test.labels;
+  auto constant_f1 = [&](int cls) {
+    return relation_scores(gold, std::vector<int>(gold.size(), cls), {}, corpus.relation_names)
+        .micro.f1;
+  };
+  nlohmann::json j = {{"majority_class", corpus.relation_names[majority]},
+                      {"majority_f1", constant_f1(majority)},
+                      {"constant_positive_class", corpus.relation_names[positive]},
+                      {"constant_positive_f1", constant_f1(positive)}};
+  if (corpus.kind == ReSourceKind::synth_cdr) {
+    std::vector<std::vector<data::Relation>> predicted;
+    for (const data::Document& d : corpus.test.documents) predicted.push_back(data::cdr_oracle(d));
+    j["oracle_f1"] = data::score_relations(corpus.test.documents, predicted).f1();
+  }
+  return j;
+}
+
+std::string fmt(double v, int precision = 4) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(precision) << v;
+  return s.str();
+}
+
+}  // namespace
+
+nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress, bool tty) {
+  if (opt.out.empty()) throw std::invalid_argument("train: --out DIR is required");
+  if (opt.data.empty())
+    throw std::invalid_argument("train: --data KIND:DIR is required for relation models");
+  if (opt.steps < 1 || opt.batch < 1 || opt.eval_every < 1 || opt.eval_batch < 1)
+    throw std::invalid_argument(
+        "train: --steps, --batch, --eval-every and --eval-batch must be ≥ 1");
+  if (opt.class_weights != "auto" && opt.class_weights != "on" && opt.class_weights != "off")
+    throw std::invalid_argument("train: --class-weights " + opt.class_weights +
+                                ": expected auto, on or off");
+
+  const ModelSpec spec = resolve_model(opt.model);
+  const ModelInfo* info = find_model(spec.base);
+  if (!info || info->task_kind != "relation")
+    throw std::invalid_argument("model '" + spec.base + "' is not a relation-extraction model");
+
+  ReCorpusOptions copt;
+  copt.source = opt.data;
+  copt.max_tokens = opt.max_tokens;
+  copt.word2vec = opt.word2vec;
+  copt.seed = opt.seed;
+  const int64_t d = spec.get_int("d", 300);
+  if (!opt.word2vec.empty()) copt.word2vec_dim = static_cast<int>(d);
+  const ReCorpus corpus = ReCorpus::load(copt);
+
+  const bool sum_tasks = spec.switches.count("multitask") && spec.switches.at("multitask") == "sum";
+  const double ner_prob = spec.get_double("ner_prob", 0.5);
+  if (ner_prob < 0 || ner_prob > 1)
+    throw std::invalid_argument("model " + spec.canonical() + ": ner_prob must be in [0, 1]");
+  const bool weighted =
+      opt.class_weights == "on" || (opt.class_weights == "auto" && corpus.weighted_by_default);
+
+  ReModelConfig mcfg;
+  mcfg.sizes = corpus.sizes;
+  mcfg.word_init = corpus.word_init;
+  std::unique_ptr<ReModel> model = build_re_model(spec, mcfg, opt.seed);
+  const bool trains_ner = model->supports_ner() && (sum_tasks || ner_prob > 0);
+  if (trains_ner) {
+    // SPEC §4.2: when NER is trained the gold entity tags are not an input.
+    mcfg.entity_tag_input = false;
+    model = build_re_model(spec, mcfg, opt.seed);
+  }
+  ParameterSet& params = model->parameters();
+  if (opt.device != Device::cpu) model->to(opt.device);
+  Adam adam(params, {.l2 = opt.l2, .clip_norm = opt.clip_norm});
+
+  nlohmann::json config = {{"model", spec.canonical()}, {"data", opt.data},
+                           {"seed", opt.seed},          {"steps", opt.steps},
+                           {"batch", opt.batch},        {"eval_batch", opt.eval_batch},
+                           {"lr", decimal(opt.lr)},     {"clip_norm", decimal(opt.clip_norm)},
+                           {"l2", decimal(opt.l2)},     {"eval_every", opt.eval_every},
+                           {"patience", opt.patience},  {"max_tokens", corpus.max_tokens},
+                           {"word2vec", opt.word2vec},  {"class_weights", weighted},
+                           {"ner_trained", trains_ner}, {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
+  RunLifecycle life(opt.out, config, opt.force);
+  const std::string device_name = to_string(opt.device);
+  nlohmann::json manifest = {{"command", "train"},
+                             {"seed", opt.seed},
+                             {"device", device_name},
+                             {"threads", 1},
+                             {"parameters", params.count()},
+                             {"model_structure", model->describe()},
+                             {"data",
+                              {{"source", opt.data},
+                               {"train_documents", corpus.train.documents.size()},
+                               {"valid_documents", corpus.valid.documents.size()},
+                               {"test_documents", corpus.test.documents.size()},
+                               {"train_examples", corpus.train.examples.size()},
+                               {"train_positives", corpus.train.positives.size()},
+                               {"relations", corpus.relation_names},
+                               {"vocabulary", corpus.sizes.words}}},
+                             {"build", build_description()}};
+  const RunLifecycle::Start start = life.begin(manifest);
+  if (start == RunLifecycle::Start::finished) {
+    if (progress)
+      *progress << "run already finished: " << (opt.out / "result.json").string()
+                << " (use --force to run it again)\n";
+    return life.finished_result();
+  }
+
+  // Trainer state (what last.ckpt carries besides the tensors).
+  int64_t step = 0, best_step = 0, since_best = 0;
+  double best_f1 = -1.0;
+  double loss_sum = 0, ner_loss_sum = 0;
+  int64_t loss_n = 0, ner_loss_n = 0;
+  if (start == RunLifecycle::Start::resumed) {
+    nlohmann::json s = life.load_state(params, adam, model->buffers());
+    step = s.at("step");
+    best_step = s.at("best_step");
+    since_best = s.at("since_best");
+    best_f1 = s.at("best_f1");
+    if (progress) *progress << "resuming " << opt.out.string() << " at step " << step << "\n";
+  }
+
+  std::string status = "completed";
+  nlohmann::json diverged_at;
+  bool stopped_early = false;
+  const std::vector<float>& cw = corpus.class_weights;
+  const Tensor class_weights =
+      weighted ? Tensor::from_vector(cw, {static_cast<int64_t>(cw.size())}).to(opt.device)
+               : Tensor();
+  PhiloxStream sampler(opt.seed, kStreamShuffle);
+  std::vector<double> step_seconds;
+  const auto t0 = Clock::now();
+  double last_valid_f1 = best_f1 < 0 ? 0.0 : best_f1;
+
+  while (step < opt.steps) {
+    const auto ts = Clock::now();
+    sampler.seek(static_cast<uint64_t>(step) * kDrawsPerStep);
+    const bool ner_step = trains_ner && !sum_tasks &&
+                          philox_uniform(opt.seed, kStreamTaskChoice, static_cast<uint64_t>(step)) <
+                              static_cast<float>(ner_prob);
+    nn::Context ctx;
+    ctx.training = true;
+    ctx.seed = opt.seed;
+    ctx.step = static_cast<uint64_t>(step);
+    // Gradients start undefined every step: a parameter that this step's task
+    // does not reach (the NER head on an RE step, and the reverse) gets no
+    // update at all, not even Adam's momentum, and a resumed run (whose fresh
+    // parameters have no gradient buffers yet) takes exactly the same steps.
+    for (const ag::Var& p : params.all()) p->grad = Tensor();
+    ag::Var loss;
+    float re_value = NAN, ner_value = NAN;
+    if (ner_step) {
+      ReBatch batch = to_device(
+          make_batch(corpus.train,
+                     sample_ner_batch(corpus.train, static_cast<int>(opt.batch), sampler)),
+          opt.device);
+      ReOutput out = model->forward(batch, ReTask::entities, ctx);
+      loss = ag::cross_entropy(out.ner_logits, batch.ner_targets);
+      ner_value = loss->value.item();
+      if (out.aux_loss) loss = ag::add(loss, out.aux_loss);
+    } else {
+      ReBatch batch =
+          to_device(make_batch(corpus.train,
+                               sample_re_batch(corpus.train, static_cast<int>(opt.batch), sampler)),
+                    opt.device);
+      ReOutput out = model->forward(batch, ReTask::relations, ctx);
+      loss = ag::cross_entropy(out.pair_logits, batch.labels, class_weights);
+      re_value = loss->value.item();
+      if (out.aux_loss) loss = ag::add(loss, out.aux_loss);
+      if (sum_tasks && trains_ner) {
+        ReOutput tags = model->forward(batch, ReTask::entities, ctx);
+        ag::Var nl = ag::cross_entropy(tags.ner_logits, batch.ner_targets);
+        ner_value = nl->value.item();
+        loss = ag::add(loss, nl);
+        if (tags.aux_loss) loss = ag::add(loss, tags.aux_loss);
+      }
+    }
+    const float value = loss->value.item();
+    if (!std::isfinite(value)) {
+      status = "diverged";
+      diverged_at = {
+          {"step", step}, {"task", ner_step ? "ner" : "re"}, {"loss", std::to_string(value)}};
+      break;
+    }
+    ag::backward(loss);
+    adam.step(opt.lr);
+    ++step;
+    if (std::isfinite(re_value)) loss_sum += re_value, ++loss_n;
+    if (std::isfinite(ner_value)) ner_loss_sum += ner_value, ++ner_loss_n;
+    step_seconds.push_back(std::chrono::duration<double>(Clock::now() - ts).count());
+
+    if (step % opt.eval_every == 0 || step == opt.steps) {
+      Evaluation ev = evaluate(*model, corpus, corpus.valid, opt.eval_batch, opt.device);
+      const double f1 = ev.relations.micro.f1;
+      nlohmann::json line = {{"step", step},
+                             {"train_re_loss", loss_n ? loss_sum / loss_n : 0.0},
+                             {"train_ner_loss", ner_loss_n ? ner_loss_sum / ner_loss_n : 0.0},
+                             {"re_steps", loss_n},
+                             {"ner_steps", ner_loss_n},
+                             {"valid_precision", ev.relations.micro.precision},
+                             {"valid_recall", ev.relations.micro.recall},
+                             {"valid_f1", f1},
+                             {"valid_macro_f1", ev.relations.macro_f1}};
+      nlohmann::json per_class = nlohmann::json::object();
+      for (size_t c = 1; c < ev.relations.class_names.size(); ++c)
+        per_class[ev.relations.class_names[c]] = ev.relations.per_class[c].f1;
+      line["valid_f1_per_class"] = per_class;
+      if (ev.has_ner) line["valid_ner_f1"] = ev.ner.micro.f1;
+      if (ev.mean_steps > 0) line["valid_mean_halting_steps"] = ev.mean_steps;
+      life.append_metrics(line);
+      loss_sum = ner_loss_sum = 0;
+      loss_n = ner_loss_n = 0;
+      last_valid_f1 = f1;
+      if (f1 > best_f1) {
+        best_f1 = f1, best_step = step, since_best = 0;
+        save_checkpoint(life.best_checkpoint().string(), params, nullptr, &model->buffers());
+      } else {
+        ++since_best;
+      }
+      if (opt.patience > 0 && since_best >= opt.patience && step < opt.steps) stopped_early = true;
+      if (opt.after_evaluation) opt.after_evaluation(step);
+      life.save_state(params, adam, model->buffers(),
+                      {{"step", step},
+                       {"best_step", best_step},
+                       {"since_best", since_best},
+                       {"best_f1", best_f1}});
+      if (stopped_early) break;
+    }
+    if (progress) {
+      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      const double rate = step_seconds.size() / std::max(elapsed, 1e-9);
+      *progress << (tty ? "\r" : "") << "step " << step << "/" << opt.steps << "  loss "
+                << fmt(value) << "  valid F1 " << fmt(last_valid_f1) << "  " << fmt(rate, 2)
+                << " steps/s  ETA "
+                << static_cast<int64_t>((opt.steps - step) / std::max(rate, 1e-9)) << " s"
+                << (tty ? "   " : "\n") << std::flush;
+    }
+  }
+  if (progress && tty) *progress << "\n";
+
+  nlohmann::json result = {{"status", status}, {"model", spec.canonical()},   {"data", opt.data},
+                           {"seed", opt.seed}, {"device", device_name},       {"threads", 1},
+                           {"steps", step},    {"parameters", params.count()}};
+  if (status == "diverged") {
+    result["diverged"] = diverged_at;
+  } else {
+    // The best validation checkpoint, scored on validation and test.
+    load_checkpoint(life.best_checkpoint().string(), params, nullptr, &model->buffers());
+    result["best_step"] = best_step;
+    result["stopped_early"] = stopped_early;
+    result["valid"] =
+        evaluation_json(evaluate(*model, corpus, corpus.valid, opt.eval_batch, opt.device));
+    result["test"] =
+        evaluation_json(evaluate(*model, corpus, corpus.test, opt.eval_batch, opt.device));
+    result["test_references"] = reference_scores(corpus);
+  }
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::vector<double> sorted = step_seconds;
+  std::sort(sorted.begin(), sorted.end());
+  auto q = [&](double f) {
+    return sorted.empty() ? 0.0 : sorted[static_cast<size_t>(f * (sorted.size() - 1))];
+  };
+  life.dir().write_timing(
+      {{"wall_seconds", wall},
+       {"steps_this_process", step_seconds.size()},
+       {"seconds_per_step", step_seconds.empty() ? 0.0 : wall / step_seconds.size()},
+       {"step_seconds_quantiles",
+        {{"min", q(0)}, {"p25", q(0.25)}, {"median", q(0.5)}, {"p75", q(0.75)}, {"max", q(1)}}}});
+  life.finish(result);
+  return result;
+}
+
+}  // namespace mare

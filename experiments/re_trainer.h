@@ -1,0 +1,64 @@
+// Training a relation-extraction model (cnn, bran, utre; SPEC §4.1–4.4, §6) on a
+// corpus (experiments/re_data.h), writing a run directory (SPEC §7) through the
+// shared run lifecycle (experiments/run_lifecycle.h).
+//
+// One step trains one task (SPEC §4.2): NER with probability ner_prob (the
+// model's switch; never for cnn), else RE on a BRAN batch (all positive or all
+// negative pairs, probability 0.5 each); `+multitask=sum` trains RE + NER on every
+// step instead. Loss: cross-entropy over the pairs' classes (class-weighted, eq.
+// 4-2, for the multiclass corpora unless told otherwise) or over the tokens' BIO
+// tags, plus β₂ · mean ponder cost with halting; then L2, global-norm clipping
+// and Adam (thesis Table 4.1: lr 5e-4, clip 3, L2 1e-4, batch 32). Parameters
+// that a step's task does not reach are left as they are by that step (no L2,
+// no momentum), as TensorFlow does with variables that get no gradient.
+//
+// Every eval_every steps the validation split is scored (RE micro F1, per
+// class, by distance; NER span F1), a line goes to metrics.jsonl, the best
+// parameters so far go to checkpoint.bin and the whole state to last.ckpt (a
+// killed run resumes from there with the same final bytes). `patience`
+// evaluations without a better validation F1 stop the run early. At the end the
+// best checkpoint is scored on validation and test, into result.json (no
+// timings: same seed, device and threads give the same bytes).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/tensor.h"
+
+namespace mare {
+
+struct ReTrainOptions {
+  std::string model = "UTRE-CPD";  // registry name or alias, with +switches
+  std::string data;                // KIND:DIR (experiments/re_data.h)
+  uint64_t seed = 1;
+  int64_t steps = 2000;
+  int64_t batch = 32;
+  int64_t eval_batch = 8;  // documents per evaluation batch
+  float lr = 5e-4f;
+  float clip_norm = 3.0f;
+  float l2 = 1e-4f;
+  int64_t eval_every = 100;
+  int64_t patience = 0;                // evaluations without improvement before stopping; 0: never
+  int max_tokens = 0;                  // 0: the corpus's default (CTD 500)
+  std::string word2vec;                // optional word2vec file for the word embeddings
+  std::string class_weights = "auto";  // auto (multiclass corpora) | on | off
+  Device device = Device::cpu;
+  std::filesystem::path out;
+  bool force = false;
+  // Called after each evaluation's metrics line, before last.ckpt is written
+  // (tests throw from it to stand for a killed process). Not part of the config.
+  std::function<void(int64_t step)> after_evaluation;
+};
+
+// Runs, resumes or (when finished with the same configuration) skips the run;
+// returns result.json's contents. Progress lines go to `progress` (one line
+// rewritten in place when `tty`).
+nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress, bool tty = false);
+
+}  // namespace mare

@@ -1,0 +1,195 @@
+// Training relation-extraction models end to end on a tiny synthetic CDR corpus:
+// each model overfits a handful of documents to RE F1 1.0; the same seed gives
+// the same bytes; a run killed between two checkpoints resumes to the same
+// bytes; finished runs are skipped, a changed configuration is refused; bad
+// configurations get clear errors.
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "experiments/data/generators.h"
+#include "experiments/re_trainer.h"
+
+namespace mare {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A unique directory per test process (suites may run concurrently).
+const fs::path& scratch() {
+  static const fs::path dir = [] {
+    std::string tmpl = (fs::temp_directory_path() / "mare_re_train_XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    return fs::path(tmpl);
+  }();
+  return dir;
+}
+
+// Six synthetic CDR documents; valid and test are copies of train, so that
+// "overfits" is measured by the trainer's own evaluation.
+const std::string& tiny_corpus() {
+  static const std::string source = [] {
+    const fs::path dir = scratch() / "cdr";
+    data::GenerateOptions g;
+    g.seed = 5;
+    g.docs = 6;
+    data::generate_synth_cdr(dir.string(), g);
+    fs::copy_file(dir / "train.pubtator", dir / "valid.pubtator",
+                  fs::copy_options::overwrite_existing);
+    fs::copy_file(dir / "train.pubtator", dir / "test.pubtator",
+                  fs::copy_options::overwrite_existing);
+    return "synth-cdr:" + dir.string();
+  }();
+  return source;
+}
+
+ReTrainOptions options(const std::string& model, const std::string& run) {
+  ReTrainOptions o;
+  o.model = model;
+  o.data = tiny_corpus();
+  o.seed = 2;
+  o.steps = 60;
+  o.batch = 8;
+  o.eval_batch = 6;
+  o.eval_every = 20;
+  o.lr = 3e-3f;
+  o.l2 = 0.0f;
+  o.max_tokens = 160;
+  o.out = scratch() / run;
+  return o;
+}
+
+struct Overfit {
+  std::string model;
+  int64_t steps;
+};
+class ReOverfit : public ::testing::TestWithParam<Overfit> {};
+
+TEST_P(ReOverfit, ReachesRelationF1One) {
+  ReTrainOptions o = options(
+      GetParam().model, "overfit_" + std::to_string(std::hash<std::string>{}(GetParam().model)));
+  o.steps = GetParam().steps;
+  o.eval_every = GetParam().steps / 4;
+  nlohmann::json r = train_re_model(o, nullptr);
+  ASSERT_EQ(r["status"], "completed") << r.dump(2);
+  EXPECT_EQ(r["test"]["relations"]["micro"]["f1"].get<double>(), 1.0) << r["test"].dump(2);
+  for (const char* f :
+       {"manifest.json", "metrics.jsonl", "timing.json", "result.json", "checkpoint.bin"})
+    EXPECT_TRUE(fs::exists(o.out / f)) << f;
+  EXPECT_FALSE(fs::exists(o.out / "last.ckpt"));
+  EXPECT_EQ(slurp(o.out / "result.json").find("seconds"), std::string::npos);
+}
+
+const std::string kTiny = "+d=16+heads=2+dropout=0+ner_prob=0";
+INSTANTIATE_TEST_SUITE_P(
+    Models, ReOverfit,
+    ::testing::Values(Overfit{"cnn+d=16+pos_dim=4+char_dim=4+char_filters=8+filters=16+dropout=0",
+                              120},
+                      Overfit{"bran+iterations=1" + kTiny, 120},
+                      Overfit{"UTRE-CPD+max_steps=2" + kTiny, 120}),
+    [](const ::testing::TestParamInfo<Overfit>& i) {
+      return i.param.model.substr(0, i.param.model.find_first_of("+-"));
+    });
+
+TEST(ReTrain, SameSeedSameBytesAndResumeAfterAKill) {
+  const std::string model = "UTRE-CPD+max_steps=2+d=8+heads=2+ner_prob=0.5";
+  ReTrainOptions a = options(model, "det_a"), b = options(model, "det_b"),
+                 c = options(model, "det_c");
+  train_re_model(a, nullptr);
+  train_re_model(b, nullptr);
+  EXPECT_EQ(slurp(a.out / "result.json"), slurp(b.out / "result.json"));
+  EXPECT_EQ(slurp(a.out / "metrics.jsonl"), slurp(b.out / "metrics.jsonl"));
+  EXPECT_EQ(slurp(a.out / "checkpoint.bin"), slurp(b.out / "checkpoint.bin"));
+
+  // Killed after the evaluation at step 40 wrote its metrics line, before its
+  // last.ckpt: the run resumes from step 20's and must end with the same bytes.
+  c.after_evaluation = [](int64_t step) {
+    if (step == 40) throw std::runtime_error("killed");
+  };
+  EXPECT_THROW(train_re_model(c, nullptr), std::runtime_error);
+  EXPECT_TRUE(fs::exists(c.out / "last.ckpt"));
+  EXPECT_FALSE(fs::exists(c.out / "result.json"));
+  c.after_evaluation = nullptr;
+  nlohmann::json r = train_re_model(c, nullptr);
+  EXPECT_EQ(r["status"], "completed");
+  EXPECT_EQ(slurp(a.out / "result.json"), slurp(c.out / "result.json"));
+  EXPECT_EQ(slurp(a.out / "metrics.jsonl"), slurp(c.out / "metrics.jsonl"));
+  EXPECT_EQ(slurp(a.out / "checkpoint.bin"), slurp(c.out / "checkpoint.bin"));
+}
+
+TEST(ReTrain, FinishedRunIsSkippedAndAnotherConfigurationRefused) {
+  ReTrainOptions o = options("bran+iterations=1+d=8+heads=2", "skip");
+  o.steps = 20;
+  const nlohmann::json first = train_re_model(o, nullptr);
+  const std::string bytes = slurp(o.out / "result.json");
+  const auto stamp = fs::last_write_time(o.out / "result.json");
+  EXPECT_EQ(train_re_model(o, nullptr), first);
+  EXPECT_EQ(fs::last_write_time(o.out / "result.json"), stamp);
+  ReTrainOptions other = o;
+  other.lr = 1e-3f;
+  try {
+    train_re_model(other, nullptr);
+    ADD_FAILURE() << "a finished run of another configuration was reused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("another configuration (lr"), std::string::npos)
+        << e.what();
+  }
+  other.force = true;
+  const nlohmann::json forced = train_re_model(other, nullptr);
+  EXPECT_EQ(forced["status"], "completed");
+  EXPECT_NE(slurp(o.out / "result.json"), bytes);  // lr differs, so do the weights
+}
+
+TEST(ReTrain, DivergenceIsRecordedWithItsStep) {
+  ReTrainOptions o = options("bran+iterations=1+d=8+heads=2+ner_prob=0", "diverge");
+  // A NaN step size makes every updated weight NaN, and the next loss NaN.
+  o.lr = std::numeric_limits<float>::quiet_NaN();
+  o.clip_norm = 0.0f;
+  o.steps = 40;
+  nlohmann::json r = train_re_model(o, nullptr);
+  EXPECT_EQ(r["status"], "diverged") << r.dump(2);
+  EXPECT_TRUE(r["diverged"].contains("step"));
+  EXPECT_EQ(r["steps"].get<int64_t>(), 1);
+  EXPECT_EQ(r["diverged"]["step"].get<int64_t>(), 1);
+  EXPECT_FALSE(r.contains("test"));  // nothing is scored after a divergence
+  EXPECT_TRUE(fs::exists(o.out / "result.json"));
+}
+
+TEST(ReTrain, BadConfigurationsAreRefusedClearly) {
+  auto message = [](ReTrainOptions o) {
+    try {
+      train_re_model(o, nullptr);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  ReTrainOptions o = options("utre+bogus", "bad");
+  EXPECT_NE(message(o).find("unknown switch 'bogus'"), std::string::npos);
+  o.model = "utre+d=10+heads=4";
+  EXPECT_NE(message(o).find("not divisible by heads"), std::string::npos);
+  o.model = "mlp";
+  EXPECT_NE(message(o).find("not a relation-extraction model"), std::string::npos);
+  o.model = "bran";
+  o.data = "synth-cdr:" + (scratch() / "no_such_dir").string();
+  EXPECT_NE(message(o).find("no_such_dir"), std::string::npos);
+  o.data = "conll:" + scratch().string();
+  EXPECT_NE(message(o).find("conll"), std::string::npos);
+  o.data = "";
+  EXPECT_NE(message(o).find("--data"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mare
