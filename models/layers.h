@@ -109,6 +109,32 @@ class MultiHeadAttention {
   int heads_ = 1;
 };
 
+// What a transformer block mixes its tokens with (SPEC §4.3, §4.5): multi-head
+// self-attention in bran and utre; in ntcre the memory controller, whose
+// per-token memories persist over the iterations of one forward pass. A model
+// calls begin() once per forward pass, then the mixer once per iteration with
+// the tokens that still run (halting): [B, T, D] -> [B, T, D].
+class TokenMixer {
+ public:
+  virtual ~TokenMixer() = default;
+  virtual void begin(int64_t B, int64_t T, Context& ctx) {}
+  // mask: [B, T] real tokens; running: [B·T] 1 for tokens not halted yet.
+  virtual ag::Var operator()(const ag::Var& x, const Tensor& mask, const Tensor& running,
+                             Context& ctx) = 0;
+};
+
+class SelfAttention : public TokenMixer {
+ public:
+  SelfAttention(ParameterSet& ps, const std::string& name, int64_t dim, int heads)
+      : mha_(ps, name, dim, heads) {}
+  ag::Var operator()(const ag::Var& x, const Tensor& mask, const Tensor&, Context&) override {
+    return mha_(x, mask);
+  }
+
+ private:
+  MultiHeadAttention mha_;
+};
+
 // A residual branch over tokens: [B, T, D] -> [B, T, D].
 class Transition {
  public:

@@ -4,6 +4,7 @@
 // here; NTCRE swaps in the memory controller) and whose weights are either one
 // set per block (bran) or shared over iterations (utre).
 #include <cmath>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 
@@ -55,15 +56,19 @@ struct EncoderConfig {
 
 // One transformer block: A = Norm(X + Mixer(X)), H = A + Transition(A).
 struct Block {
-  nn::MultiHeadAttention mixer;
+  std::unique_ptr<nn::TokenMixer> mixer;
   nn::Norm norm;
   std::unique_ptr<nn::Transition> transition;
 };
 
+// Builds a block's token mixer (ParameterSet, Buffers, parameter name prefix, d).
+using MixerFactory = std::function<std::unique_ptr<nn::TokenMixer>(ParameterSet&, nn::Buffers&,
+                                                                   const std::string&, int64_t)>;
+
 class AttentionRe : public ReModel {
  public:
   AttentionRe(const std::string& base, const EncoderConfig& c, const ReModelConfig& data,
-              uint64_t seed)
+              uint64_t seed, const MixerFactory& mixer = {})
       : ReModel(seed), base_(base), c_(c), data_(data) {
     const int64_t d = c.d;
     const ReVocabSizes& v = data.sizes;
@@ -81,7 +86,9 @@ class AttentionRe : public ReModel {
     for (int b = 0; b < blocks; ++b) {
       const std::string n = "block" + std::to_string(b);
       Block blk;
-      blk.mixer = nn::MultiHeadAttention(params_, n + ".attention", d, c.heads);
+      blk.mixer = mixer
+                      ? mixer(params_, buffers_, n + ".mixer", d)
+                      : std::make_unique<nn::SelfAttention>(params_, n + ".attention", d, c.heads);
       blk.norm = nn::Norm(params_, buffers_, n + ".norm", d, c.norm);
       if (c.inverted)
         blk.transition =
@@ -165,34 +172,37 @@ class AttentionRe : public ReModel {
   const Block& block(int t) const { return blocks_[c_.shared ? 0 : t]; }
 
   // X + Mixer(X) -> Norm -> + Transition
-  ag::Var apply_block(int t, const ag::Var& x, const ReBatch& batch, Context& ctx) {
+  ag::Var apply_block(int t, const ag::Var& x, const ReBatch& batch, const Tensor& running,
+                      Context& ctx) {
     Block& b = blocks_[c_.shared ? 0 : t];
-    ag::Var a = b.norm(ag::add(x, drop_mix_(b.mixer(x, batch.mask), ctx)), batch.mask, ctx);
+    ag::Var mixed = (*b.mixer)(x, batch.mask, running, ctx);
+    ag::Var a = b.norm(ag::add(x, drop_mix_(mixed, ctx)), batch.mask, ctx);
     return ag::add(a, drop_tr_((*b.transition)(a, batch.mask, ctx), ctx));
   }
 
   ag::Var encode(ag::Var h, const ReBatch& batch, Context& ctx, ReOutput& out) {
     const int64_t B = batch.B, T = batch.T, d = c_.d, N = B * T;
     const Device dev = batch.mask.device();
+    for (Block& b : blocks_) b.mixer->begin(B, T, ctx);
+    const Tensor token_mask = flat(batch.mask);
     if (!c_.cpd) {
       for (int t = 0; t < c_.iterations; ++t) {
         ag::Var x =
             c_.shared ? ag::add(h, ag::constant(nn::position_signal(B, T, d, t + 1, dev))) : h;
-        h = apply_block(t, x, batch, ctx);
+        h = apply_block(t, x, batch, token_mask, ctx);
       }
       return h;
     }
     // Dynamic halting (SPEC §4.4): h_t from X_t = H_{t−1} + P_t, before the block.
-    const Tensor token_mask = flat(batch.mask);
     std::vector<ag::Var> probs, states;
     Tensor halted = Tensor::zeros({N}, dev);
     for (int t = 0; t < c_.max_steps; ++t) {
       ag::Var x = ag::add(h, ag::constant(nn::position_signal(B, T, d, t + 1, dev)));
       probs.push_back(ag::reshape(ag::sigmoid(halt_(x)), {1, N}));
-      ag::Var next = apply_block(t % static_cast<int>(blocks_.size()), x, batch, ctx);
       // Tokens that halted before this step keep their state.
       Tensor run = Tensor::full({N}, 1.0f, dev);
       run = add_forward(run, scale_forward(halted, -1.0f));
+      ag::Var next = apply_block(t % static_cast<int>(blocks_.size()), x, batch, run, ctx);
       Tensor run_wide = nn::expand_mask(run.reshape({B, T}), d);
       h = ag::add(h, ag::mul(ag::add(next, ag::scale(h, -1.0f)), ag::constant(run_wide)));
       states.push_back(h);
