@@ -59,7 +59,11 @@ inline ::testing::AssertionResult identical(const Tensor& a, const Tensor& b,
 //   and ∂s/∂u = 1.
 // Backward with the order held fixed, term by term from the SPEC's partials:
 //   ∂a_{φ_j}/∂s_j = −Π_{k<j} s_k,  ∂a_{φ_j}/∂s_k = (1 − s_j)·Π_{m<j, m≠k} s_m (k < j).
-// O(N³) per memory: slow, and plain on purpose.
+// O(N³) per memory: slow, and plain on purpose. The order comes from û in double, i.e.
+// from u itself; the kernels order by û rounded to float, so a near-tie that the float
+// rounding merged would be ordered by index there and by value here, and the check would
+// report it. The tricky rows stay apart in float (0.5 and 0.5 + 2⁻²⁴ give û 0.50000048
+// and 0.50000054; 0.1 + k·1e-8 and k·1e-8 give distinct û for k = 0..4).
 struct ReferenceAllocation {
   std::vector<double> a;    // [N]
   std::vector<double> d_u;  // [N]: Σ_j g[φ_j]·∂a_{φ_j}/∂u
