@@ -11,6 +11,7 @@
 #include "kernels/ops.h"
 #include "models/functions.h"
 #include "models/functions_re.h"
+#include "models/memory_mixer.h"
 #include "models/re_model.h"
 #include "models/registry.h"
 
@@ -411,6 +412,35 @@ std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConf
     c.head_norm = true;
     if (!c.cpd) c.max_steps = c.iterations;
     return std::make_unique<AttentionRe>("utre", c, config, seed);
+  }
+  if (spec.base == "ntcre") {
+    // utre's encoder whose mixer is attention then the memory controller (SPEC §4.5).
+    c.shared = true;
+    c.ngram = spec.has("ngram");
+    c.inverted = spec.has("transition");
+    c.cpd = spec.has("cpd");
+    c.norm = nn::parse_norm(spec.switches.count("norm") ? spec.switches.at("norm") : "batch");
+    c.input_norm = true;
+    c.head_norm = true;
+    if (!c.cpd) c.max_steps = c.iterations;
+    nn::MemoryConfig m;
+    m.dim = c.d;
+    m.heads = c.heads;
+    m.slots = spec.get_int("slots", m.slots);
+    m.word = spec.get_int("word", c.d);
+    m.read_heads = spec.get_int("read_heads", m.read_heads);
+    m.alloc = parse_allocation_variant(spec.switches.count("alloc") ? spec.switches.at("alloc")
+                                                                    : "sorted");
+    m.norm = c.norm;
+    m.dropout = c.dropout;
+    const MixerFactory mixer = [m](ParameterSet& ps, nn::Buffers& buffers, const std::string& name,
+                                   int64_t) {
+      return std::make_unique<nn::MemoryController>(ps, buffers, name, m);
+    };
+    const std::string base = "ntcre (memory N " + std::to_string(m.slots) + ", W " +
+                             std::to_string(m.word) + ", R " + std::to_string(m.read_heads) +
+                             ", allocation " + std::string(to_string(m.alloc)) + ")";
+    return std::make_unique<AttentionRe>(base, c, config, seed, mixer);
   }
   throw std::invalid_argument("model '" + spec.base + "' is not a relation-extraction model");
 }

@@ -305,7 +305,8 @@ TEST(Registry, AliasesExpandAndSwitchesAreChecked) {
   EXPECT_NE(message("utre+norm=group").find("expected one of batch|layer"), std::string::npos);
   EXPECT_NE(message("utre+d=big").find("expected an integer"), std::string::npos);
   EXPECT_NE(message("utre+cpd=yes").find("is a flag"), std::string::npos);
-  EXPECT_NE(message("NTCRE-CPD").find("not built yet"), std::string::npos);
+  EXPECT_EQ(message("NTCRE-CPD"), "(accepted)");
+  EXPECT_NE(message("utre+slots=4").find("unknown switch 'slots'"), std::string::npos);
   EXPECT_NE(message("transformer").find("unknown model 'transformer'"), std::string::npos);
   // d must be divisible by heads.
   ReModelConfig cfg;
@@ -327,9 +328,8 @@ TEST(Registry, Table46HasTheTwelveRows) {
   int memory = 0;
   for (const GridRow& r : grid->rows) {
     memory += r.needs_memory;
-    if (!r.needs_memory) {
-      EXPECT_NO_THROW(resolve_model(std::string(r.model))) << r.model;
-    }
+    EXPECT_NO_THROW(resolve_model(std::string(r.model))) << r.model;
+    EXPECT_EQ(resolve_model(std::string(r.model)).base, r.needs_memory ? "ntcre" : "utre");
   }
   EXPECT_EQ(memory, 4);
   EXPECT_EQ(resolve_model(std::string(grid->rows[7].model)).canonical(),

@@ -1,0 +1,144 @@
+#include "models/functions_memory.h"
+
+#include <memory>
+
+#include "kernels/memory/access.h"
+#include "kernels/memory/interface.h"
+
+namespace mare::ag {
+
+MemoryInterface interface_split(const Var& xi, int64_t read_heads, int64_t word) {
+  auto parts =
+      std::make_shared<InterfaceParts>(interface_split_forward(xi->value, read_heads, word));
+  std::vector<Var> out = record_multi(
+      {parts->read_keys, parts->read_strengths, parts->write_key, parts->write_strength,
+       parts->erase, parts->write_vector, parts->free_gates, parts->allocation_gate,
+       parts->write_gate, parts->read_modes},
+      {xi}, [xi, parts, read_heads, word](const std::vector<Tensor>& g) {
+        // An undefined part gradient (part unused) contributes nothing.
+        const InterfaceParts d{g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9]};
+        Tensor dxi = grad_of(xi);
+        interface_split_backward(dxi, d, xi->value, *parts, read_heads, word);
+      });
+  return {out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8], out[9]};
+}
+
+Var content_weighting(const Var& memory, const Var& keys, const Var& strengths) {
+  Tensor out = content_weighting_forward(memory->value, keys->value, strengths->value);
+  return record(out, {memory, keys, strengths}, [memory, keys, strengths, out](Node& s) {
+    Tensor dm = grad_of(memory), dk = grad_of(keys), ds = grad_of(strengths);
+    content_weighting_backward(dm, dk, ds, s.grad, memory->value, keys->value, strengths->value,
+                               out);
+  });
+}
+
+Var retention(const Var& free_gates, const Var& read_weights_prev) {
+  return record(retention_forward(free_gates->value, read_weights_prev->value),
+                {free_gates, read_weights_prev}, [free_gates, read_weights_prev](Node& s) {
+                  Tensor df = grad_of(free_gates), dw = grad_of(read_weights_prev);
+                  retention_backward(df, dw, s.grad, free_gates->value, read_weights_prev->value);
+                });
+}
+
+Var usage(const Var& usage_prev, const Var& write_weights_prev, const Var& retention) {
+  // write_weights_prev is not an input of the node: no gradient reaches it.
+  const Tensor ww = write_weights_prev->value;
+  return record(usage_forward(usage_prev->value, ww, retention->value), {usage_prev, retention},
+                [usage_prev, ww, retention](Node& s) {
+                  Tensor du = grad_of(usage_prev), dr = grad_of(retention);
+                  usage_backward(du, dr, s.grad, usage_prev->value, ww, retention->value);
+                });
+}
+
+Var allocation(const Var& usage, AllocationVariant variant) {
+  return record(allocation_forward(usage->value, variant), {usage}, [usage, variant](Node& s) {
+    Tensor du = grad_of(usage);
+    allocation_backward(du, s.grad, usage->value, variant);
+  });
+}
+
+Var allocation(const Var& usage, std::string_view variant) {
+  return allocation(usage, parse_allocation_variant(variant));
+}
+
+Var write_weighting(const Var& allocation, const Var& write_content, const Var& allocation_gate,
+                    const Var& write_gate) {
+  return record(write_weighting_forward(allocation->value, write_content->value,
+                                        allocation_gate->value, write_gate->value),
+                {allocation, write_content, allocation_gate, write_gate},
+                [allocation, write_content, allocation_gate, write_gate](Node& s) {
+                  Tensor da = grad_of(allocation), dc = grad_of(write_content),
+                         dga = grad_of(allocation_gate), dgw = grad_of(write_gate);
+                  write_weighting_backward(da, dc, dga, dgw, s.grad, allocation->value,
+                                           write_content->value, allocation_gate->value,
+                                           write_gate->value);
+                });
+}
+
+Var memory_update(const Var& memory, const Var& write_weights, const Var& erase,
+                  const Var& write_vector) {
+  return record(
+      memory_update_forward(memory->value, write_weights->value, erase->value, write_vector->value),
+      {memory, write_weights, erase, write_vector},
+      [memory, write_weights, erase, write_vector](Node& s) {
+        Tensor dm = grad_of(memory), dw = grad_of(write_weights), de = grad_of(erase),
+               dv = grad_of(write_vector);
+        memory_update_backward(dm, dw, de, dv, s.grad, memory->value, write_weights->value,
+                               erase->value, write_vector->value);
+      });
+}
+
+Var link_update(const Var& links_prev, const Var& precedence_prev, const Var& write_weights) {
+  return record(
+      link_update_forward(links_prev->value, precedence_prev->value, write_weights->value),
+      {links_prev, precedence_prev, write_weights},
+      [links_prev, precedence_prev, write_weights](Node& s) {
+        Tensor dl = grad_of(links_prev), dp = grad_of(precedence_prev), dw = grad_of(write_weights);
+        link_update_backward(dl, dp, dw, s.grad, links_prev->value, precedence_prev->value,
+                             write_weights->value);
+      });
+}
+
+Var precedence_update(const Var& precedence_prev, const Var& write_weights) {
+  return record(precedence_update_forward(precedence_prev->value, write_weights->value),
+                {precedence_prev, write_weights}, [precedence_prev, write_weights](Node& s) {
+                  Tensor dp = grad_of(precedence_prev), dw = grad_of(write_weights);
+                  precedence_update_backward(dp, dw, s.grad, precedence_prev->value,
+                                             write_weights->value);
+                });
+}
+
+LinkWeightVars link_weights(const Var& links, const Var& read_weights_prev) {
+  LinkWeights lw = link_weights_forward(links->value, read_weights_prev->value);
+  std::vector<Var> out = record_multi({lw.forward, lw.backward}, {links, read_weights_prev},
+                                      [links, read_weights_prev](const std::vector<Tensor>& g) {
+                                        Tensor dl = grad_of(links), dw = grad_of(read_weights_prev);
+                                        link_weights_backward(dl, dw, g[0], g[1], links->value,
+                                                              read_weights_prev->value);
+                                      });
+  return {out[0], out[1]};
+}
+
+Var read_weights(const Var& read_modes, const Var& backward_weights, const Var& read_content,
+                 const Var& forward_weights) {
+  return record(read_weights_forward(read_modes->value, backward_weights->value,
+                                     read_content->value, forward_weights->value),
+                {read_modes, backward_weights, read_content, forward_weights},
+                [read_modes, backward_weights, read_content, forward_weights](Node& s) {
+                  Tensor dm = grad_of(read_modes), db = grad_of(backward_weights),
+                         dc = grad_of(read_content), df = grad_of(forward_weights);
+                  read_weights_backward(dm, db, dc, df, s.grad, read_modes->value,
+                                        backward_weights->value, read_content->value,
+                                        forward_weights->value);
+                });
+}
+
+Var read_vectors(const Var& memory, const Var& read_weights) {
+  return record(read_vectors_forward(memory->value, read_weights->value), {memory, read_weights},
+                [memory, read_weights](Node& s) {
+                  Tensor dm = grad_of(memory), dw = grad_of(read_weights);
+                  read_vectors_backward(dm, dw, s.grad, memory->value, read_weights->value);
+                });
+}
+
+}  // namespace mare::ag

@@ -1,0 +1,137 @@
+#include "models/memory_mixer.h"
+
+#include <map>
+#include <stdexcept>
+
+#include "kernels/memory/interface.h"
+#include "kernels/ops.h"
+#include "models/functions.h"
+#include "models/functions_memory.h"
+
+namespace mare::nn {
+
+namespace {
+
+int64_t word_of(const MemoryConfig& c) {
+  return c.word > 0 ? c.word : c.dim;
+}
+
+MemoryConfig checked(const std::string& name, MemoryConfig c) {
+  if (c.word == 0) c.word = c.dim;
+  if (c.dim < 1 || c.slots < 1 || c.word < 1 || c.read_heads < 1)
+    throw std::invalid_argument(name + ": expected d, slots, word and read_heads ≥ 1 (got d " +
+                                std::to_string(c.dim) + ", slots " + std::to_string(c.slots) +
+                                ", word " + std::to_string(c.word) + ", read_heads " +
+                                std::to_string(c.read_heads) + ")");
+  return c;
+}
+
+bool all_ones(const Tensor& run) {
+  const Tensor r = run.to(Device::cpu);
+  for (int64_t i = 0; i < r.numel(); ++i)
+    if (r.f32()[i] != 1.0f) return false;
+  return true;
+}
+
+}  // namespace
+
+MemoryController::MemoryController(ParameterSet& ps, Buffers& buffers, const std::string& name,
+                                   const MemoryConfig& config)
+    : c_(checked(name, config)) {
+  const int64_t d = c_.dim;
+  mha_ = MultiHeadAttention(ps, name + ".attention", d, c_.heads);
+  norm_ = Norm(ps, buffers, name + ".norm", d, c_.norm);
+  nu_ = Linear(ps, name + ".nu", d, d);
+  xi_ = Linear(ps, name + ".xi", d, interface_width());
+  read_out_ = Linear(ps, name + ".read_out", c_.read_heads * c_.word, d, /*bias=*/false);
+  drop_ = Dropout(c_.dropout_site, c_.dropout);
+}
+
+int64_t MemoryController::interface_width() const {
+  return mare::interface_width(c_.read_heads, word_of(c_));
+}
+
+void MemoryController::begin(int64_t B, int64_t T, Context&) {
+  B_ = B;
+  T_ = T;
+  s_ = {};
+  started_ = false;
+}
+
+ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const Tensor& running,
+                                     Context& ctx) {
+  const int64_t B = x->value.dim(0), T = x->value.dim(1), d = c_.dim;
+  const int64_t M = B * T, N = c_.slots, W = c_.word, R = c_.read_heads;
+  if (B != B_ || T != T_)
+    throw std::logic_error("MemoryController: input [" + std::to_string(B) + ", " +
+                           std::to_string(T) + ", ..] but begin() was called for [" +
+                           std::to_string(B_) + ", " + std::to_string(T_) +
+                           ", ..]: call begin() once per forward pass");
+  const Device dev = x->value.device();
+  if (!started_) {
+    // Every memory starts at zero for every document (SPEC §4.5).
+    auto zero = [&](const Shape& s) { return ag::constant(Tensor::zeros(s, dev)); };
+    s_.memory = zero({M, N, W});
+    s_.usage = zero({M, N});
+    s_.write_weights = zero({M, N});
+    s_.read_weights = zero({M, R, N});
+    s_.precedence = zero({M, N});
+    s_.links = zero({M, N, N});
+    started_ = true;
+  }
+
+  // The controller reads A = Norm(X + MHA(X)) (eq. 3-15).
+  const ag::Var a = norm_(ag::add(x, drop_(mha_(x, mask), ctx)), mask, ctx);
+  const ag::Var nu = nu_(a);
+  const ag::Var xi = ag::reshape(xi_(a), {M, interface_width()});
+
+  // One memory step (SPEC §3 steps 1–11) on every token's memory.
+  const MemoryState& p = s_;
+  const ag::MemoryInterface in = ag::interface_split(xi, R, W);
+  const ag::Var psi = ag::retention(in.free_gates, p.read_weights);
+  const ag::Var u = ag::usage(p.usage, p.write_weights, psi);
+  const ag::Var alloc = ag::allocation(u, c_.alloc);
+  const ag::Var cw =
+      ag::reshape(ag::content_weighting(p.memory, in.write_key, in.write_strength), {M, N});
+  const ag::Var ww = ag::write_weighting(alloc, cw, in.allocation_gate, in.write_gate);
+  const ag::Var mem = ag::memory_update(p.memory, ww, in.erase, in.write_vector);
+  const ag::Var links = ag::link_update(p.links, p.precedence, ww);
+  const ag::Var prec = ag::precedence_update(p.precedence, ww);
+  const ag::LinkWeightVars lw = ag::link_weights(links, p.read_weights);
+  const ag::Var cr = ag::content_weighting(mem, in.read_keys, in.read_strengths);
+  const ag::Var wr = ag::read_weights(in.read_modes, lw.backward, cr, lw.forward);
+  const ag::Var reads = ag::read_vectors(mem, wr);
+
+  // Halted and padded tokens keep their state: next·run + prev·(1 − run), with
+  // run ∈ {0, 1} exact in both terms.
+  const Tensor run = mul_forward(running, mask.reshape({M}));
+  MemoryState next{mem, u, ww, wr, prec, links, reads};
+  if (!all_ones(run)) {
+    const Tensor stop = add_forward(Tensor::full({M}, 1.0f, dev), scale_forward(run, -1.0f));
+    std::map<std::string, std::pair<ag::Var, ag::Var>> wide;  // per shape: (run, 1 − run)
+    auto hold = [&](const ag::Var& now, const ag::Var& before) {
+      const Shape shape = now->value.shape();
+      const int64_t k = shape.numel() / M;
+      auto it = wide.find(shape.str());
+      if (it == wide.end()) {
+        auto expand = [&](const Tensor& r) {
+          return ag::constant(expand_mask(r.reshape({M, 1}), k).reshape(shape));
+        };
+        it = wide.emplace(shape.str(), std::make_pair(expand(run), expand(stop))).first;
+      }
+      return ag::add(ag::mul(now, it->second.first), ag::mul(before, it->second.second));
+    };
+    next.memory = hold(mem, p.memory);
+    next.usage = hold(u, p.usage);
+    next.write_weights = hold(ww, p.write_weights);
+    next.read_weights = hold(wr, p.read_weights);
+    next.precedence = hold(prec, p.precedence);
+    next.links = hold(links, p.links);
+  }
+  s_ = next;
+
+  // MCAM = ν + W_r [r_1; …; r_R] (eq. 3-17).
+  return ag::add(nu, read_out_(ag::reshape(reads, {B, T, R * W})));
+}
+
+}  // namespace mare::nn
