@@ -60,7 +60,7 @@ void MemoryController::begin(int64_t B, int64_t T, Context&) {
 
 ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const Tensor& running,
                                      Context& ctx) {
-  const int64_t B = x->value.dim(0), T = x->value.dim(1), d = c_.dim;
+  const int64_t B = x->value.dim(0), T = x->value.dim(1);
   const int64_t M = B * T, N = c_.slots, W = c_.word, R = c_.read_heads;
   if (B != B_ || T != T_)
     throw std::logic_error("MemoryController: input [" + std::to_string(B) + ", " +
