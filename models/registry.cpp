@@ -110,7 +110,7 @@ constexpr SwitchInfo kAttentionSwitches[] = {
     {"alloc", K::choice, "sorted", "allocation kernel of the memory (SPEC 3 step 4)",
      "sorted|parallel|parallel-eps|rank|parallel-block"},
     {"slots", K::integer, "4", "memory slots N per token"},
-    {"word", K::integer, "d", "memory word size W (defaults to d)"},
+    {"word", K::integer, "d", "memory word size W"},
     {"read_heads", K::integer, "2", "memory read heads R"},
 };
 constexpr size_t kBranSwitchCount = 6;
