@@ -53,7 +53,7 @@ void fill_uniform(Tensor& t, uint64_t seed, uint32_t stream, float lo, float hi,
   check_f32_on_cuda(t, "fill_uniform");
 #endif
   float* p = t.f32();
-  for (int64_t j = 0; j < t.numel(); ++j)
+  for (int64_t j = 0, n_j = t.numel(); j < n_j; ++j)
     p[j] = lo + (hi - lo) * philox_uniform(seed, stream, offset + j);
 }
 
@@ -66,7 +66,7 @@ void fill_normal(Tensor& t, uint64_t seed, uint32_t stream, float mean, float st
   check_f32_on_cuda(t, "fill_normal");
 #endif
   float* p = t.f32();
-  for (int64_t j = 0; j < t.numel(); ++j)
+  for (int64_t j = 0, n_j = t.numel(); j < n_j; ++j)
     p[j] = mean + stddev * philox_normal(seed, stream, offset + j);
 }
 
@@ -78,7 +78,7 @@ void fill_bernoulli(Tensor& t, uint64_t seed, uint32_t stream, float prob, uint6
   check_f32_on_cuda(t, "fill_bernoulli");
 #endif
   float* p = t.f32();
-  for (int64_t j = 0; j < t.numel(); ++j)
+  for (int64_t j = 0, n_j = t.numel(); j < n_j; ++j)
     p[j] = philox_uniform(seed, stream, offset + j) < prob ? 1.0f : 0.0f;
 }
 

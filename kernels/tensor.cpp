@@ -2,6 +2,8 @@
 // device allocation and copies when it is compiled in (MARE_WITH_CUDA).
 #include "kernels/tensor.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -53,11 +55,6 @@ int64_t& Shape::operator[](int i) {
   return dims_[j];
 }
 
-int64_t Shape::numel() const {
-  int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[i];
-  return n;
-}
 
 bool Shape::operator==(const Shape& o) const {
   if (rank_ != o.rank_) return false;
@@ -76,8 +73,27 @@ std::string Shape::str() const {
 
 // ---------------------------------------------------------------- Storage
 
+namespace {
+// glibc serves every block above 128 KiB-32 MiB with a fresh mmap and unmaps it
+// on free, so a training step that allocates the same large activations again
+// and again pays page faults and kernel zeroing on every one of them (a third
+// of a relation model's CPU time). Keeping large blocks in the heap makes the
+// next step reuse them.
+void keep_large_blocks_in_the_heap() {
+#ifdef __GLIBC__
+  static const bool done = [] {
+    mallopt(M_MMAP_THRESHOLD, 512 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    return true;
+  }();
+  (void)done;
+#endif
+}
+}  // namespace
+
 Storage::Storage(size_t nbytes, Device dev) : bytes(nbytes), device(dev) {
   if (dev == Device::cpu) {
+    keep_large_blocks_in_the_heap();
     size_t rounded = std::max<size_t>(64, (nbytes + 63) / 64 * 64);
     ptr = std::aligned_alloc(64, rounded);
     if (!ptr) throw std::bad_alloc();
@@ -169,21 +185,11 @@ Tensor Tensor::from_indices(const std::vector<int32_t>& values, const Shape& sha
   return t;
 }
 
-float* Tensor::f32() {
-  check_defined(*this, "f32()");
-  check_dtype(*this, DType::f32, "f32()");
-  return static_cast<float*>(storage_->ptr);
-}
-const float* Tensor::f32() const {
-  return const_cast<Tensor*>(this)->f32();
-}
-int32_t* Tensor::i32() {
-  check_defined(*this, "i32()");
-  check_dtype(*this, DType::i32, "i32()");
-  return static_cast<int32_t*>(storage_->ptr);
-}
-const int32_t* Tensor::i32() const {
-  return const_cast<Tensor*>(this)->i32();
+void Tensor::access_error(DType wanted) const {
+  const char* what = wanted == DType::f32 ? "f32()" : "i32()";
+  check_defined(*this, what);
+  check_dtype(*this, wanted, what);
+  throw std::logic_error(std::string(what) + ": unreachable");
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {

@@ -41,7 +41,11 @@ class Shape {
   int rank() const { return rank_; }
   int64_t operator[](int i) const;
   int64_t& operator[](int i);
-  int64_t numel() const;
+  int64_t numel() const {  // inline: kernels call it in their loops
+    int64_t n = 1;
+    for (int i = 0; i < rank_; ++i) n *= dims_[i];
+    return n;
+  }
   bool operator==(const Shape& o) const;
   bool operator!=(const Shape& o) const { return !(*this == o); }
   std::string str() const;  // "[2, 3, 5]"
@@ -86,10 +90,19 @@ class Tensor {
 
   // Raw element pointers. f32()/i32() check the dtype; host access to a CUDA
   // tensor's memory is the caller's business (the CUDA backend uses these too).
-  float* f32();
-  const float* f32() const;
-  int32_t* i32();
-  const int32_t* i32() const;
+  // Inline (kernels call them per element); the checks' error path is out of line.
+  float* f32() {
+    if (!storage_ || dtype_ != DType::f32) [[unlikely]]
+      access_error(DType::f32);
+    return static_cast<float*>(storage_->ptr);
+  }
+  const float* f32() const { return const_cast<Tensor*>(this)->f32(); }
+  int32_t* i32() {
+    if (!storage_ || dtype_ != DType::i32) [[unlikely]]
+      access_error(DType::i32);
+    return static_cast<int32_t*>(storage_->ptr);
+  }
+  const int32_t* i32() const { return const_cast<Tensor*>(this)->i32(); }
 
   // Same storage, new shape with the same element count.
   Tensor reshape(const Shape& shape) const;
@@ -104,6 +117,7 @@ class Tensor {
   float item() const;  // the single element of a 1-element tensor
 
  private:
+  [[noreturn]] void access_error(DType wanted) const;
   std::shared_ptr<Storage> storage_;
   Shape shape_;
   Device device_ = Device::cpu;

@@ -210,7 +210,7 @@ Tensor usage_forward(const Tensor& usage_prev, const Tensor& write_weights_prev,
                      &usage_prev, &write_weights_prev, &retention);
   Tensor out = Tensor::empty(s);
   const float *u = usage_prev.f32(), *w = write_weights_prev.f32(), *psi = retention.f32();
-  for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = (u[i] + w[i] - u[i] * w[i]) * psi[i];
+  for (int64_t i = 0, n_i = out.numel(); i < n_i; ++i) out.f32()[i] = (u[i] + w[i] - u[i] * w[i]) * psi[i];
   return out;
 }
 
@@ -230,7 +230,7 @@ void usage_backward(Tensor& d_usage_prev, Tensor& d_retention, const Tensor& d_o
       &d_usage_prev, &d_retention, &d_out, &usage_prev, &write_weights_prev, &retention);
   const float *u = usage_prev.f32(), *w = write_weights_prev.f32(), *psi = retention.f32(),
               *g = d_out.f32();
-  for (int64_t i = 0; i < usage_prev.numel(); ++i) {
+  for (int64_t i = 0, n_i = usage_prev.numel(); i < n_i; ++i) {
     if (du) d_usage_prev.f32()[i] += g[i] * (1.0f - w[i]) * psi[i];
     if (dr) d_retention.f32()[i] += g[i] * (u[i] + w[i] - u[i] * w[i]);
   }

@@ -52,11 +52,12 @@ AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor
       StridedMap oh(r.out.f32() + b * d.i * d.d + h * d.dk, d.i, d.dk, Eigen::OuterStride<>(d.d));
       MapRM p(r.probs.f32() + (b * d.heads + h) * d.i * d.j, d.i, d.j);
       p.noalias() = (qh * kh.transpose()) * scale;
+      const float* km = key_mask.defined() ? key_mask.f32() + b * d.j : nullptr;
       for (int64_t row = 0; row < d.i; ++row) {
         float mx = neg_inf;
         bool any = false;
         for (int64_t col = 0; col < d.j; ++col) {
-          bool keep = !key_mask.defined() || key_mask.f32()[b * d.j + col] != 0.0f;
+          bool keep = !km || km[col] != 0.0f;
           if (!keep) p(row, col) = neg_inf;
           any = any || keep;
           mx = std::max(mx, p(row, col));

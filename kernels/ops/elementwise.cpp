@@ -17,7 +17,7 @@ Tensor map_unary(const Tensor& x, F f) {
   Tensor out = Tensor::empty(x.shape(), x.device());
   const float* px = x.f32();
   float* po = out.f32();
-  for (int64_t i = 0; i < x.numel(); ++i) po[i] = f(px[i]);
+  for (int64_t i = 0, n_i = x.numel(); i < n_i; ++i) po[i] = f(px[i]);
   return out;
 }
 
@@ -36,7 +36,7 @@ void accumulate_unary(Tensor& d_x, const Tensor& d_out, const Tensor& saved, G g
   float* pd = d_x.f32();
   const float* pg = d_out.f32();
   const float* ps = saved.f32();
-  for (int64_t i = 0; i < d_out.numel(); ++i) pd[i] += pg[i] * g(ps[i]);
+  for (int64_t i = 0, n_i = d_out.numel(); i < n_i; ++i) pd[i] += pg[i] * g(ps[i]);
 }
 
 void check_accumulate(const Tensor& d_x, const Tensor& d_out, const char* op) {
@@ -48,7 +48,7 @@ void accumulate(Tensor& d_x, const Tensor& d_out, float s) {
   if (!d_x.defined()) return;
   float* pd = d_x.f32();
   const float* pg = d_out.f32();
-  for (int64_t i = 0; i < d_out.numel(); ++i) pd[i] += s * pg[i];
+  for (int64_t i = 0, n_i = d_out.numel(); i < n_i; ++i) pd[i] += s * pg[i];
 }
 
 }  // namespace
@@ -86,7 +86,7 @@ Tensor add_forward(const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::empty(a.shape(), a.device());
   const float *pa = a.f32(), *pb = b.f32();
   float* po = out.f32();
-  for (int64_t i = 0; i < a.numel(); ++i) po[i] = pa[i] + pb[i];
+  for (int64_t i = 0, n_i = a.numel(); i < n_i; ++i) po[i] = pa[i] + pb[i];
   return out;
 }
 
@@ -104,7 +104,7 @@ Tensor mul_forward(const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::empty(a.shape(), a.device());
   const float *pa = a.f32(), *pb = b.f32();
   float* po = out.f32();
-  for (int64_t i = 0; i < a.numel(); ++i) po[i] = pa[i] * pb[i];
+  for (int64_t i = 0, n_i = a.numel(); i < n_i; ++i) po[i] = pa[i] * pb[i];
   return out;
 }
 
@@ -118,11 +118,11 @@ void mul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a
   const float *pg = d_out.f32(), *pa = a.f32(), *pb = b.f32();
   if (d_a.defined()) {
     float* p = d_a.f32();
-    for (int64_t i = 0; i < d_out.numel(); ++i) p[i] += pg[i] * pb[i];
+    for (int64_t i = 0, n_i = d_out.numel(); i < n_i; ++i) p[i] += pg[i] * pb[i];
   }
   if (d_b.defined()) {
     float* p = d_b.f32();
-    for (int64_t i = 0; i < d_out.numel(); ++i) p[i] += pg[i] * pa[i];
+    for (int64_t i = 0, n_i = d_out.numel(); i < n_i; ++i) p[i] += pg[i] * pa[i];
   }
 }
 
@@ -225,7 +225,7 @@ DropoutResult dropout_forward(const Tensor& x, float p, uint64_t seed, uint32_t 
   const float keep_scale = 1.0f / (1.0f - p);
   const float* px = x.f32();
   float *po = r.out.f32(), *pm = r.mask.f32();
-  for (int64_t j = 0; j < x.numel(); ++j) {
+  for (int64_t j = 0, n_j = x.numel(); j < n_j; ++j) {
     pm[j] = philox_uniform(seed, stream, offset + j) >= p ? keep_scale : 0.0f;
     po[j] = px[j] * pm[j];
   }

@@ -109,7 +109,7 @@ void max_backward(Tensor& d_x, const Tensor& d_out, const Tensor& argmax, int ax
   check_dtype(argmax, DType::i32, "max_backward: argmax");
   MARE_CUDA_DISPATCH("max_backward", max_backward(d_x, d_out, argmax, axis), &d_x, &d_out, &argmax);
   // Host tensors from here on: every argmax must index the axis, checked before any write.
-  for (int64_t n = 0; n < argmax.numel(); ++n) {
+  for (int64_t n = 0, n_n = argmax.numel(); n < n_n; ++n) {
     int32_t k = argmax.i32()[n];
     if (k < 0 || k >= s.size)
       throw std::out_of_range("max_backward: argmax " + std::to_string(k) + " at position " +
@@ -135,7 +135,7 @@ Tensor embedding_forward(const Tensor& table, const Tensor& ids) {
   std::vector<int64_t> os = ids.shape().vec();
   os.push_back(d);
   Tensor out = Tensor::empty(Shape(os));
-  for (int64_t n = 0; n < ids.numel(); ++n) {
+  for (int64_t n = 0, n_n = ids.numel(); n < n_n; ++n) {
     int32_t id = ids.i32()[n];
     if (id < 0 || id >= v)
       throw std::out_of_range("embedding_forward: id " + std::to_string(id) + " at position " +
@@ -161,14 +161,14 @@ void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& ids)
   MARE_CUDA_DISPATCH("embedding_backward", embedding_backward(d_table, d_out, ids), &d_table,
                      &d_out, &ids);
   // embedding_forward's check, before any write so a bad id leaves d_table untouched.
-  for (int64_t n = 0; n < ids.numel(); ++n) {
+  for (int64_t n = 0, n_n = ids.numel(); n < n_n; ++n) {
     int32_t id = ids.i32()[n];
     if (id < 0 || id >= v)
       throw std::out_of_range("embedding_backward: id " + std::to_string(id) + " at position " +
                               std::to_string(n) + " is outside the table's " + std::to_string(v) +
                               " rows");
   }
-  for (int64_t n = 0; n < ids.numel(); ++n) {
+  for (int64_t n = 0, n_n = ids.numel(); n < n_n; ++n) {
     float* row = d_table.f32() + static_cast<int64_t>(ids.i32()[n]) * d;
     const float* g = d_out.f32() + n * d;
     for (int64_t j = 0; j < d; ++j) row[j] += g[j];

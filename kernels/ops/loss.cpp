@@ -15,7 +15,7 @@ namespace {
 
 double weight_sum(const Tensor& targets, const Tensor& weights, int64_t classes, const char* op) {
   double total = 0.0;
-  for (int64_t n = 0; n < targets.numel(); ++n) {
+  for (int64_t n = 0, n_n = targets.numel(); n < n_n; ++n) {
     int32_t y = targets.i32()[n];
     if (y == -1) continue;
     if (y < 0 || y >= classes)
@@ -80,7 +80,7 @@ Tensor mse_forward(const Tensor& pred, const Tensor& target) {
   check_same_shape(pred, target, "mse_forward");
   MARE_CUDA_DISPATCH("mse_forward", mse_forward(pred, target), &pred, &target);
   double sum = 0.0;
-  for (int64_t i = 0; i < pred.numel(); ++i) {
+  for (int64_t i = 0, n_i = pred.numel(); i < n_i; ++i) {
     double d = static_cast<double>(pred.f32()[i]) - target.f32()[i];
     sum += d * d;
   }
@@ -97,7 +97,7 @@ void mse_backward(Tensor& d_pred, Tensor& d_target, float d_loss, const Tensor& 
   MARE_CUDA_DISPATCH("mse_backward", mse_backward(d_pred, d_target, d_loss, pred, target), &d_pred,
                      &d_target, &pred, &target);
   float k = pred.numel() ? 2.0f * d_loss / pred.numel() : 0.0f;
-  for (int64_t i = 0; i < pred.numel(); ++i) {
+  for (int64_t i = 0, n_i = pred.numel(); i < n_i; ++i) {
     float g = k * (pred.f32()[i] - target.f32()[i]);
     if (d_pred.defined()) d_pred.f32()[i] += g;
     if (d_target.defined()) d_target.f32()[i] -= g;

@@ -63,7 +63,7 @@ void l2_grad_add(Tensor& grad, const Tensor& w, float lambda) {
   const float k = 2.0f * lambda;  // exact (a power of two), so g + (2λ)·w is g + 2·λ·w
   float* g = grad.f32();
   const float* pw = w.f32();
-  for (int64_t i = 0; i < w.numel(); ++i) g[i] += k * pw[i];
+  for (int64_t i = 0, n_i = w.numel(); i < n_i; ++i) g[i] += k * pw[i];
 }
 
 void scale_inplace(Tensor& x, float s) {
@@ -71,7 +71,7 @@ void scale_inplace(Tensor& x, float s) {
   check_dtype(x, DType::f32, "scale_inplace");
   MARE_CUDA_DISPATCH("scale_inplace", scale_inplace(x, s), &x);
   float* p = x.f32();
-  for (int64_t i = 0; i < x.numel(); ++i) p[i] *= s;
+  for (int64_t i = 0, n_i = x.numel(); i < n_i; ++i) p[i] *= s;
 }
 
 double sum_squares(const Tensor& x) {
@@ -115,7 +115,7 @@ void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, flo
   const float omb1 = 1 - beta1, omb2 = 1 - beta2;
   float *pw = w.f32(), *pm = m.f32(), *pv = v.f32();
   const float* pg = g.f32();
-  for (int64_t i = 0; i < w.numel(); ++i) {
+  for (int64_t i = 0, n_i = w.numel(); i < n_i; ++i) {
     pm[i] = beta1 * pm[i] + omb1 * pg[i];
     pv[i] = beta2 * pv[i] + omb2 * pg[i] * pg[i];
     const double mhat = pm[i] / c.c1, vhat = pv[i] / c.c2;

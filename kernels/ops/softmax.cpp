@@ -84,7 +84,7 @@ void check_sets(const Tensor& offsets, const Tensor& rows, int64_t num_rows, con
   if (o[s] != rows.numel())
     throw std::invalid_argument(std::string(op) + ": offsets end at " + std::to_string(o[s]) +
                                 " but there are " + std::to_string(rows.numel()) + " row indices");
-  for (int64_t i = 0; i < rows.numel(); ++i)
+  for (int64_t i = 0, n_i = rows.numel(); i < n_i; ++i)
     if (rows.i32()[i] < 0 || rows.i32()[i] >= num_rows)
       throw std::out_of_range(std::string(op) + ": row index " + std::to_string(rows.i32()[i]) +
                               " at position " + std::to_string(i) + " is outside [0, " +
