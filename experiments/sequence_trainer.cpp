@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <vector>
 
 #include "experiments/grpu_tasks.h"
 #include "experiments/run_dir.h"
+#include "experiments/run_lifecycle.h"
 #include "experiments/trainer.h"
 #include "kernels/random.h"
 #include "models/checkpoint.h"
@@ -50,16 +52,6 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
   if (opt.epochs < 1 || opt.batch < 1 || opt.samples < 1 || opt.test_samples < 1 ||
       opt.eval_every < 1)
     throw std::invalid_argument("train: --epochs, --batch, --samples and --eval-every must be ≥ 1");
-  RunDir run(opt.out);
-  if (run.finished() && !opt.force) {
-    if (progress)
-      *progress << "run already finished: " << (opt.out / "result.json").string()
-                << " (use --force to run it again)\n";
-    std::ifstream in(opt.out / "result.json");
-    return nlohmann::json::parse(in);
-  }
-  run.reset();
-
   ModelSpec spec = ModelSpec::parse(opt.model);
   SequenceTask task =
       make_sequence_task(opt.task, opt.seed, opt.samples, opt.test_samples, opt.curriculum);
@@ -81,24 +73,42 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
                            {"eval_every", opt.eval_every},
                            {"loss", "mse"},
                            {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
-  run.write_manifest({{"command", "train"},
-                      {"config", config},
-                      {"seed", opt.seed},
-                      {"device", "cpu"},
-                      {"threads", 1},
-                      {"parameters", params.count()},
-                      {"build", build_description()}});
+  RunLifecycle life(opt.out, config, opt.force);
+  const RunLifecycle::Start begun = life.begin({{"command", "train"},
+                                                {"seed", opt.seed},
+                                                {"device", "cpu"},
+                                                {"threads", 1},
+                                                {"parameters", params.count()},
+                                                {"build", build_description()}});
+  if (begun == RunLifecycle::Start::finished) {
+    if (progress)
+      *progress << "run already finished: " << (opt.out / "result.json").string()
+                << " (use --force to run it again)\n";
+    return life.finished_result();
+  }
 
   PhiloxStream shuffle(opt.seed, kStreamShuffle);
-  int64_t step = 0;
+  int64_t step = 0, first_epoch = 1;
   std::string status = "completed";
   nlohmann::json diverged_at;
   double train_mse = NAN, test_mse = NAN;
   std::vector<double> epoch_seconds;
   std::vector<int64_t> order;
+  if (begun == RunLifecycle::Start::resumed) {
+    std::map<std::string, Tensor> no_buffers;
+    const nlohmann::json s = life.load_state(params, adam, no_buffers);
+    first_epoch = s.at("epoch").get<int64_t>() + 1;
+    step = s.at("step");
+    shuffle.seek(s.at("shuffle_position").get<uint64_t>());
+    // JSON has no NaN: a state saved before the first evaluation holds null.
+    train_mse = s.at("train_mse").is_number() ? s.at("train_mse").get<double>() : NAN;
+    test_mse = s.at("test_mse").is_number() ? s.at("test_mse").get<double>() : NAN;
+    if (progress)
+      *progress << "resuming " << opt.out.string() << " at epoch " << first_epoch << "\n";
+  }
   auto start = Clock::now();
 
-  for (int64_t epoch = 1; epoch <= opt.epochs && status == "completed"; ++epoch) {
+  for (int64_t epoch = first_epoch; epoch <= opt.epochs && status == "completed"; ++epoch) {
     auto epoch_start = Clock::now();
     int64_t phase = opt.curriculum ? curriculum_phase(epoch, opt.epochs) : 0;
     const SequenceSet& train = task.train[phase];
@@ -131,18 +141,27 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
     if (epoch % opt.eval_every == 0 || epoch == opt.epochs) {
       train_mse = evaluate(*model, train);
       test_mse = evaluate(*model, task.test);
-      run.append_metrics({{"epoch", epoch},
-                          {"step", step},
-                          {"phase", phase},
-                          {"min_length", train.min_length},
-                          {"max_length", train.max_length},
-                          {"batch_mse", batch_loss_sum / batches},
-                          {"train_mse", train_mse},
-                          {"test_mse", test_mse}});
+      life.append_metrics({{"epoch", epoch},
+                           {"step", step},
+                           {"phase", phase},
+                           {"min_length", train.min_length},
+                           {"max_length", train.max_length},
+                           {"batch_mse", batch_loss_sum / batches},
+                           {"train_mse", train_mse},
+                           {"test_mse", test_mse}});
+      if (opt.after_evaluation) opt.after_evaluation(epoch);
+      if (epoch < opt.epochs)
+        life.save_state(params, adam, {},
+                        {{"epoch", epoch},
+                         {"step", step},
+                         {"shuffle_position", shuffle.position()},
+                         {"train_mse", train_mse},
+                         {"test_mse", test_mse}});
     }
     epoch_seconds.push_back(std::chrono::duration<double>(Clock::now() - epoch_start).count());
     if (progress) {
-      double per = std::chrono::duration<double>(Clock::now() - start).count() / epoch;
+      double per =
+          std::chrono::duration<double>(Clock::now() - start).count() / (epoch - first_epoch + 1);
       *progress << (tty ? "\r" : "") << "epoch " << epoch << "/" << opt.epochs << "  loss "
                 << batch_loss_sum / batches << "  train mse " << train_mse << "  test mse "
                 << test_mse << "  ETA " << static_cast<int64_t>(per * (opt.epochs - epoch)) << " s"
@@ -153,7 +172,7 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
   save_checkpoint((opt.out / "checkpoint.bin").string(), params, &adam);
 
   double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  run.write_training_timing(wall, step, epoch_seconds);
+  life.dir().write_training_timing(wall, step, epoch_seconds);
   nlohmann::json result = {{"status", status},
                            {"model", spec.canonical()},
                            {"task", opt.task},
@@ -168,7 +187,7 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
                            {"parameters", params.count()},
                            {"final", {{"train_mse", train_mse}, {"test_mse", test_mse}}}};
   if (status == "diverged") result["diverged"] = diverged_at;
-  run.write_result(result);
+  life.finish(result);
   return result;
 }
 

@@ -11,11 +11,15 @@
 // evaluation costs about 40% of an epoch). With `curriculum` the epochs are split into five
 // equal phases of lengths 10–15, 20–25, 30–35, 40–45, 50–55. A NaN or Inf
 // batch loss stops the run with status "diverged". result.json holds the
-// final MSEs and no timings (same seed → same bytes).
+// final MSEs and no timings (same seed → same bytes). The run lifecycle is
+// experiments/run_lifecycle.h: a finished run is skipped (another configuration
+// in its directory is refused), and the state saved after every evaluation lets
+// a killed run resume to the same bytes.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <ostream>
 #include <string>
 
@@ -37,6 +41,9 @@ struct SequenceTrainOptions {
   int64_t eval_every = 1;  // evaluate (and write a metrics line) every N epochs and at the end
   std::filesystem::path out;
   bool force = false;
+  // Called after each evaluation's metrics line, before its state is saved (tests
+  // throw from it to stand for a killed process). Not part of the configuration.
+  std::function<void(int64_t epoch)> after_evaluation;
 };
 
 // Runs (or, when result.json exists and !force, skips) the run and returns the

@@ -3,11 +3,13 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <thread>
 #include <vector>
 
 #include "experiments/run_dir.h"
+#include "experiments/run_lifecycle.h"
 #include "experiments/tasks.h"
 #include "kernels/random.h"
 #include "mare_build_info.h"
@@ -70,16 +72,6 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
   if (opt.out.empty()) throw std::invalid_argument("train: --out DIR is required");
   if (opt.epochs < 1 || opt.batch < 1)
     throw std::invalid_argument("train: --epochs and --batch must be ≥ 1");
-  RunDir run(opt.out);
-  if (run.finished() && !opt.force) {
-    if (progress)
-      *progress << "run already finished: " << (opt.out / "result.json").string()
-                << " (use --force to run it again)\n";
-    std::ifstream in(opt.out / "result.json");
-    return nlohmann::json::parse(in);
-  }
-  run.reset();
-
   ModelSpec spec = ModelSpec::parse(opt.model);
   ClassificationTask task = make_classification_task(opt.task, opt.seed);
   std::unique_ptr<Classifier> model = build_classifier(spec, task.features, task.classes, opt.seed);
@@ -92,25 +84,38 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
                            {"batch", opt.batch},        {"lr", decimal(opt.lr)},
                            {"schedule", opt.schedule},  {"clip_norm", decimal(opt.clip_norm)},
                            {"l2", decimal(opt.l2)},     {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
-  run.write_manifest({{"command", "train"},
-                      {"config", config},
-                      {"seed", opt.seed},
-                      {"device", "cpu"},
-                      {"threads", 1},
-                      {"parameters", params.count()},
-                      {"build", build_description()}});
+  RunLifecycle life(opt.out, config, opt.force);
+  const RunLifecycle::Start begun = life.begin({{"command", "train"},
+                                                {"seed", opt.seed},
+                                                {"device", "cpu"},
+                                                {"threads", 1},
+                                                {"parameters", params.count()},
+                                                {"build", build_description()}});
+  if (begun == RunLifecycle::Start::finished) {
+    if (progress)
+      *progress << "run already finished: " << (opt.out / "result.json").string()
+                << " (use --force to run it again)\n";
+    return life.finished_result();
+  }
 
   const int64_t n = task.train.x.dim(0);
   std::vector<int64_t> order(n);
   PhiloxStream shuffle(opt.seed, kStreamShuffle);
-  int64_t step = 0;
+  int64_t step = 0, first_epoch = 1;
+  if (begun == RunLifecycle::Start::resumed) {
+    std::map<std::string, Tensor> no_buffers;
+    const nlohmann::json s = life.load_state(params, adam, no_buffers);
+    first_epoch = s.at("epoch").get<int64_t>() + 1;
+    step = s.at("step");
+    shuffle.seek(s.at("shuffle_position").get<uint64_t>());
+  }
   std::string status = "completed";
   nlohmann::json diverged_at;
   Eval train_eval{}, test_eval{};
   std::vector<double> epoch_seconds;
   auto start = Clock::now();
 
-  for (int64_t epoch = 1; epoch <= opt.epochs && status == "completed"; ++epoch) {
+  for (int64_t epoch = first_epoch; epoch <= opt.epochs && status == "completed"; ++epoch) {
     auto epoch_start = Clock::now();
     std::iota(order.begin(), order.end(), 0);
     for (int64_t i = n - 1; i > 0; --i)
@@ -132,16 +137,20 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
     if (status != "completed") break;
     train_eval = evaluate(*model, task.train);
     test_eval = evaluate(*model, task.test);
-    run.append_metrics({{"epoch", epoch},
-                        {"step", step},
-                        {"lr", decimal(schedule.at(step))},
-                        {"train_loss", train_eval.loss},
-                        {"train_accuracy", train_eval.accuracy},
-                        {"test_loss", test_eval.loss},
-                        {"test_accuracy", test_eval.accuracy}});
+    life.append_metrics({{"epoch", epoch},
+                         {"step", step},
+                         {"lr", decimal(schedule.at(step))},
+                         {"train_loss", train_eval.loss},
+                         {"train_accuracy", train_eval.accuracy},
+                         {"test_loss", test_eval.loss},
+                         {"test_accuracy", test_eval.accuracy}});
+    if (epoch < opt.epochs)
+      life.save_state(params, adam, {},
+                      {{"epoch", epoch}, {"step", step}, {"shuffle_position", shuffle.position()}});
     epoch_seconds.push_back(std::chrono::duration<double>(Clock::now() - epoch_start).count());
     if (progress) {
-      double per = std::chrono::duration<double>(Clock::now() - start).count() / epoch;
+      double per = std::chrono::duration<double>(Clock::now() - start).count() /
+                   static_cast<double>(epoch - first_epoch + 1);
       *progress << "epoch " << epoch << "/" << opt.epochs << "  train loss " << train_eval.loss
                 << "  test acc " << test_eval.accuracy << "  ETA "
                 << static_cast<int64_t>(per * (opt.epochs - epoch)) << " s\n";
@@ -150,7 +159,7 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
   save_checkpoint((opt.out / "checkpoint.bin").string(), params, &adam);
 
   double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  run.write_training_timing(wall, step, epoch_seconds);
+  life.dir().write_training_timing(wall, step, epoch_seconds);
   nlohmann::json result = {{"status", status},
                            {"model", spec.canonical()},
                            {"task", opt.task},
@@ -165,7 +174,7 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
                              {"test_loss", test_eval.loss},
                              {"test_accuracy", test_eval.accuracy}}}};
   if (status == "diverged") result["diverged"] = diverged_at;
-  run.write_result(result);
+  life.finish(result);
   return result;
 }
 

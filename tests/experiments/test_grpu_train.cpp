@@ -136,5 +136,47 @@ TEST(GrpuTrain, SameSeedGivesByteIdenticalResult) {
   }
 }
 
+// The shared run lifecycle (experiments/run_lifecycle.h) for sequence runs: a run
+// killed after an evaluation resumes from its last state to the same bytes; a
+// finished run is skipped; another configuration in its directory is refused
+// unless forced.
+TEST(GrpuTrain, KilledRunResumesToTheSameBytes) {
+  SequenceTrainOptions a = short_run("mare_grpu_r1", "grpu+hidden=6"),
+                       c = short_run("mare_grpu_r2", "grpu+hidden=6");
+  train_sequence_model(a, nullptr);
+  c.after_evaluation = [](int64_t epoch) {
+    if (epoch == 4) throw std::runtime_error("killed");
+  };
+  EXPECT_THROW(train_sequence_model(c, nullptr), std::runtime_error);
+  EXPECT_TRUE(std::filesystem::exists(c.out / "last.ckpt"));
+  c.after_evaluation = nullptr;
+  train_sequence_model(c, nullptr);
+  EXPECT_EQ(slurp(a.out / "result.json"), slurp(c.out / "result.json"));
+  EXPECT_EQ(slurp(a.out / "metrics.jsonl"), slurp(c.out / "metrics.jsonl"));
+  EXPECT_EQ(slurp(a.out / "checkpoint.bin"), slurp(c.out / "checkpoint.bin"));
+  EXPECT_FALSE(std::filesystem::exists(c.out / "last.ckpt"));
+}
+
+TEST(GrpuTrain, FinishedRunIsSkippedAndAnotherConfigurationRefused) {
+  SequenceTrainOptions o = short_run("mare_grpu_s", "gru+hidden=4");
+  o.epochs = 2;
+  const nlohmann::json first = train_sequence_model(o, nullptr);
+  const auto stamp = std::filesystem::last_write_time(o.out / "result.json");
+  EXPECT_EQ(train_sequence_model(o, nullptr), first);
+  EXPECT_EQ(std::filesystem::last_write_time(o.out / "result.json"), stamp);
+  SequenceTrainOptions other = o;
+  other.batch = 5;
+  try {
+    train_sequence_model(other, nullptr);
+    ADD_FAILURE() << "a finished run of another configuration was reused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("another configuration (batch"), std::string::npos)
+        << e.what();
+  }
+  other.force = true;
+  EXPECT_EQ(train_sequence_model(other, nullptr)["batch"], 5);
+  EXPECT_EQ(nlohmann::json::parse(slurp(o.out / "manifest.json"))["config"]["batch"], 5);
+}
+
 }  // namespace
 }  // namespace mare
