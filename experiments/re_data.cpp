@@ -472,6 +472,24 @@ std::vector<BatchItem> sample_re_batch(const ReSplit& split, int batch, PhiloxSt
   return items;
 }
 
+std::vector<BatchItem> sample_balanced_re_batch(const ReSplit& split, int batch,
+                                                PhiloxStream& rng) {
+  if (batch < 1) throw std::invalid_argument("sample_balanced_re_batch: batch size must be >= 1");
+  if (split.positives.empty() && split.negatives.empty())
+    throw std::invalid_argument("sample_balanced_re_batch: the " + split.name +
+                                " split has no examples");
+  std::vector<BatchItem> items;
+  for (int i = 0; i < batch; ++i) {
+    const bool positive = i < (batch + 1) / 2;
+    const std::vector<int>& pool = (positive && !split.positives.empty()) || split.negatives.empty()
+                                       ? split.positives
+                                       : split.negatives;
+    const int x = pool[rng.below(static_cast<uint32_t>(pool.size()))];
+    items.push_back({split.examples[x].doc, {x}});
+  }
+  return items;
+}
+
 std::vector<BatchItem> sample_ner_batch(const ReSplit& split, int batch, PhiloxStream& rng) {
   if (batch < 1) throw std::invalid_argument("sample_ner_batch: batch size must be >= 1");
   if (split.documents.empty())

@@ -165,6 +165,11 @@ ReBatch make_batch(const ReSplit& split, const std::vector<BatchItem>& items);
 // positive pool, else from the negative pool (the other pool when one is empty), each
 // drawn uniformly with replacement; each becomes one item with just that pair.
 std::vector<BatchItem> sample_re_batch(const ReSplit& split, int batch, PhiloxStream& rng);
+// The same ratio inside every batch: the first ⌈B/2⌉ examples from the positive pool,
+// the rest from the negative pool (uniform, with replacement; the other pool when one
+// is empty). Single-class batches make a small model's bias swing from batch to batch;
+// this is the trainer's `--batching balanced`.
+std::vector<BatchItem> sample_balanced_re_batch(const ReSplit& split, int batch, PhiloxStream& rng);
 // NER batch: B documents drawn uniformly with replacement, no pairs.
 std::vector<BatchItem> sample_ner_batch(const ReSplit& split, int batch, PhiloxStream& rng);
 // Evaluation: every document of the split in order, each with all its examples, in

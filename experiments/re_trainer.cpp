@@ -60,8 +60,9 @@ struct Evaluation {
   double mean_steps = 0;
 };
 
+// Scores a split: relations always, NER when `ner` (the model trains it).
 Evaluation evaluate(ReModel& model, const ReCorpus& corpus, const ReSplit& split,
-                    int64_t eval_batch, Device device) {
+                    int64_t eval_batch, Device device, bool ner) {
   Evaluation ev;
   std::vector<int> gold(split.examples.size()), pred(split.examples.size(), 0), distance;
   for (size_t i = 0; i < split.examples.size(); ++i) {
@@ -79,7 +80,7 @@ Evaluation evaluate(ReModel& model, const ReCorpus& corpus, const ReSplit& split
       for (int64_t k = 0; k < batch.P; ++k) pred[batch.example_index[k]] = p[k];
       steps_sum += out.mean_steps, steps_batches += 1;
     }
-    if (model.supports_ner()) {
+    if (ner) {
       ReOutput out = model.forward(batch, ReTask::entities, ctx);
       const std::vector<int> p = argmax_rows(out.ner_logits->value);
       const Tensor g = batch.ner_targets.to(Device::cpu);
@@ -97,7 +98,7 @@ Evaluation evaluate(ReModel& model, const ReCorpus& corpus, const ReSplit& split
     }
   }
   ev.relations = relation_scores(gold, pred, distance, corpus.relation_names);
-  if (model.supports_ner()) {
+  if (ner) {
     ev.ner = ner_scores(ner_gold, ner_pred, corpus.ner_tag_names);
     ev.has_ner = true;
   }
@@ -157,6 +158,9 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
   if (opt.steps < 1 || opt.batch < 1 || opt.eval_every < 1 || opt.eval_batch < 1)
     throw std::invalid_argument(
         "train: --steps, --batch, --eval-every and --eval-batch must be ≥ 1");
+  if (opt.batching != "bran" && opt.batching != "balanced")
+    throw std::invalid_argument("train: --batching " + opt.batching +
+                                ": expected bran or balanced");
   if (opt.class_weights != "auto" && opt.class_weights != "on" && opt.class_weights != "off")
     throw std::invalid_argument("train: --class-weights " + opt.class_weights +
                                 ": expected auto, on or off");
@@ -283,10 +287,13 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
       ner_value = loss->value.item();
       if (out.aux_loss) loss = ag::add(loss, out.aux_loss);
     } else {
-      ReBatch batch =
-          to_device(make_batch(corpus.train,
-                               sample_re_batch(corpus.train, static_cast<int>(opt.batch), sampler)),
-                    opt.device);
+      ReBatch batch = to_device(
+          make_batch(
+              corpus.train,
+              opt.batching == "balanced"
+                  ? sample_balanced_re_batch(corpus.train, static_cast<int>(opt.batch), sampler)
+                  : sample_re_batch(corpus.train, static_cast<int>(opt.batch), sampler)),
+          opt.device);
       ReOutput out = model->forward(batch, ReTask::relations, ctx);
       loss = ag::cross_entropy(out.pair_logits, batch.labels, class_weights);
       re_value = loss->value.item();
@@ -314,7 +321,8 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
     step_seconds.push_back(std::chrono::duration<double>(Clock::now() - ts).count());
 
     if (step % opt.eval_every == 0 || step == opt.steps) {
-      Evaluation ev = evaluate(*model, corpus, corpus.valid, opt.eval_batch, opt.device);
+      Evaluation ev =
+          evaluate(*model, corpus, corpus.valid, opt.eval_batch, opt.device, trains_ner);
       const double f1 = ev.relations.micro.f1;
       nlohmann::json line = {{"step", step},
                              {"train_re_loss", loss_n ? loss_sum / loss_n : 0.0},
@@ -372,10 +380,10 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
     load_checkpoint(life.best_checkpoint().string(), params, nullptr, &model->buffers());
     result["best_step"] = best_step;
     result["stopped_early"] = stopped_early;
-    result["valid"] =
-        evaluation_json(evaluate(*model, corpus, corpus.valid, opt.eval_batch, opt.device));
-    result["test"] =
-        evaluation_json(evaluate(*model, corpus, corpus.test, opt.eval_batch, opt.device));
+    result["valid"] = evaluation_json(
+        evaluate(*model, corpus, corpus.valid, opt.eval_batch, opt.device, trains_ner));
+    result["test"] = evaluation_json(
+        evaluate(*model, corpus, corpus.test, opt.eval_batch, opt.device, trains_ner));
     result["test_references"] = reference_scores(corpus);
   }
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();

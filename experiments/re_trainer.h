@@ -5,9 +5,9 @@
 // One step trains one task (SPEC §4.2): NER with probability ner_prob (the
 // model's switch; never for cnn), else RE on a BRAN batch (all positive or all
 // negative pairs, probability 0.5 each); `+multitask=sum` trains RE + NER on every
-// step instead. Loss: cross-entropy over the pairs' classes (class-weighted, eq.
-// 4-2, for the multiclass corpora unless told otherwise) or over the tokens' BIO
-// tags, plus β₂ · mean ponder cost with halting; then L2, global-norm clipping
+// step instead (`batching = balanced` puts both pools in every RE batch). Loss: cross-entropy over
+// the pairs' classes (class-weighted, eq. 4-2, for the multiclass corpora unless told otherwise) or
+// over the tokens' BIO tags, plus β₂ · mean ponder cost with halting; then L2, global-norm clipping
 // and Adam (thesis Table 4.1: lr 5e-4, clip 3, L2 1e-4, batch 32). Parameters
 // that a step's task does not reach are left as they are by that step (no L2,
 // no momentum), as TensorFlow does with variables that get no gradient.
@@ -48,6 +48,7 @@ struct ReTrainOptions {
   int max_tokens = 0;                  // 0: the corpus's default (CTD 500)
   std::string word2vec;                // optional word2vec file for the word embeddings
   std::string class_weights = "auto";  // auto (multiclass corpora) | on | off
+  std::string batching = "bran";       // bran: whole batches from one pool | balanced
   Device device = Device::cpu;
   std::filesystem::path out;
   bool force = false;

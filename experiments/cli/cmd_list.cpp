@@ -24,7 +24,7 @@ void add_list_command(CLI::App& app) {
         std::string form = sw.kind == SwitchInfo::Kind::flag ? "+" + std::string(sw.name)
                                                              : "+" + std::string(sw.name) + "=";
         if (sw.kind == SwitchInfo::Kind::choice) form += std::string(sw.choices);
-        std::cout << "      " << std::left << std::setw(30) << form << sw.help << " (default "
+        std::cout << "      " << std::left << std::setw(30) << form << " " << sw.help << " (default "
                   << sw.default_value << ")\n";
       }
     }
@@ -36,7 +36,7 @@ void add_list_command(CLI::App& app) {
       std::cout << "  " << std::left << std::setw(18) << g.name << g.summary << "\n";
       for (const GridRow& r : g.rows)
         std::cout << "      row " << std::left << std::setw(11) << r.label << std::setw(32)
-                  << r.model << (r.needs_memory ? "(needs ntcre: not built yet)" : "") << "\n";
+                  << r.model << (r.needs_memory ? "(memory)" : "") << "\n";
     }
     std::cout << "\ntasks (experiments/tasks.cpp):\n";
     for (const TaskInfo& t : task_registry())

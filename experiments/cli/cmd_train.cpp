@@ -75,6 +75,7 @@ struct RelationExtras {
   int max_tokens = 0;
   std::string word2vec;
   std::string class_weights = "auto";
+  std::string batching = "bran";
   std::string device = "cpu";
 };
 
@@ -94,6 +95,7 @@ void run_relation(const TrainOptions& o, RelationExtras x, const SequenceExtras&
   r.max_tokens = x.max_tokens;
   r.word2vec = x.word2vec;
   r.class_weights = x.class_weights;
+  r.batching = x.batching;
   r.device = parse_device(x.device);
   // Thesis Table 4.1 unless the options are given.
   if (cmd.count("--batch")) r.batch = o.batch;
@@ -194,6 +196,11 @@ void add_train_command(CLI::App& app) {
                   "Relation models: eq. 4-2 class weights: auto (multiclass corpora), on, off")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--batching", rel->batching,
+                  "Relation models: bran (each RE batch from the positive or the negative pool, "
+                  "p = 0.5) or balanced (half of each batch from each pool)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bran", "balanced"}));
   cmd->add_option("--device", rel->device, "Relation models: cpu or cuda")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));

@@ -5,8 +5,6 @@
 // configurations get clear errors.
 #include <gtest/gtest.h>
 
-#include <stdlib.h>
-
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -16,6 +14,7 @@
 
 #include "experiments/data/generators.h"
 #include "experiments/re_trainer.h"
+#include "tests/temp_dir.h"
 
 namespace mare {
 namespace {
@@ -27,13 +26,9 @@ std::string slurp(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// A unique directory per test process (suites may run concurrently).
+// A unique directory per test process, removed at exit (suites may run concurrently).
 const fs::path& scratch() {
-  static const fs::path dir = [] {
-    std::string tmpl = (fs::temp_directory_path() / "mare_re_train_XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    return fs::path(tmpl);
-  }();
+  static const fs::path dir = ::mare::test::process_temp_dir() / "re_train";
   return dir;
 }
 
