@@ -55,7 +55,6 @@ int64_t& Shape::operator[](int i) {
   return dims_[j];
 }
 
-
 bool Shape::operator==(const Shape& o) const {
   if (rank_ != o.rank_) return false;
   for (int i = 0; i < rank_; ++i)

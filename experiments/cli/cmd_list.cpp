@@ -24,8 +24,8 @@ void add_list_command(CLI::App& app) {
         std::string form = sw.kind == SwitchInfo::Kind::flag ? "+" + std::string(sw.name)
                                                              : "+" + std::string(sw.name) + "=";
         if (sw.kind == SwitchInfo::Kind::choice) form += std::string(sw.choices);
-        std::cout << "      " << std::left << std::setw(30) << form << " " << sw.help << " (default "
-                  << sw.default_value << ")\n";
+        std::cout << "      " << std::left << std::setw(30) << form << " " << sw.help
+                  << " (default " << sw.default_value << ")\n";
       }
     }
     std::cout << "\nmodel aliases (the thesis's names):\n";

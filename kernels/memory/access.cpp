@@ -210,7 +210,8 @@ Tensor usage_forward(const Tensor& usage_prev, const Tensor& write_weights_prev,
                      &usage_prev, &write_weights_prev, &retention);
   Tensor out = Tensor::empty(s);
   const float *u = usage_prev.f32(), *w = write_weights_prev.f32(), *psi = retention.f32();
-  for (int64_t i = 0, n_i = out.numel(); i < n_i; ++i) out.f32()[i] = (u[i] + w[i] - u[i] * w[i]) * psi[i];
+  for (int64_t i = 0, n_i = out.numel(); i < n_i; ++i)
+    out.f32()[i] = (u[i] + w[i] - u[i] * w[i]) * psi[i];
   return out;
 }
 
