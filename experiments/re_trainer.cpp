@@ -358,7 +358,8 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
                        {"best_f1", best_f1}});
       if (stopped_early) break;
     }
-    if (progress) {
+    // On a terminal one line rewritten every step; otherwise (logs) a line per evaluation.
+    if (progress && (tty || step % opt.eval_every == 0 || step == opt.steps)) {
       const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
       const double rate = step_seconds.size() / std::max(elapsed, 1e-9);
       *progress << (tty ? "\r" : "") << "step " << step << "/" << opt.steps << "  loss "
