@@ -14,8 +14,10 @@
 #include "models/functions.h"
 #include "models/functions_re.h"
 #include "models/layers.h"
+#include "models/optim.h"
 #include "models/re_model.h"
 #include "models/registry.h"
+#include "tests/gpu_required.h"
 
 namespace mare {
 namespace {
@@ -334,6 +336,42 @@ TEST(Registry, Table46HasTheTwelveRows) {
   EXPECT_EQ(memory, 4);
   EXPECT_EQ(resolve_model(std::string(grid->rows[7].model)).canonical(),
             resolve_model("UTRE-CPD").canonical());
+}
+
+// One training step of each relation model on the GPU against the CPU: the loss,
+// every parameter's gradient and the updated weights (SPEC §2 tolerances after
+// reductions and GEMMs). Skips, with the reason, without a GPU.
+TEST(ReModelsCuda, OneTrainingStepMatchesTheCpu) {
+  MARE_NEEDS_GPU();
+  for (const std::string& name : std::vector<std::string>{"cnn+d=6+filters=5+dropout=0",
+                                                          "bran" + kSmall, "UTRE-CPD" + kSmall}) {
+    auto cpu = build(name), gpu = build(name);
+    gpu->to(Device::cuda);
+    ReBatch b = tiny_batch(), bg = tiny_batch();
+    for (Tensor* t : {&bg.words, &bg.mask, &bg.ngrams, &bg.chars, &bg.entity_tags, &bg.ner_targets,
+                      &bg.pair_doc, &bg.labels, &bg.head_offsets, &bg.head_rows, &bg.tail_offsets,
+                      &bg.tail_rows, &bg.head_pos, &bg.tail_pos})
+      *t = t->to(Device::cuda);
+    Adam adam_cpu(cpu->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
+    Adam adam_gpu(gpu->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
+    const ag::Var lc = task_loss(*cpu, b, ReTask::relations);
+    const ag::Var lg = task_loss(*gpu, bg, ReTask::relations);
+    EXPECT_NEAR(lc->value.item(), lg->value.to(Device::cpu).item(),
+                1e-4 * std::fabs(lc->value.item()))
+        << name;
+    ag::backward(lc);
+    ag::backward(lg);
+    adam_cpu.step(1e-3f);
+    adam_gpu.step(1e-3f);
+    const auto& pc = cpu->parameters().all();
+    const auto& pg = gpu->parameters().all();
+    for (size_t k = 0; k < pc.size(); ++k) {
+      const Tensor wc = pc[k]->value, wg = pg[k]->value.to(Device::cpu);
+      for (int64_t i = 0; i < wc.numel(); ++i)
+        ASSERT_NEAR(wc.f32()[i], wg.f32()[i], 1e-4 + 1e-4 * std::fabs(wc.f32()[i]))
+            << name << " " << pc[k]->name << "[" << i << "]";
+    }
+  }
 }
 
 }  // namespace
