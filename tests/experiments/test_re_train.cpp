@@ -187,5 +187,25 @@ TEST(ReTrain, BadConfigurationsAreRefusedClearly) {
   EXPECT_NE(message(o).find("--data"), std::string::npos);
 }
 
+// With a learning rate of 0 the validation F1 never improves: patience 2 stops the
+// run after the third evaluation, and the best (first) checkpoint is what gets scored.
+TEST(ReTrain, EarlyStoppingAfterPatienceEvaluations) {
+  ReTrainOptions o = options("bran+iterations=1+d=8+heads=2+ner_prob=0", "early");
+  o.lr = 0.0f;
+  o.steps = 100;
+  o.eval_every = 10;
+  o.patience = 2;
+  const nlohmann::json r = train_re_model(o, nullptr);
+  EXPECT_EQ(r["status"], "completed");
+  EXPECT_EQ(r["stopped_early"], true);
+  EXPECT_EQ(r["steps"], 30);
+  EXPECT_EQ(r["best_step"], 10);
+  std::ifstream metrics(o.out / "metrics.jsonl");
+  std::string line;
+  int lines = 0;
+  while (std::getline(metrics, line)) ++lines;
+  EXPECT_EQ(lines, 3);
+}
+
 }  // namespace
 }  // namespace mare
