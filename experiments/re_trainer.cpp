@@ -226,13 +226,8 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
                                {"relations", corpus.relation_names},
                                {"vocabulary", corpus.sizes.words}}},
                              {"build", build_description()}};
-  const RunLifecycle::Start start = life.begin(manifest);
-  if (start == RunLifecycle::Start::finished) {
-    if (progress)
-      *progress << "run already finished: " << (opt.out / "result.json").string()
-                << " (use --force to run it again)\n";
-    return life.finished_result();
-  }
+  const RunLifecycle::Start start = life.begin(manifest, progress);
+  if (start == RunLifecycle::Start::finished) return life.finished_result();
 
   // Trainer state (what last.ckpt carries besides the tensors).
   int64_t step = 0, best_step = 0, since_best = 0;

@@ -70,7 +70,8 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b) {
 RunLifecycle::RunLifecycle(std::filesystem::path out, nlohmann::json config, bool force)
     : dir_(std::move(out)), config_(std::move(config)), force_(force) {}
 
-RunLifecycle::Start RunLifecycle::begin(const nlohmann::json& manifest_extra) {
+RunLifecycle::Start RunLifecycle::begin(const nlohmann::json& manifest_extra,
+                                        std::ostream* progress) {
   const auto manifest_path = dir_.path() / "manifest.json";
   const bool have_manifest = std::filesystem::exists(manifest_path);
   if (!force_ && have_manifest && (dir_.finished() || std::filesystem::exists(last_checkpoint()))) {
@@ -86,6 +87,9 @@ RunLifecycle::Start RunLifecycle::begin(const nlohmann::json& manifest_extra) {
                                   " now); use --force to replace it, or another --out");
     if (dir_.finished()) {
       finished_ = read_json(dir_.path() / "result.json");
+      if (progress)
+        *progress << "run already finished: " << (dir_.path() / "result.json").string()
+                  << " (use --force to run it again)\n";
       return Start::finished;
     }
     return Start::resumed;

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <ostream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -41,8 +42,8 @@ class RunLifecycle {
   RunLifecycle(std::filesystem::path out, nlohmann::json config, bool force);
 
   // Decides how the run starts; for fresh runs writes the manifest
-  // ({"command", "config", + manifest_extra}).
-  Start begin(const nlohmann::json& manifest_extra);
+  // ({"config"} + manifest_extra). A finished run is announced on `progress`.
+  Start begin(const nlohmann::json& manifest_extra, std::ostream* progress = nullptr);
   const nlohmann::json& finished_result() const { return finished_; }
 
   RunDir& dir() { return dir_; }

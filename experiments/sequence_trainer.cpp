@@ -79,13 +79,9 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
                                                 {"device", "cpu"},
                                                 {"threads", 1},
                                                 {"parameters", params.count()},
-                                                {"build", build_description()}});
-  if (begun == RunLifecycle::Start::finished) {
-    if (progress)
-      *progress << "run already finished: " << (opt.out / "result.json").string()
-                << " (use --force to run it again)\n";
-    return life.finished_result();
-  }
+                                                {"build", build_description()}},
+                                               progress);
+  if (begun == RunLifecycle::Start::finished) return life.finished_result();
 
   PhiloxStream shuffle(opt.seed, kStreamShuffle);
   int64_t step = 0, first_epoch = 1;

@@ -90,13 +90,9 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
                                                 {"device", "cpu"},
                                                 {"threads", 1},
                                                 {"parameters", params.count()},
-                                                {"build", build_description()}});
-  if (begun == RunLifecycle::Start::finished) {
-    if (progress)
-      *progress << "run already finished: " << (opt.out / "result.json").string()
-                << " (use --force to run it again)\n";
-    return life.finished_result();
-  }
+                                                {"build", build_description()}},
+                                               progress);
+  if (begun == RunLifecycle::Start::finished) return life.finished_result();
 
   const int64_t n = task.train.x.dim(0);
   std::vector<int64_t> order(n);
