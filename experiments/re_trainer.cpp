@@ -210,22 +210,16 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
                            {"ner_trained", trains_ner}, {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
   RunLifecycle life(opt.out, config, opt.force);
   const std::string device_name = to_string(opt.device);
-  nlohmann::json manifest = {{"command", "train"},
-                             {"seed", opt.seed},
-                             {"device", device_name},
-                             {"threads", 1},
-                             {"parameters", params.count()},
-                             {"model_structure", model->describe()},
-                             {"data",
-                              {{"source", opt.data},
-                               {"train_documents", corpus.train.documents.size()},
-                               {"valid_documents", corpus.valid.documents.size()},
-                               {"test_documents", corpus.test.documents.size()},
-                               {"train_examples", corpus.train.examples.size()},
-                               {"train_positives", corpus.train.positives.size()},
-                               {"relations", corpus.relation_names},
-                               {"vocabulary", corpus.sizes.words}}},
-                             {"build", build_description()}};
+  nlohmann::json manifest = training_manifest(opt.seed, device_name, params.count());
+  manifest["model_structure"] = model->describe();
+  manifest["data"] = {{"source", opt.data},
+                      {"train_documents", corpus.train.documents.size()},
+                      {"valid_documents", corpus.valid.documents.size()},
+                      {"test_documents", corpus.test.documents.size()},
+                      {"train_examples", corpus.train.examples.size()},
+                      {"train_positives", corpus.train.positives.size()},
+                      {"relations", corpus.relation_names},
+                      {"vocabulary", corpus.sizes.words}};
   const RunLifecycle::Start start = life.begin(manifest, progress);
   if (start == RunLifecycle::Start::finished) return life.finished_result();
 

@@ -74,13 +74,8 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
                            {"loss", "mse"},
                            {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
   RunLifecycle life(opt.out, config, opt.force);
-  const RunLifecycle::Start begun = life.begin({{"command", "train"},
-                                                {"seed", opt.seed},
-                                                {"device", "cpu"},
-                                                {"threads", 1},
-                                                {"parameters", params.count()},
-                                                {"build", build_description()}},
-                                               progress);
+  const RunLifecycle::Start begun =
+      life.begin(training_manifest(opt.seed, "cpu", params.count()), progress);
   if (begun == RunLifecycle::Start::finished) return life.finished_result();
 
   PhiloxStream shuffle(opt.seed, kStreamShuffle);

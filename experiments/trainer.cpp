@@ -32,6 +32,12 @@ nlohmann::json build_description() {
             {"nlohmann_json", MARE_JSON_VERSION}}}};
 }
 
+nlohmann::json training_manifest(uint64_t seed, const std::string& device, int64_t parameters) {
+  return {{"command", "train"},       {"seed", seed},
+          {"device", device},         {"threads", 1},
+          {"parameters", parameters}, {"build", build_description()}};
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -85,13 +91,8 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
                            {"schedule", opt.schedule},  {"clip_norm", decimal(opt.clip_norm)},
                            {"l2", decimal(opt.l2)},     {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
   RunLifecycle life(opt.out, config, opt.force);
-  const RunLifecycle::Start begun = life.begin({{"command", "train"},
-                                                {"seed", opt.seed},
-                                                {"device", "cpu"},
-                                                {"threads", 1},
-                                                {"parameters", params.count()},
-                                                {"build", build_description()}},
-                                               progress);
+  const RunLifecycle::Start begun =
+      life.begin(training_manifest(opt.seed, "cpu", params.count()), progress);
   if (begun == RunLifecycle::Start::finished) return life.finished_result();
 
   const int64_t n = task.train.x.dim(0);

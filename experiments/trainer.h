@@ -38,5 +38,8 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
 
 // What every manifest records about this build and machine.
 nlohmann::json build_description();
+// The manifest fields every training run has besides its configuration: command,
+// seed, device, threads, parameter count and build_description().
+nlohmann::json training_manifest(uint64_t seed, const std::string& device, int64_t parameters);
 
 }  // namespace mare

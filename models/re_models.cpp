@@ -402,7 +402,8 @@ std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConf
     c.norm = nn::Norm::Kind::layer;
     return std::make_unique<AttentionRe>("bran", c, config, seed);
   }
-  if (spec.base == "utre") {
+  if (spec.base == "utre" || spec.base == "ntcre") {
+    // utre's encoder: one shared block, the switches of Table 4.6, batch norm by default.
     c.shared = true;
     c.ngram = spec.has("ngram");
     c.inverted = spec.has("transition");
@@ -411,18 +412,10 @@ std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConf
     c.input_norm = true;
     c.head_norm = true;
     if (!c.cpd) c.max_steps = c.iterations;
-    return std::make_unique<AttentionRe>("utre", c, config, seed);
   }
+  if (spec.base == "utre") return std::make_unique<AttentionRe>("utre", c, config, seed);
   if (spec.base == "ntcre") {
     // utre's encoder whose mixer is attention then the memory controller (SPEC §4.5).
-    c.shared = true;
-    c.ngram = spec.has("ngram");
-    c.inverted = spec.has("transition");
-    c.cpd = spec.has("cpd");
-    c.norm = nn::parse_norm(spec.switches.count("norm") ? spec.switches.at("norm") : "batch");
-    c.input_norm = true;
-    c.head_norm = true;
-    if (!c.cpd) c.max_steps = c.iterations;
     nn::MemoryConfig m;
     m.dim = c.d;
     m.heads = c.heads;
