@@ -10,11 +10,16 @@
 
 namespace mare::cli {
 
-void add_doctor_command(CLI::App& app);  // cmd_doctor.cpp
-void add_list_command(CLI::App& app);    // cmd_list.cpp
-void add_train_command(CLI::App& app);   // cmd_train.cpp
-void add_stats_command(CLI::App& app);   // cmd_stats.cpp
-void add_data_command(CLI::App& app);    // cmd_data.cpp
-void add_bench_command(CLI::App& app);   // cmd_bench.cpp
+void add_doctor_command(CLI::App& app);   // cmd_doctor.cpp
+void add_list_command(CLI::App& app);     // cmd_list.cpp
+void add_train_command(CLI::App& app);    // cmd_train.cpp
+void add_stats_command(CLI::App& app);    // cmd_stats.cpp
+void add_data_command(CLI::App& app);     // cmd_data.cpp
+void add_bench_command(CLI::App& app);    // cmd_bench.cpp
+void add_sweep_command(CLI::App& app);    // cmd_sweep.cpp: mare sweep
+void add_collect_command(CLI::App& app);  // cmd_collect.cpp: mare collect
+void add_compare_command(CLI::App& app);  // cmd_compare.cpp: mare compare
+void add_report_command(CLI::App& app);   // cmd_report.cpp: mare report
+void add_inspect_command(CLI::App& app);  // cmd_inspect.cpp: mare inspect
 
 }  // namespace mare::cli

@@ -50,6 +50,21 @@ int main(int argc, char** argv) {
 #ifdef MARE_HAVE_BENCH_CLI
   mare::cli::add_bench_command(app);
 #endif
+#ifdef MARE_HAVE_SWEEP_CLI
+  mare::cli::add_sweep_command(app);
+#endif
+#ifdef MARE_HAVE_COLLECT_CLI
+  mare::cli::add_collect_command(app);
+#endif
+#ifdef MARE_HAVE_COMPARE_CLI
+  mare::cli::add_compare_command(app);
+#endif
+#ifdef MARE_HAVE_REPORT_CLI
+  mare::cli::add_report_command(app);
+#endif
+#ifdef MARE_HAVE_INSPECT_CLI
+  mare::cli::add_inspect_command(app);
+#endif
 
   try {
     app.parse(argc, argv);
