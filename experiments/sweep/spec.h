@@ -46,6 +46,7 @@ struct SweepPlan {
   std::string name;       // spec name
   std::string table;      // thesis table it regenerates ("4.6"), or ""
   std::string profile;    // smoke | default | paper
+  std::string description;
   std::vector<DataNeed> data;
   std::vector<RunPlan> runs;  // in a fixed order: cells in spec order, then seeds
 
