@@ -2,6 +2,7 @@
 //
 //   mare data generate NAME --out DIR --seed S [--docs N]
 //   mare data inspect PATH --format pubtator|semeval|bran-tsv|word2vec [--relations FILE]
+//   mare data stats KIND:DIR [--json FILE] [--max-tokens N]   (experiments/sweep/corpus_stats.h)
 //
 // Rule: this file only parses arguments and prints; the work lives in experiments/data
 // (where it is unit-tested). Errors propagate as exceptions naming file, line and what
@@ -17,6 +18,8 @@
 #include "experiments/data/pubtator.h"
 #include "experiments/data/semeval.h"
 #include "experiments/data/word2vec.h"
+#include "experiments/run_dir.h"
+#include "experiments/sweep/corpus_stats.h"
 
 namespace mare::cli {
 
@@ -82,6 +85,23 @@ void run_inspect(const InspectArgs& a) {
   }
 }
 
+struct StatsArgs {
+  std::string source;
+  std::string json;
+  int max_tokens = -1;
+};
+
+void run_stats(const StatsArgs& a) {
+  const sweep::CorpusStatistics s = sweep::corpus_statistics(a.source, a.max_tokens);
+  std::cout << sweep::describe(s);
+  if (!a.json.empty()) {
+    const std::filesystem::path out(a.json);
+    if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+    atomic_write(out, sweep::to_json(s).dump() + "\n");
+    std::cout << "wrote " << a.json << "\n";
+  }
+}
+
 }  // namespace
 
 void add_data_command(CLI::App& app) {
@@ -111,6 +131,20 @@ void add_data_command(CLI::App& app) {
                   "SemEval relation file (default: PATH with .text.xml -> .relations.txt, if "
                   "it exists)");
   ins->callback([ins_args] { run_inspect(*ins_args); });
+
+  auto st_args = std::make_shared<StatsArgs>();
+  auto* st = data_cmd->add_subcommand(
+      "stats",
+      "Corpus statistics through the trainer's loader: documents, tokens, entities, relations "
+      "per class, related-pair distances (thesis Tables 4.4/4.9/4.11, Figs 4.4/4.10)");
+  st->add_option("source", st_args->source, "KIND:DIR (synth-cdr, pubtator, bran-tsv, semeval)")
+      ->required();
+  st->add_option("--json", st_args->json, "Also write the statistics as JSON (atomically)");
+  st->add_option("--max-tokens", st_args->max_tokens,
+                 "Cut documents as training does: 0 the corpus default (CTD 500), N > 0 that "
+                 "many tokens (default -1: whole documents)")
+      ->capture_default_str();
+  st->callback([st_args] { run_stats(*st_args); });
 }
 
 }  // namespace mare::cli

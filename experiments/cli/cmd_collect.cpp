@@ -1,0 +1,49 @@
+// `mare collect DIR... --out results.csv`: one row per run of the given sweep trees
+// (shards merged), as experiments/sweep/collect.h describes. This file only parses
+// arguments and prints; errors propagate as exceptions naming the file.
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "experiments/cli/commands.h"
+#include "experiments/sweep/collect.h"
+
+namespace mare::cli {
+namespace {
+
+struct CollectArgs {
+  std::vector<std::string> dirs;
+  std::string out;
+};
+
+void run_collect(const CollectArgs& a) {
+  std::vector<std::filesystem::path> roots(a.dirs.begin(), a.dirs.end());
+  const sweep::Collection c = sweep::collect_runs(roots);
+  for (const std::string& w : c.warnings) std::cerr << "mare: warning: " << w << "\n";
+  if (c.runs.empty()) throw std::runtime_error("no runs found under the given directories");
+  sweep::write_collect_csv(a.out, c.runs);
+  std::map<std::string, int> by_status;
+  for (const sweep::CollectedRun& r : c.runs) ++by_status[r.status];
+  std::cout << a.out << ": " << c.runs.size() << " runs (";
+  bool first = true;
+  for (const auto& [status, n] : by_status) {
+    std::cout << (first ? "" : ", ") << n << " " << status;
+    first = false;
+  }
+  std::cout << "), " << sweep::collect_columns(c.runs).size() << " columns\n";
+}
+
+}  // namespace
+
+void add_collect_command(CLI::App& app) {
+  auto args = std::make_shared<CollectArgs>();
+  auto* cmd = app.add_subcommand(
+      "collect",
+      "Merge sweep trees (shards) into one CSV, one row per run: cell, seed, status, params, "
+      "metrics");
+  cmd->add_option("DIR", args->dirs, "Sweep roots, shard roots or run directories")->required();
+  cmd->add_option("--out", args->out, "CSV file to write (atomically)")->required();
+  cmd->callback([args] { run_collect(*args); });
+}
+
+}  // namespace mare::cli

@@ -1,0 +1,326 @@
+#include "experiments/sweep/collect.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "experiments/run_dir.h"
+#include "experiments/sweep/csv.h"
+
+namespace fs = std::filesystem;
+
+namespace mare::sweep {
+namespace {
+
+const std::vector<std::string>& fixed_columns() {
+  static const std::vector<std::string> c{"sweep", "table", "profile", "cell",
+                                          "seed",  "id",    "status"};
+  return c;
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CollectError(path.string() + ": cannot open for reading");
+  std::ostringstream s;
+  s << in.rdbuf();
+  try {
+    return nlohmann::json::parse(s.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw CollectError(path.string() + ": malformed JSON (" + e.what() + ")");
+  }
+}
+
+const nlohmann::json& field(const nlohmann::json& j, const fs::path& path, const std::string& key,
+                            nlohmann::json::value_t type, const char* what) {
+  if (!j.is_object()) throw CollectError(path.string() + ": expected a JSON object");
+  auto it = j.find(key);
+  bool ok = it != j.end();
+  if (ok) {
+    if (type == nlohmann::json::value_t::number_integer)
+      ok = it->is_number_integer();
+    else
+      ok = it->type() == type;
+  }
+  if (!ok) throw CollectError(path.string() + ": expected \"" + key + "\" (" + what + ")");
+  return *it;
+}
+
+std::string param_text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number_float()) return csv_number(v.get<double>());
+  if (v.is_null()) return "";
+  return v.dump();
+}
+
+void flatten(const nlohmann::json& j, const std::string& prefix,
+             std::map<std::string, double>& out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+  } else if (j.is_array()) {
+    for (std::size_t i = 0; i < j.size(); ++i)
+      flatten(j[i], prefix.empty() ? std::to_string(i) : prefix + "." + std::to_string(i), out);
+  } else if (j.is_number()) {  // booleans are not numbers to nlohmann::json
+    out[prefix] = j.get<double>();
+  }
+}
+
+// The metric columns of one result.json: aliases, then the other numeric leaves.
+std::map<std::string, double> result_metrics(const nlohmann::json& result) {
+  std::map<std::string, double> leaves;
+  flatten(result, "", leaves);
+  std::map<std::string, double> m;
+  for (const auto& [alias, path] : metric_aliases()) {
+    auto it = leaves.find(path);
+    if (it != leaves.end()) m[alias] = it->second;
+  }
+  std::set<std::string> taken(fixed_columns().begin(), fixed_columns().end());
+  taken.insert("dir");
+  for (const auto& a : metric_aliases()) taken.insert(a.first);
+  for (const auto& [k, v] : leaves)
+    if (!taken.count(k) && k.rfind("param.", 0) != 0) m[k] = v;
+  return m;
+}
+
+// status.json, then result.json, then "missing".
+void read_outcome(const fs::path& dir, CollectedRun& run) {
+  if (fs::exists(dir / "result.json")) {
+    run.result = read_json(dir / "result.json");
+    if (!run.result.is_object())
+      throw CollectError((dir / "result.json").string() + ": expected a JSON object");
+    run.metrics = result_metrics(run.result);
+    // A result.json is written last: without a status field (older runs) it is finished.
+    auto it = run.result.find("status");
+    run.status = it != run.result.end() && it->is_string() ? it->get<std::string>() : "completed";
+  }
+  if (fs::exists(dir / "status.json")) {
+    const fs::path p = dir / "status.json";
+    const nlohmann::json s = read_json(p);
+    run.status =
+        field(s, p, "status", nlohmann::json::value_t::string, "a string").get<std::string>();
+    if (run.status.empty()) throw CollectError(p.string() + ": expected a non-empty \"status\"");
+    run.has_status = true;
+  }
+  if (run.status.empty()) run.status = "missing";
+}
+
+CollectedRun read_sweep_run(const fs::path& dir) {
+  const fs::path p = dir / "run.json";
+  const nlohmann::json j = read_json(p);
+  using V = nlohmann::json::value_t;
+  CollectedRun run;
+  run.sweep = field(j, p, "sweep", V::string, "a string").get<std::string>();
+  run.table = field(j, p, "table", V::string, "a string").get<std::string>();
+  run.profile = field(j, p, "profile", V::string, "a string").get<std::string>();
+  run.cell = field(j, p, "cell", V::string, "a string").get<std::string>();
+  run.seed = field(j, p, "seed", V::number_integer, "an integer").get<int64_t>();
+  run.id = field(j, p, "id", V::string, "a string").get<std::string>();
+  const nlohmann::json& params = field(j, p, "params", V::object, "an object");
+  for (auto it = params.begin(); it != params.end(); ++it)
+    run.params[it.key()] = param_text(it.value());
+  run.dir = dir.string();
+  read_outcome(dir, run);
+  return run;
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string legacy_cell(const fs::path& dir) {
+  fs::path abs = fs::weakly_canonical(fs::absolute(dir));
+  if (abs.filename().empty()) abs = abs.parent_path();
+  const std::string name = abs.filename().string();
+  static const std::regex seed_dir("^seed[0-9]+([^0-9].*)?$");
+  if (std::regex_match(name, seed_dir)) return abs.parent_path().filename().string();
+  static const std::regex seed_suffix("^(.+)-seed[0-9]+$");
+  std::smatch m;
+  if (std::regex_match(name, m, seed_suffix)) return m[1].str();
+  return name;
+}
+
+CollectedRun read_legacy_run(const fs::path& dir) {
+  const fs::path p = dir / "manifest.json";
+  const nlohmann::json manifest = read_json(p);
+  if (!manifest.is_object()) throw CollectError(p.string() + ": expected a JSON object");
+  CollectedRun run;
+  run.legacy = true;
+  run.cell = legacy_cell(dir);
+  run.dir = dir.string();
+  read_outcome(dir, run);
+  auto seed = manifest.find("seed");
+  if (seed != manifest.end() && seed->is_number_integer()) {
+    run.seed = seed->get<int64_t>();
+  } else if (run.result.contains("seed") && run.result["seed"].is_number_integer()) {
+    run.seed = run.result["seed"].get<int64_t>();
+  } else {
+    throw CollectError(p.string() +
+                       ": expected \"seed\" (an integer; legacy run without run.json)");
+  }
+  nlohmann::json config = manifest.value("config", nlohmann::json::object());
+  if (config.is_object()) {
+    for (auto it = config.begin(); it != config.end(); ++it)
+      if (it.key() != "seed" && !it.value().is_structured())
+        run.params[it.key()] = param_text(it.value());
+  }
+  const nlohmann::json key = {{"cell", run.cell}, {"config", config}, {"seed", run.seed}};
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(key.dump())));
+  run.id = buf;
+  return run;
+}
+
+struct Found {
+  fs::path dir;
+  bool legacy = false;
+};
+
+void walk(const fs::path& dir, std::set<fs::path>& visited, std::vector<Found>& found) {
+  std::error_code ec;
+  const fs::path canonical = fs::canonical(dir, ec);
+  if (ec) throw CollectError(dir.string() + ": cannot resolve (" + ec.message() + ")");
+  if (!visited.insert(canonical).second) return;  // reached twice (symlink, overlapping DIRs)
+  if (fs::exists(dir / "run.json")) {
+    found.push_back({dir, false});
+    return;
+  }
+  if (fs::exists(dir / "manifest.json") && fs::exists(dir / "result.json")) {
+    found.push_back({dir, true});
+    return;
+  }
+  std::vector<std::string> subdirs;
+  fs::directory_iterator it(dir, ec);
+  if (ec) throw CollectError(dir.string() + ": cannot list (" + ec.message() + ")");
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) throw CollectError(dir.string() + ": cannot list (" + ec.message() + ")");
+    std::error_code e2;
+    if (it->is_directory(e2)) subdirs.push_back(it->path().filename().string());
+  }
+  std::sort(subdirs.begin(), subdirs.end());
+  for (const std::string& s : subdirs) walk(dir / s, visited, found);
+}
+
+int outcome_rank(const CollectedRun& r) {
+  return !r.result.is_null() ? 2 : r.has_status ? 1 : 0;
+}
+
+}  // namespace
+
+const std::vector<std::pair<std::string, std::string>>& metric_aliases() {
+  static const std::vector<std::pair<std::string, std::string>> a{
+      {"test_f1", "test.relations.micro.f1"},
+      {"test_precision", "test.relations.micro.precision"},
+      {"test_recall", "test.relations.micro.recall"},
+      {"test_macro_f1", "test.relations.macro_f1"},
+      {"valid_f1", "valid.relations.micro.f1"},
+      {"best_step", "best_step"},
+      {"steps", "steps"},
+      {"train_mse", "final.train_mse"},
+      {"test_mse", "final.test_mse"},
+      {"epochs", "epochs"},
+      {"parameters", "parameters"},
+  };
+  return a;
+}
+
+Collection collect_runs(const std::vector<fs::path>& roots) {
+  if (roots.empty()) throw CollectError("no directory given (expected one or more sweep trees)");
+  Collection c;
+  std::set<fs::path> visited;
+  std::vector<CollectedRun> runs;
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::size_t> index;
+  for (const fs::path& root : roots) {
+    std::error_code ec;
+    if (!fs::is_directory(root, ec))
+      throw CollectError(root.string() +
+                         ": not a directory (expected a sweep tree or run directory)");
+    const bool seen = visited.count(fs::canonical(root, ec)) > 0;
+    std::vector<Found> found;
+    walk(root, visited, found);
+    if (found.empty() && !seen)
+      c.warnings.push_back(root.string() +
+                           ": no runs found (no run.json, nor manifest.json with result.json)");
+    for (const Found& f : found) {
+      CollectedRun run = f.legacy ? read_legacy_run(f.dir) : read_sweep_run(f.dir);
+      const auto key = std::make_tuple(run.sweep, run.table, run.cell, run.id);
+      auto [it, fresh] = index.emplace(key, runs.size());
+      if (fresh) {
+        runs.push_back(std::move(run));
+        continue;
+      }
+      CollectedRun& kept = runs[it->second];
+      if (!kept.result.is_null() && !run.result.is_null()) {
+        if (kept.result != run.result)
+          throw CollectError(
+              "run " + run.id + " (cell " + run.cell + ", seed " + std::to_string(run.seed) +
+              ") found twice with different result.json: " + kept.dir + " and " + run.dir);
+        continue;
+      }
+      if (outcome_rank(run) > outcome_rank(kept)) kept = std::move(run);
+    }
+  }
+  std::sort(runs.begin(), runs.end(), [](const CollectedRun& a, const CollectedRun& b) {
+    return std::tie(a.table, a.sweep, a.cell, a.seed, a.id, a.dir) <
+           std::tie(b.table, b.sweep, b.cell, b.seed, b.id, b.dir);
+  });
+  c.runs = std::move(runs);
+  return c;
+}
+
+std::vector<std::string> collect_columns(const std::vector<CollectedRun>& runs) {
+  std::vector<std::string> cols = fixed_columns();
+  std::set<std::string> params, metrics;
+  for (const CollectedRun& r : runs) {
+    for (const auto& kv : r.params) params.insert(kv.first);
+    for (const auto& kv : r.metrics) metrics.insert(kv.first);
+  }
+  for (const std::string& p : params) cols.push_back("param." + p);
+  for (const auto& a : metric_aliases())
+    if (metrics.erase(a.first)) cols.push_back(a.first);
+  cols.insert(cols.end(), metrics.begin(), metrics.end());
+  cols.push_back("dir");
+  return cols;
+}
+
+std::string collect_csv(const std::vector<CollectedRun>& runs) {
+  const std::vector<std::string> cols = collect_columns(runs);
+  std::string out = csv_record(cols);
+  const std::size_t first_param = fixed_columns().size();
+  for (const CollectedRun& r : runs) {
+    std::vector<std::string> row{r.sweep, r.table, r.profile, r.cell, std::to_string(r.seed),
+                                 r.id,    r.status};
+    for (std::size_t i = first_param; i + 1 < cols.size(); ++i) {
+      const std::string& c = cols[i];
+      if (c.rfind("param.", 0) == 0) {
+        auto it = r.params.find(c.substr(6));
+        row.push_back(it == r.params.end() ? "" : it->second);
+      } else {
+        auto it = r.metrics.find(c);
+        row.push_back(it == r.metrics.end() ? "" : csv_number(it->second));
+      }
+    }
+    row.push_back(r.dir);
+    out += csv_record(row);
+  }
+  return out;
+}
+
+void write_collect_csv(const fs::path& out, const std::vector<CollectedRun>& runs) {
+  const std::string text = collect_csv(runs);
+  if (out.has_parent_path()) fs::create_directories(out.parent_path());
+  atomic_write(out, text);
+}
+
+}  // namespace mare::sweep

@@ -1,0 +1,236 @@
+#include "experiments/sweep/corpus_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <tuple>
+
+#include "experiments/re_data.h"
+#include "experiments/re_metrics.h"
+
+namespace mare::sweep {
+namespace {
+
+SplitStats split_stats(const ReCorpus& c, const ReSplit& s) {
+  const std::size_t classes = c.relation_names.size();
+  SplitStats r;
+  r.name = s.name;
+  r.documents = static_cast<long>(s.documents.size());
+  for (const data::Document& d : s.documents) {
+    r.sentences += static_cast<long>(d.sentences.size());
+    r.tokens.push_back(static_cast<int>(d.tokens.size()));
+    r.entities += static_cast<long>(d.entities.size());
+    r.mentions += static_cast<long>(d.mentions.size());
+    for (const data::Entity& e : d.entities) ++r.entities_by_type[e.type];
+    for (const data::Mention& m : d.mentions) ++r.mentions_by_type[m.type];
+    r.annotated_relations += static_cast<long>(d.relations.size());
+  }
+  r.examples = static_cast<long>(s.examples.size());
+  r.relations.assign(classes, 0);
+  r.reverse_yes.assign(classes, 0);
+  r.reverse_no.assign(classes, 0);
+  std::map<std::tuple<int, std::string, std::string>, long> pairs;
+  for (std::size_t i = 0; i < s.examples.size(); ++i) {
+    const data::Example& e = s.examples[i];
+    const int label = s.labels[i];
+    ++r.relations[label];
+    if (label == 0) {
+      ++r.negative;
+      continue;
+    }
+    ++r.positive;
+    (i < s.reverse.size() && s.reverse[i] ? r.reverse_yes : r.reverse_no)[label]++;
+    const data::Document& d = s.documents[e.doc];
+    ++pairs[{label, d.entities[e.head].type, d.entities[e.tail].type}];
+    r.distances.push_back(e.distance);
+  }
+  for (const auto& [key, n] : pairs)
+    r.by_pair_type.push_back(
+        {c.relation_names[std::get<0>(key)], std::get<1>(key), std::get<2>(key), n});
+  r.truncated_documents = s.truncated_documents;
+  r.dropped_pairs = s.dropped_pairs;
+  r.dropped_positives = s.dropped_positives;
+  r.unmatched_relations = s.unmatched_relations;
+  return r;
+}
+
+// R's quantile type 7 median of integers; NaN when empty.
+double median_of(std::vector<int> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (static_cast<double>(v[n / 2 - 1]) + v[n / 2]) / 2.0;
+}
+
+double mean_of(const std::vector<int>& v) {
+  if (v.empty()) return NAN;
+  double s = 0;
+  for (int x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+nlohmann::json num(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json extreme(const std::vector<int>& v, bool max) {
+  if (v.empty()) return nullptr;
+  return max ? *std::max_element(v.begin(), v.end()) : *std::min_element(v.begin(), v.end());
+}
+
+std::string fmt(double v, const char* f = "%.1f") {
+  if (!std::isfinite(v)) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string pad(const std::string& s, std::size_t w, bool left = false) {
+  if (s.size() >= w) return s;
+  return left ? s + std::string(w - s.size(), ' ') : std::string(w - s.size(), ' ') + s;
+}
+
+}  // namespace
+
+CorpusStatistics corpus_statistics(const std::string& source, int max_tokens) {
+  ReCorpusOptions o;
+  o.source = source;
+  o.max_tokens = max_tokens;
+  const ReCorpus c = ReCorpus::load(o);
+  CorpusStatistics s;
+  s.source = source;
+  s.kind = to_string(c.kind);
+  s.directory = c.directory;
+  s.max_tokens = c.max_tokens;
+  s.relation_classes = c.relation_names;
+  s.entity_types = c.entity_types;
+  for (const ReSplit* sp : {&c.train, &c.valid, &c.test}) s.splits.push_back(split_stats(c, *sp));
+  return s;
+}
+
+nlohmann::json to_json(const CorpusStatistics& s) {
+  nlohmann::json j;
+  j["source"] = s.source;
+  j["kind"] = s.kind;
+  j["directory"] = s.directory;
+  j["max_tokens"] = s.max_tokens;
+  j["relation_classes"] = s.relation_classes;
+  j["entity_types"] = s.entity_types;
+  j["split_order"] = nlohmann::json::array();
+  j["splits"] = nlohmann::json::object();
+  for (const SplitStats& sp : s.splits) {
+    j["split_order"].push_back(sp.name);
+    nlohmann::json x;
+    x["documents"] = sp.documents;
+    x["sentences"] = sp.sentences;
+    long total = 0;
+    for (int t : sp.tokens) total += t;
+    x["tokens"] = {{"total", total},
+                   {"mean", num(mean_of(sp.tokens))},
+                   {"median", num(median_of(sp.tokens))},
+                   {"min", extreme(sp.tokens, false)},
+                   {"max", extreme(sp.tokens, true)},
+                   {"per_document", sp.tokens}};
+    x["entities"] = sp.entities;
+    x["mentions"] = sp.mentions;
+    x["entities_by_type"] = sp.entities_by_type;
+    x["mentions_by_type"] = sp.mentions_by_type;
+    x["annotated_relations"] = sp.annotated_relations;
+    x["examples"] = sp.examples;
+    x["positive"] = sp.positive;
+    x["negative"] = sp.negative;
+    nlohmann::json rel = nlohmann::json::object(), rev = nlohmann::json::object();
+    for (std::size_t k = 1; k < s.relation_classes.size(); ++k) {
+      rel[s.relation_classes[k]] = sp.relations[k];
+      rev[s.relation_classes[k]] = {{"yes", sp.reverse_yes[k]}, {"no", sp.reverse_no[k]}};
+    }
+    x["relations"] = rel;
+    if (s.kind == "semeval") x["reverse"] = rev;
+    x["relations_by_pair_type"] = nlohmann::json::array();
+    for (const PairTypeCount& p : sp.by_pair_type)
+      x["relations_by_pair_type"].push_back({{"relation", p.relation},
+                                             {"head_type", p.head_type},
+                                             {"tail_type", p.tail_type},
+                                             {"count", p.count}});
+    x["related_pair_distances"] = sp.distances;
+    nlohmann::json within = nlohmann::json::object();
+    for (int m : default_distance_buckets())
+      within[std::to_string(m)] =
+          std::count_if(sp.distances.begin(), sp.distances.end(), [m](int d) { return d <= m; });
+    x["distance"] = {{"mean", num(mean_of(sp.distances))},
+                     {"median", num(median_of(sp.distances))},
+                     {"max", extreme(sp.distances, true)},
+                     {"within", within}};
+    x["truncated_documents"] = sp.truncated_documents;
+    x["dropped_pairs"] = sp.dropped_pairs;
+    x["dropped_positives"] = sp.dropped_positives;
+    x["unmatched_relations"] = sp.unmatched_relations;
+    j["splits"][sp.name] = x;
+  }
+  return j;
+}
+
+std::string describe(const CorpusStatistics& s) {
+  std::string o = s.source + " (" + s.kind + ", " +
+                  (s.max_tokens > 0 ? "documents cut at " + std::to_string(s.max_tokens) + " tokens"
+                                    : std::string("whole documents")) +
+                  ")\n\n";
+  o += "split    documents  tokens: mean  median     max  entities  mentions  relations  "
+       "examples  positive  negative\n";
+  for (const SplitStats& sp : s.splits) {
+    o += pad(sp.name, 5, true) + pad(std::to_string(sp.documents), 13) +
+         pad(fmt(mean_of(sp.tokens)), 14) + pad(fmt(median_of(sp.tokens)), 8) +
+         pad(sp.tokens.empty() ? "-" : std::to_string(extreme(sp.tokens, true).get<int>()), 8) +
+         pad(std::to_string(sp.entities), 10) + pad(std::to_string(sp.mentions), 10) +
+         pad(std::to_string(sp.annotated_relations), 11) + pad(std::to_string(sp.examples), 10) +
+         pad(std::to_string(sp.positive), 10) + pad(std::to_string(sp.negative), 10) + "\n";
+  }
+  const bool semeval = s.kind == "semeval";
+  o += "\nexamples per relation class" +
+       std::string(semeval ? " (REVERSE yes/no in brackets)" : "") + ":\n";
+  std::size_t w = 8;
+  for (const std::string& r : s.relation_classes) w = std::max(w, r.size() + 2);
+  o += pad("class", w, true);
+  for (const SplitStats& sp : s.splits) o += pad(sp.name, semeval ? 18 : 10);
+  o += "\n";
+  for (std::size_t k = 0; k < s.relation_classes.size(); ++k) {
+    o += pad(s.relation_classes[k], w, true);
+    for (const SplitStats& sp : s.splits) {
+      std::string cell = std::to_string(sp.relations[k]);
+      if (semeval && k > 0)
+        cell +=
+            " (" + std::to_string(sp.reverse_yes[k]) + "/" + std::to_string(sp.reverse_no[k]) + ")";
+      o += pad(cell, semeval ? 18 : 10);
+    }
+    o += "\n";
+  }
+  o += "\nrelated-pair distance (tokens between the closest mentions):\n"
+       "split    pairs   mean  median    max";
+  for (int m : default_distance_buckets()) o += pad("<=" + std::to_string(m), 7);
+  o += "\n";
+  for (const SplitStats& sp : s.splits) {
+    o +=
+        pad(sp.name, 5, true) + pad(std::to_string(sp.distances.size()), 9) +
+        pad(fmt(mean_of(sp.distances)), 7) + pad(fmt(median_of(sp.distances)), 8) +
+        pad(sp.distances.empty() ? "-" : std::to_string(extreme(sp.distances, true).get<int>()), 7);
+    for (int m : default_distance_buckets())
+      o += pad(std::to_string(std::count_if(sp.distances.begin(), sp.distances.end(),
+                                            [m](int d) { return d <= m; })),
+               7);
+    o += "\n";
+  }
+  long lost = 0;
+  for (const SplitStats& sp : s.splits) lost += sp.dropped_pairs + sp.unmatched_relations;
+  if (lost > 0) {
+    o += "\nlost:";
+    for (const SplitStats& sp : s.splits)
+      o += " " + sp.name + " " + std::to_string(sp.truncated_documents) + " documents cut, " +
+           std::to_string(sp.dropped_pairs) + " pairs (" + std::to_string(sp.dropped_positives) +
+           " related) dropped, " + std::to_string(sp.unmatched_relations) +
+           " relations of other type pairs;";
+    o.back() = '\n';
+  }
+  return o;
+}
+
+}  // namespace mare::sweep
