@@ -2,14 +2,21 @@
 // memory inspections, gathered into one in-memory view that the tables and figures use.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace mare::report {
+
+// A malformed or unreadable input: what() starts with the file (and line, for text).
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // One training run (from a run directory or a row of a collect CSV).
 struct RunRecord {
@@ -21,12 +28,21 @@ struct RunRecord {
   nlohmann::json result;                 // result.json (null when missing)
   std::vector<nlohmann::json> metrics;   // metrics.jsonl, one object per evaluation
   std::map<std::string, double> values;  // flattened numeric results (collect's metric columns)
+  // Added for the tables and the index:
+  std::filesystem::path source;  // the run directory, or the collect CSV the row came from
+  std::string id;                // run.json "id" (collect's id column; "" for legacy dirs)
+  std::string kind;              // run.json "kind" ("train" | "bench"; "train" for legacy)
+  bool legacy = false;           // a run dir without run.json (manifest.json + result.json)
+  nlohmann::json run;            // run.json (null for legacy dirs and CSV rows)
+  nlohmann::json timing;         // timing.json (null when absent)
+  nlohmann::json status_json;    // status.json (null when absent)
 };
 
 struct BenchFile {
   std::filesystem::path path;
   std::string kind;  // "allocation" | "iteration" | "gbench"
   nlohmann::json json;
+  nlohmann::json run;  // run.json when the file is a sweep's bench run (its bench.json), else null
 };
 
 struct CorpusStats {  // `mare data stats --json` output
@@ -56,6 +72,38 @@ struct Artifact {
 };
 
 // Reads every path (kind detected from content); throws naming the file on malformed input.
+//
+// A directory is walked (entries in byte order, not into a run): a directory with run.json
+// is a run (its bench.json, if any, also a BenchFile); one with manifest.json and
+// result.json but no run.json a legacy run (cell: the parent's name for <cell>/seed<k>/,
+// else the directory's name less a trailing -seed<k>, as `mare collect` names it; table
+// inferred from the configuration: see infer_table); one with memory.json an inspection.
+// Other *.json files found in a walk are read when they are a benchmark or corpus
+// statistics and skipped otherwise, *.csv files read when their header is collect's.
+// A file given by name must be one of: collect CSV, benchmark JSON, corpus statistics,
+// memory.json, run.json/manifest.json/result.json (its directory is the run) — anything
+// else is an InputError. The same run found twice (same sweep, cell, seed and id, e.g.
+// in a tree and in a collect CSV) is kept once, the run directory's copy first.
 ReportInputs load_inputs(const std::vector<std::filesystem::path>& paths);
+
+// The thesis table a run belongs to: run.json's "table" when set, else from its
+// configuration: a sequence task (addition, multiplication, conditional) or a GRPU/GRU/
+// LSTM model -> "5.1"; CDR data (synth-cdr, pubtator) -> "4.5"; CTD (synth-ctd, bran-tsv)
+// -> "4.10"; SemEval -> "4.12"; "" otherwise.
+std::string infer_table(const RunRecord& run);
+
+// A run's parameter as text ("" when absent): params, then manifest.json's config.
+std::string param(const RunRecord& run, const std::string& key);
+
+// Kind of the run's corpus ("synth-cdr", "bran-tsv", ...; "" when unknown): the "data"
+// parameter or the command's --data argument, before the ':'.
+std::string data_kind(const RunRecord& run);
+// The whole data argument ("semeval:data/subtask1.2"; "" when unknown).
+std::string data_source(const RunRecord& run);
+
+// Which benchmark a JSON document is ("allocation" | "iteration" | "gbench"), "" if none.
+std::string benchmark_kind(const nlohmann::json& j);
+// Whether a JSON document is `mare data stats --json` output.
+bool is_corpus_stats(const nlohmann::json& j);
 
 }  // namespace mare::report

@@ -1,0 +1,418 @@
+#include "reports/src/inputs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "reports/src/util.h"
+
+namespace mare::report {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+json read_json_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw InputError(p.string() + ": cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    throw InputError(p.string() + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+json read_json_object(const fs::path& p) {
+  json j = read_json_file(p);
+  if (!j.is_object()) throw InputError(p.string() + ": expected a JSON object");
+  return j;
+}
+
+std::vector<json> read_jsonl(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw InputError(p.string() + ": cannot be read");
+  std::vector<json> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    try {
+      out.push_back(json::parse(line));
+    } catch (const json::parse_error& e) {
+      throw InputError(p.string() + ":" + std::to_string(n) + ": not a JSON object (" + e.what() +
+                       ")");
+    }
+    if (!out.back().is_object())
+      throw InputError(p.string() + ":" + std::to_string(n) + ": expected a JSON object");
+  }
+  return out;
+}
+
+// Numeric leaves with their paths joined by '.', array elements by index (collect's rule).
+void flatten(const json& j, const std::string& prefix, std::map<std::string, double>& out) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out);
+  } else if (j.is_array()) {
+    for (std::size_t i = 0; i < j.size(); ++i)
+      flatten(j[i], prefix.empty() ? std::to_string(i) : prefix + "." + std::to_string(i), out);
+  } else if (j.is_number()) {
+    out[prefix] = j.get<double>();
+  }
+}
+
+// collect's metric aliases (contracts.md), each with the result.json path it reads.
+const std::vector<std::pair<std::string, std::string>>& aliases() {
+  static const std::vector<std::pair<std::string, std::string>> a{
+      {"test_f1", "test.relations.micro.f1"},
+      {"test_precision", "test.relations.micro.precision"},
+      {"test_recall", "test.relations.micro.recall"},
+      {"test_macro_f1", "test.relations.macro_f1"},
+      {"valid_f1", "valid.relations.micro.f1"},
+      {"best_step", "best_step"},
+      {"steps", "steps"},
+      {"train_mse", "final.train_mse"},
+      {"test_mse", "final.test_mse"},
+      {"epochs", "epochs"},
+      {"parameters", "parameters"}};
+  return a;
+}
+
+void fill_values(RunRecord& r) {
+  r.values.clear();
+  if (r.result.is_object()) flatten(r.result, "", r.values);
+  for (const auto& [alias, path] : aliases()) {
+    auto it = r.values.find(path);
+    if (it != r.values.end()) r.values[alias] = it->second;
+  }
+}
+
+std::string scalar_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return format_shortest(v.get<double>());
+  return "";
+}
+
+// "seed3", "seed3-0a1b2c3d": the run directory of <cell>/seed<k>[-id]/.
+bool is_seed_dir_name(const std::string& name) {
+  static const std::regex re("seed[0-9]+(-.*)?");
+  return std::regex_match(name, re);
+}
+
+std::string legacy_cell(const fs::path& dir) {
+  const std::string name = dir.filename().string();
+  if (is_seed_dir_name(name)) return dir.parent_path().filename().string();
+  static const std::regex tail("(.*)-seed[0-9]+");
+  std::smatch m;
+  if (std::regex_match(name, m, tail)) return m[1];
+  return name;
+}
+
+RunRecord read_run_dir(const fs::path& dir) {
+  RunRecord r;
+  r.dir = dir;
+  r.source = dir;
+  const fs::path run_json = dir / "run.json";
+  if (fs::exists(run_json)) {
+    r.run = read_json_object(run_json);
+    auto str = [&](const char* key) {
+      if (!r.run.contains(key)) return std::string();
+      const json& v = r.run[key];
+      if (!v.is_string())
+        throw InputError(run_json.string() + ": \"" + key + "\" must be a string");
+      return v.get<std::string>();
+    };
+    r.sweep = str("sweep");
+    r.table = str("table");
+    r.profile = str("profile");
+    r.cell = str("cell");
+    r.id = str("id");
+    r.kind = str("kind");
+    if (r.run.contains("seed")) {
+      if (!r.run["seed"].is_number_integer())
+        throw InputError(run_json.string() + ": \"seed\" must be an integer");
+      r.seed = r.run["seed"].get<int64_t>();
+    }
+    r.params = r.run.value("params", json::object());
+    if (!r.params.is_object())
+      throw InputError(run_json.string() + ": \"params\" must be an object");
+  } else {
+    r.legacy = true;
+    r.kind = "train";
+    r.cell = legacy_cell(dir);
+  }
+  if (fs::exists(dir / "manifest.json")) r.manifest = read_json_object(dir / "manifest.json");
+  if (fs::exists(dir / "result.json")) r.result = read_json_object(dir / "result.json");
+  if (fs::exists(dir / "timing.json")) r.timing = read_json_object(dir / "timing.json");
+  if (fs::exists(dir / "metrics.jsonl")) r.metrics = read_jsonl(dir / "metrics.jsonl");
+  if (fs::exists(dir / "status.json")) r.status_json = read_json_object(dir / "status.json");
+  if (r.legacy) {
+    const json cfg = r.manifest.is_object() ? r.manifest.value("config", json::object()) : json();
+    r.params = json::object();
+    if (cfg.is_object())
+      for (const auto& [k, v] : cfg.items())
+        if (k != "seed" && v.is_primitive() && !v.is_null()) r.params[k] = v;
+    if (r.manifest.is_object() && r.manifest.contains("seed") &&
+        r.manifest["seed"].is_number_integer())
+      r.seed = r.manifest["seed"].get<int64_t>();
+  }
+  if (r.status_json.is_object() && r.status_json.contains("status") &&
+      r.status_json["status"].is_string())
+    r.status = r.status_json["status"].get<std::string>();
+  else if (r.result.is_object() && r.result.contains("status") && r.result["status"].is_string())
+    r.status = r.result["status"].get<std::string>();
+  else
+    r.status = "missing";
+  fill_values(r);
+  if (r.table.empty()) r.table = infer_table(r);
+  return r;
+}
+
+bool is_collect_header(const std::vector<std::string>& h) {
+  static const std::vector<std::string> first{"sweep", "table", "profile", "cell",
+                                              "seed",  "id",    "status"};
+  if (h.size() < first.size()) return false;
+  return std::equal(first.begin(), first.end(), h.begin());
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw InputError(p.string() + ": cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void read_collect_csv(const fs::path& p, const CsvTable& t, ReportInputs& out) {
+  const auto& h = t.header;
+  std::size_t dir_col = h.size();
+  for (std::size_t c = 0; c < h.size(); ++c)
+    if (h[c] == "dir") dir_col = c;
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const auto& row = t.rows[i];
+    const std::string where = p.string() + ":" + std::to_string(t.lines[i]);
+    if (row.size() != h.size())
+      throw InputError(where + ": expected " + std::to_string(h.size()) + " fields, found " +
+                       std::to_string(row.size()));
+    RunRecord r;
+    r.source = p;
+    r.sweep = row[0];
+    r.table = row[1];
+    r.profile = row[2];
+    r.cell = row[3];
+    double seed = 0;
+    std::string why;
+    if (!parse_double(row[4], seed) || seed != std::floor(seed))
+      throw InputError(where + ": column seed: expected an integer, found '" + row[4] + "'");
+    r.seed = static_cast<int64_t>(seed);
+    r.id = row[5];
+    r.status = row[6];
+    r.kind = "train";
+    r.params = json::object();
+    for (std::size_t c = 7; c < h.size(); ++c) {
+      if (c == dir_col || row[c].empty()) continue;
+      if (h[c].rfind("param.", 0) == 0) {
+        r.params[h[c].substr(6)] = row[c];
+      } else {
+        double v = 0;
+        if (!parse_double(row[c], v))
+          throw InputError(where + ": column " + h[c] + ": expected a number, found '" + row[c] +
+                           "'");
+        r.values[h[c]] = v;
+      }
+    }
+    if (dir_col < h.size() && !row[dir_col].empty()) r.params["_dir"] = row[dir_col];
+    if (r.table.empty()) r.table = infer_table(r);
+    out.runs.push_back(std::move(r));
+  }
+}
+
+// `mare data stats --json`: {"command": "data stats", ...} or an object with "splits".
+bool corpus_stats_shape(const json& j) {
+  if (!j.is_object()) return false;
+  if (j.value("command", std::string()) == "data stats") return true;
+  return j.contains("splits") && (j["splits"].is_object() || j["splits"].is_array());
+}
+
+struct Walker {
+  ReportInputs& out;
+
+  // A JSON file met on a walk or given by name. Returns false when it is none of ours.
+  bool json_file(const fs::path& p, const json& run) {
+    json j = read_json_file(p);
+    const std::string kind = benchmark_kind(j);
+    if (!kind.empty()) {
+      out.benchmarks.push_back({p, kind, std::move(j), run});
+      return true;
+    }
+    if (is_corpus_stats(j)) {
+      out.corpora.push_back({p, std::move(j)});
+      return true;
+    }
+    return false;
+  }
+
+  void dir(const fs::path& d, int depth) {
+    if (depth > 64) throw InputError(d.string() + ": directories nested too deep (a link loop?)");
+    const bool has_run = fs::exists(d / "run.json");
+    const bool has_legacy = fs::exists(d / "manifest.json") && fs::exists(d / "result.json");
+    if (has_run || has_legacy) {
+      RunRecord r = read_run_dir(d);
+      if (fs::exists(d / "bench.json")) {
+        if (!json_file(d / "bench.json", r.run))
+          throw InputError((d / "bench.json").string() +
+                           ": not a benchmark JSON (expected `mare bench allocation|iteration "
+                           "--json` or Google Benchmark output)");
+      }
+      out.runs.push_back(std::move(r));
+      return;
+    }
+    if (fs::exists(d / "memory.json")) {
+      out.inspections.push_back({d, read_json_file(d / "memory.json")});
+      return;
+    }
+    std::vector<fs::path> entries;
+    std::error_code ec;
+    for (fs::directory_iterator it(d, ec), end; !ec && it != end; it.increment(ec))
+      entries.push_back(it->path());
+    if (ec) throw InputError(d.string() + ": cannot be listed (" + ec.message() + ")");
+    std::sort(entries.begin(), entries.end());
+    for (const fs::path& e : entries) {
+      const std::string name = e.filename().string();
+      if (name.empty() || name[0] == '.') continue;  // temporaries of atomic writes, .git
+      if (fs::is_directory(e)) {
+        dir(e, depth + 1);
+      } else if (e.extension() == ".json") {
+        json_file(e, json());
+      } else if (e.extension() == ".csv") {
+        const CsvTable t = parse_csv(read_text(e), e.string());
+        if (is_collect_header(t.header)) read_collect_csv(e, t, out);
+      }
+    }
+  }
+
+  void given(const fs::path& p) {
+    if (!fs::exists(p)) throw InputError(p.string() + ": no such file or directory");
+    if (fs::is_directory(p)) return dir(p, 0);
+    const std::string name = p.filename().string();
+    if (name == "run.json" || name == "manifest.json" || name == "result.json")
+      return dir(p.parent_path().empty() ? fs::path(".") : p.parent_path(), 0);
+    if (name == "memory.json") {
+      out.inspections.push_back({p.parent_path(), read_json_file(p)});
+      return;
+    }
+    if (p.extension() == ".csv") {
+      const CsvTable t = parse_csv(read_text(p), p.string());
+      if (!is_collect_header(t.header))
+        throw InputError(p.string() +
+                         ":1: not a `mare collect` table (expected the header to begin with "
+                         "sweep,table,profile,cell,seed,id,status)");
+      return read_collect_csv(p, t, out);
+    }
+    if (!json_file(p, json()))
+      throw InputError(p.string() +
+                       ": not a report input (expected a run or sweep directory, a `mare "
+                       "collect` CSV, `mare bench allocation|iteration --json` or Google "
+                       "Benchmark JSON, `mare data stats --json` output, or memory.json)");
+  }
+};
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::string param(const RunRecord& run, const std::string& key) {
+  if (run.params.is_object() && run.params.contains(key)) return scalar_text(run.params[key]);
+  if (run.manifest.is_object() && run.manifest.contains("config") &&
+      run.manifest["config"].is_object() && run.manifest["config"].contains(key))
+    return scalar_text(run.manifest["config"][key]);
+  return "";
+}
+
+std::string data_source(const RunRecord& run) {
+  std::string d = param(run, "data");
+  if (d.empty() && run.run.is_object() && run.run.contains("command") &&
+      run.run["command"].is_array()) {
+    const json& c = run.run["command"];
+    for (std::size_t i = 0; i + 1 < c.size(); ++i)
+      if (c[i] == "--data" && c[i + 1].is_string()) d = c[i + 1].get<std::string>();
+  }
+  return d;
+}
+
+std::string data_kind(const RunRecord& run) {
+  const std::string d = data_source(run);
+  return d.substr(0, d.find(':'));
+}
+
+std::string infer_table(const RunRecord& run) {
+  if (!run.table.empty()) return run.table;
+  const std::string task = param(run, "task");
+  std::string model = lower(param(run, "model"));
+  model = model.substr(0, model.find('+'));
+  if (task == "addition" || task == "multiplication" || task == "conditional" || model == "grpu" ||
+      model == "gru" || model == "bigru" || model == "lstm")
+    return "5.1";
+  const std::string d = data_kind(run);
+  if (d == "synth-cdr" || d == "pubtator") return "4.5";
+  if (d == "synth-ctd" || d == "bran-tsv") return "4.10";
+  if (d == "synth-semeval" || d == "semeval") return "4.12";
+  return "";
+}
+
+std::string benchmark_kind(const json& j) {
+  if (!j.is_object()) return "";
+  if (j.contains("benchmarks") && j["benchmarks"].is_array() && j.contains("context"))
+    return "gbench";
+  const std::string b = j.value("benchmark", std::string());
+  if (b == "allocation" || b == "iteration") return b;
+  if (!j.contains("rows") || !j["rows"].is_array() || j["rows"].empty()) return "";
+  const json& r = j["rows"][0];
+  if (!r.is_object()) return "";
+  if (r.contains("variant") && r.contains("seq") && r.contains("mem")) return "allocation";
+  if (r.contains("model") && (r.contains("mean_s") || r.contains("times_s"))) return "iteration";
+  return "";
+}
+
+bool is_corpus_stats(const json& j) {
+  return corpus_stats_shape(j);
+}
+
+ReportInputs load_inputs(const std::vector<fs::path>& paths) {
+  ReportInputs in;
+  Walker w{in};
+  for (const fs::path& p : paths) w.given(p);
+
+  // One run found twice (a tree and a collect CSV of it): keep the first run-directory copy.
+  std::vector<RunRecord> kept;
+  std::map<std::tuple<std::string, std::string, int64_t, std::string>, std::size_t> seen;
+  std::stable_partition(in.runs.begin(), in.runs.end(),
+                        [](const RunRecord& r) { return !r.dir.empty(); });
+  for (RunRecord& r : in.runs) {
+    if (!r.id.empty()) {
+      auto key = std::make_tuple(r.sweep, r.cell, r.seed, r.id);
+      if (seen.count(key)) continue;
+      seen[key] = kept.size();
+    }
+    kept.push_back(std::move(r));
+  }
+  in.runs = std::move(kept);
+  // Keyed by content, not by the order the paths were given in.
+  std::stable_sort(in.runs.begin(), in.runs.end(), [](const RunRecord& a, const RunRecord& b) {
+    return std::tie(a.table, a.sweep, a.cell, a.seed, a.source) <
+           std::tie(b.table, b.sweep, b.cell, b.seed, b.source);
+  });
+  return in;
+}
+
+}  // namespace mare::report

@@ -1,0 +1,1517 @@
+#include "reports/src/tables.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "stats/descriptive.h"
+#include "stats/wilcoxon.h"
+
+namespace mare::report {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kNone = "—";
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
+  return out;
+}
+
+// ---- summaries -------------------------------------------------------------------------
+
+std::string mean_sd(const std::vector<double>& x, int decimals) {
+  if (x.empty()) return kNone;
+  const double m = stats::mean(x);
+  const std::string n = " (" + std::to_string(x.size()) + ")";
+  if (x.size() == 1) return format_fixed(m, decimals) + n;
+  return format_fixed(m, decimals) + " ± " + format_fixed(stats::sd(x), decimals) + n;
+}
+
+std::string median_range(const std::vector<double>& x, int sig) {
+  if (x.empty()) return kNone;
+  const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+  return format_sig(stats::median(x), sig) + " [" + format_sig(*lo, sig) + ", " +
+         format_sig(*hi, sig) + "]";
+}
+
+std::string signed_fixed(double d, int decimals) {
+  std::string s = format_fixed(d, decimals);
+  return (s[0] == '-' || s.find_first_not_of("0.") == std::string::npos) ? s : "+" + s;
+}
+
+// A published cell as printed ("" -> "—").
+std::string printed(const std::string& s) {
+  return s.empty() ? kNone : s;
+}
+
+bool pub_number(const std::string& s, double& v) {
+  return parse_double(s, v);
+}
+
+// ours (mean) − published, or "—".
+std::string diff_mean(const std::vector<double>& ours, const std::string& published, int decimals) {
+  double p = 0;
+  if (ours.empty() || !pub_number(published, p)) return kNone;
+  return signed_fixed(stats::mean(ours) - p, decimals);
+}
+
+// ---- which runs -----------------------------------------------------------------------
+
+bool completed(const RunRecord& r) {
+  return r.status == "completed";
+}
+
+std::vector<const RunRecord*> runs_of(const ReportInputs& in,
+                                      const std::function<bool(const RunRecord&)>& keep) {
+  std::vector<const RunRecord*> out;
+  for (const RunRecord& r : in.runs)
+    if (r.kind != "bench" && keep(r)) out.push_back(&r);
+  return out;
+}
+
+bool in_table(const RunRecord& r, std::initializer_list<const char*> tables) {
+  for (const char* t : tables)
+    if (r.table == t) return true;
+  return false;
+}
+
+// Counts of the runs that did not complete, for the notes.
+std::string not_completed_note(const std::vector<const RunRecord*>& runs) {
+  std::map<std::string, int> by;
+  for (const RunRecord* r : runs)
+    if (!completed(*r)) ++by[r->status.empty() ? "unknown" : r->status];
+  if (by.empty()) return "";
+  std::vector<std::string> parts;
+  for (const auto& [s, n] : by) parts.push_back(std::to_string(n) + " " + s);
+  return "Not counted (did not complete): " + join(parts, ", ") + ".";
+}
+
+std::vector<double> values_of(const std::vector<const RunRecord*>& runs, const std::string& key,
+                              double scale = 1.0) {
+  std::vector<double> x;
+  for (const RunRecord* r : runs) {
+    if (!completed(*r)) continue;
+    auto it = r->values.find(key);
+    if (it != r->values.end() && std::isfinite(it->second)) x.push_back(it->second * scale);
+  }
+  return x;
+}
+
+// Runs grouped by a label, labels in first-seen order.
+struct Groups {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const RunRecord*>> runs;
+  void add(const std::string& label, const RunRecord* r) {
+    if (!runs.count(label)) order.push_back(label);
+    runs[label].push_back(r);
+  }
+};
+
+// ---- model names ----------------------------------------------------------------------
+
+struct ModelParts {
+  std::string base;
+  std::map<std::string, std::string> switches;  // key -> value ("on" for a flag)
+};
+
+ModelParts parse_model(const std::string& name) {
+  static const std::map<std::string, std::string> aliases{
+      {"UTRE-CPD", "utre+ngram+transition+cpd"},
+      {"UTRE", "utre+ngram+transition"},
+      {"NTCRE-CPD", "ntcre+ngram+transition+cpd"},
+      {"NTCRE", "ntcre+ngram+transition"}};
+  std::vector<std::string> parts;
+  std::stringstream ss(name);
+  for (std::string p; std::getline(ss, p, '+');) parts.push_back(p);
+  ModelParts m;
+  if (parts.empty()) return m;
+  auto add = [&](const std::string& p) {
+    const auto eq = p.find('=');
+    if (eq == std::string::npos)
+      m.switches[p] = "on";
+    else
+      m.switches[p.substr(0, eq)] = p.substr(eq + 1);
+  };
+  auto alias = aliases.find(parts[0]);
+  if (alias != aliases.end()) {
+    ModelParts a = parse_model(alias->second);
+    m = a;
+  } else {
+    m.base = lower(parts[0]);
+  }
+  for (std::size_t i = 1; i < parts.size(); ++i) add(parts[i]);
+  return m;
+}
+
+std::string run_model(const RunRecord& r) {
+  if (r.manifest.is_object() && r.manifest.contains("config") && r.manifest["config"].is_object() &&
+      r.manifest["config"].contains("model") && r.manifest["config"]["model"].is_string())
+    return r.manifest["config"]["model"].get<std::string>();
+  return param(r, "model");
+}
+
+bool flag_on(const ModelParts& m, const std::string& key) {
+  auto it = m.switches.find(key);
+  return it != m.switches.end() && it->second != "off" && it->second != "0" &&
+         it->second != "false";
+}
+
+bool extra_data(const RunRecord& r) {
+  for (const char* k : {"extra_data", "data_extra", "plus_data"}) {
+    const std::string v = lower(param(r, k));
+    if (v == "true" || v == "1" || v == "on" || v == "yes") return true;
+  }
+  const std::string c = lower(r.cell);
+  return c.find("+data") != std::string::npos;
+}
+
+// ---- provenance -----------------------------------------------------------------------
+
+std::string manifest_date(const json& m) {
+  if (!m.is_object()) return "";
+  for (const char* k : {"date", "started", "created", "started_at", "created_at"})
+    if (m.contains(k) && m[k].is_string()) return m[k].get<std::string>();
+  return "";
+}
+
+json sorted_list(const std::set<std::string>& s) {
+  json a = json::array();
+  for (const std::string& x : s) a.push_back(x);
+  return a;
+}
+
+// ---- the published tables ------------------------------------------------------------
+
+std::map<std::string, std::string> row_map(const CsvTable& t, std::size_t i) {
+  std::map<std::string, std::string> m;
+  for (std::size_t c = 0; c < t.header.size() && c < t.rows[i].size(); ++c)
+    m[t.header[c]] = t.rows[i][c];
+  return m;
+}
+
+std::vector<std::map<std::string, std::string>> rows_of(const CsvTable& t) {
+  std::vector<std::map<std::string, std::string>> out;
+  for (std::size_t i = 0; i < t.rows.size(); ++i) out.push_back(row_map(t, i));
+  return out;
+}
+
+Table missing_table(const std::string& id, const std::string& title, const std::string& why) {
+  Table t;
+  t.id = id;
+  t.title = title;
+  t.missing = why;
+  return t;
+}
+
+void add_note(Table& t, const std::string& note) {
+  if (!note.empty()) t.notes.push_back(note);
+}
+
+// ---- Table 4.5: CDR relation extraction -------------------------------------------------
+
+// The published row of a model label, "" when the thesis has none of ours.
+std::string published_45_row(const std::string& label) {
+  if (label == "BRAN") return "BRAN Verga et al. 2018";
+  if (label == "BRAN +Data") return "BRAN Verga et al. 2018 +Data";
+  return label;
+}
+
+Table table_45(const ReportInputs& in, const Paper& paper) {
+  const std::string id = "table4.5", title = "Table 4.5: CDR relation extraction, test set (%)";
+  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"4.5"}); });
+  if (runs.empty())
+    return missing_table(id, title,
+                         "no CDR relation runs among the inputs (runs of table 4.5: a sweep "
+                         "with table \"4.5\", or `mare train` runs on synth-cdr/pubtator data)");
+  Groups g;
+  for (const RunRecord* r : runs) g.add(model_label(*r), r);
+  Table t;
+  t.id = id;
+  t.title = title;
+  t.columns = {"model",  "published P",  "ours P",  "published R",
+               "ours R", "published F1", "ours F1", "F1 difference"};
+  std::set<std::string> shown;
+  for (const auto& p : rows_of(paper.at("table_4_5_cdr_results.csv"))) {
+    std::string ours_label;
+    for (const std::string& l : g.order)
+      if (published_45_row(l) == p.at("model")) ours_label = l;
+    std::vector<const RunRecord*> rs;
+    if (!ours_label.empty()) {
+      rs = g.runs[ours_label];
+      shown.insert(ours_label);
+    }
+    auto P = values_of(rs, "test_precision", 100), R = values_of(rs, "test_recall", 100),
+         F = values_of(rs, "test_f1", 100);
+    t.rows.push_back({p.at("model"), printed(p.at("precision")), mean_sd(P, 1),
+                      printed(p.at("recall")), mean_sd(R, 1), printed(p.at("f1")), mean_sd(F, 1),
+                      diff_mean(F, p.at("f1"), 1)});
+  }
+  for (const std::string& l : g.order) {
+    if (shown.count(l)) continue;
+    const auto& rs = g.runs[l];
+    t.rows.push_back({l + " (ours only)", kNone, mean_sd(values_of(rs, "test_precision", 100), 1),
+                      kNone, mean_sd(values_of(rs, "test_recall", 100), 1), kNone,
+                      mean_sd(values_of(rs, "test_f1", 100), 1), kNone});
+  }
+  t.provenance = provenance_of(runs);
+  add_note(t,
+           "Ours: micro P/R/F1 of the CID class on the test split, mean ± sd (number of "
+           "completed runs). Published: thesis Table 4.5 (BioCreative V CDR). Models the thesis "
+           "quotes from the literature have no run of ours.");
+  add_note(t, not_completed_note(runs));
+  return t;
+}
+
+// ---- Table 4.6: ablation --------------------------------------------------------------
+
+struct Bits {
+  int memory = 0, ngram = 0, transition = 0, halting = 0;
+};
+
+bool utre_like(const ModelParts& m) {
+  return m.base == "utre" || m.base == "ntcre";
+}
+
+// The Table 4.6 configuration of a run: its cell when the cell is a published config,
+// else the row whose components match the model's switches; other models by name.
+std::string config_46(const RunRecord& r,
+                      const std::vector<std::map<std::string, std::string>>& pub) {
+  for (const auto& p : pub)
+    if (r.cell == p.at("config")) return r.cell;
+  const ModelParts m = parse_model(run_model(r));
+  if (!utre_like(m)) return model_label(r);
+  Bits b{m.base == "ntcre", flag_on(m, "ngram"), flag_on(m, "transition"), flag_on(m, "cpd")};
+  for (const auto& p : pub)
+    if (p.at("memory") == std::to_string(b.memory) &&
+        p.at("char_ngram") == std::to_string(b.ngram) &&
+        p.at("transition") == std::to_string(b.transition) &&
+        p.at("halting") == std::to_string(b.halting))
+      return p.at("config");
+  return model_label(r);
+}
+
+Table table_46(const ReportInputs& in, const Paper& paper) {
+  const std::string id = "table4.6", title = "Table 4.6: ablation on CDR, F1 (%) by configuration";
+  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"4.6"}); });
+  if (runs.empty())
+    return missing_table(id, title,
+                         "no runs of the table 4.6 sweep among the inputs (run.json \"table\": "
+                         "\"4.6\")");
+  const auto pub = rows_of(paper.at("table_4_6_ablation.csv"));
+  Groups g;
+  for (const RunRecord* r : runs) g.add(config_46(*r, pub), r);
+  Table t;
+  t.id = id;
+  t.title = title;
+  t.columns = {"config",         "memory",          "char n-gram", "transition",
+               "halting",        "published valid", "ours valid",  "difference",
+               "published test", "ours test",       "difference"};
+  std::set<std::string> shown;
+  for (const auto& p : pub) {
+    std::vector<const RunRecord*> rs;
+    if (g.runs.count(p.at("config"))) {
+      rs = g.runs[p.at("config")];
+      shown.insert(p.at("config"));
+    }
+    auto V = values_of(rs, "valid_f1", 100), T = values_of(rs, "test_f1", 100);
+    t.rows.push_back({p.at("config"), p.at("memory"), p.at("char_ngram"), p.at("transition"),
+                      p.at("halting"), printed(p.at("valid_f1")), mean_sd(V, 1),
+                      diff_mean(V, p.at("valid_f1"), 1), printed(p.at("test_f1")), mean_sd(T, 1),
+                      diff_mean(T, p.at("test_f1"), 1)});
+  }
+  for (const std::string& l : g.order) {
+    if (shown.count(l)) continue;
+    const auto& rs = g.runs[l];
+    t.rows.push_back({l, kNone, kNone, kNone, kNone, kNone,
+                      mean_sd(values_of(rs, "valid_f1", 100), 1), kNone, kNone,
+                      mean_sd(values_of(rs, "test_f1", 100), 1), kNone});
+  }
+  t.provenance = provenance_of(runs);
+  add_note(t,
+           "Ours: micro F1 of the best-on-validation checkpoint on validation and test, mean ± "
+           "sd (completed runs). The thesis's train F1 column is not measured here. Published: "
+           "mean of 30 repetitions. Components: 1 = on (memory: ntcre; halting: cpd).");
+  add_note(t, not_completed_note(runs));
+  return t;
+}
+
+// ---- Table 4.7: Wilcoxon between configurations ----------------------------------------
+
+Table table_47(const ReportInputs& in, const Paper& paper) {
+  const std::string id = "table4.7",
+                    title =
+                        "Table 4.7: Wilcoxon signed-rank tests between configurations "
+                        "(test F1, runs paired by seed)";
+  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"4.6", "4.7"}); });
+  if (runs.empty())
+    return missing_table(id, title,
+                         "no runs of the table 4.6 sweep among the inputs: the tests pair its "
+                         "configurations' runs by seed");
+  const auto pub46 = rows_of(paper.at("table_4_6_ablation.csv"));
+  std::map<std::string, std::map<int64_t, double>> f1;  // config -> seed -> test F1 (%)
+  for (const RunRecord* r : runs) {
+    if (!completed(*r) || !r->values.count("test_f1")) continue;
+    f1[config_46(*r, pub46)][r->seed] = r->values.at("test_f1") * 100;
+  }
+  // The published pairs first, then every other configuration against NTCRE-CPD.
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::map<std::pair<std::string, std::string>, std::string> published;
+  for (const auto& p : rows_of(paper.at("table_4_7_wilcoxon.csv"))) {
+    pairs.emplace_back(p.at("a"), p.at("b"));
+    published[{p.at("a"), p.at("b")}] = p.at("p");
+  }
+  for (const auto& [config, _] : f1) {
+    if (config == "NTCRE-CPD") continue;
+    std::pair<std::string, std::string> pr{config, "NTCRE-CPD"};
+    if (std::find(pairs.begin(), pairs.end(), pr) == pairs.end() &&
+        std::find(pairs.begin(), pairs.end(), std::make_pair(pr.second, pr.first)) == pairs.end())
+      pairs.push_back(pr);
+  }
+  struct Row {
+    std::vector<std::string> cells;
+    double p = NAN;
+  };
+  std::vector<Row> rows;
+  std::set<std::string> methods;
+  for (const auto& [a, b] : pairs) {
+    Row row;
+    std::string why;
+    std::vector<double> x, y;
+    std::vector<int64_t> seeds;
+    if (!f1.count(a) || !f1.count(b)) {
+      why = "no completed runs of " + (!f1.count(a) ? a : b);
+    } else {
+      for (const auto& [seed, v] : f1[a])
+        if (f1[b].count(seed)) {
+          x.push_back(v);
+          y.push_back(f1[b][seed]);
+          seeds.push_back(seed);
+        }
+      if (x.empty()) why = "no seed common to both";
+    }
+    const std::string pub_p = published.count({a, b}) ? published[{a, b}] : "";
+    if (!why.empty()) {
+      row.cells = {
+          a, b, std::to_string(x.size()), kNone, kNone, kNone, kNone, why, kNone, printed(pub_p)};
+      rows.push_back(row);
+      continue;
+    }
+    try {
+      const stats::TestResult res = stats::signed_rank_test(x, y);
+      row.p = res.p_value;
+      methods.insert(res.title);
+      row.cells = {a,
+                   b,
+                   std::to_string(x.size()),
+                   format_fixed(stats::mean(x), 2),
+                   format_fixed(stats::mean(y), 2),
+                   signed_fixed(stats::hodges_lehmann([&] {
+                                  std::vector<double> d;
+                                  for (std::size_t i = 0; i < x.size(); ++i)
+                                    d.push_back(x[i] - y[i]);
+                                  return d;
+                                }()),
+                                2),
+                   format_shortest(res.statistic),
+                   format_sig(res.p_value, 4),
+                   "",
+                   printed(pub_p)};
+    } catch (const std::invalid_argument& e) {
+      row.cells = {a,
+                   b,
+                   std::to_string(x.size()),
+                   format_fixed(stats::mean(x), 2),
+                   format_fixed(stats::mean(y), 2),
+                   kNone,
+                   kNone,
+                   std::string("no test: ") + e.what(),
+                   kNone,
+                   printed(pub_p)};
+    }
+    rows.push_back(row);
+  }
+  std::vector<double> ps;
+  for (const Row& r : rows)
+    if (std::isfinite(r.p)) ps.push_back(r.p);
+  const std::vector<double> adj = stats::holm(ps);
+  std::size_t k = 0;
+  for (Row& r : rows)
+    if (std::isfinite(r.p)) r.cells[8] = format_sig(adj[k++], 4);
+  Table t;
+  t.id = id;
+  t.title = title;
+  t.columns = {"a", "b", "pairs",    "mean F1 a",  "mean F1 b", "Hodges-Lehmann a - b",
+               "V", "p", "p (Holm)", "published p"};
+  for (Row& r : rows) t.rows.push_back(std::move(r.cells));
+  t.provenance = provenance_of(runs);
+  add_note(t, "Two-sided Wilcoxon signed-rank test (R's wilcox.test; " +
+                  (methods.empty()
+                       ? std::string("none computed")
+                       : join(std::vector<std::string>(methods.begin(), methods.end()), "; ")) +
+                  ") of the test F1 (%) of two configurations' completed runs with the same seed; "
+                  "V is the sum of the ranks of the positive differences a - b; Hodges-Lehmann is "
+                  "the median of their Walsh averages; Holm's adjustment is over the rows of this "
+                  "table. Published: thesis Table 4.7 (p-values only).");
+  add_note(t, not_completed_note(runs));
+  return t;
+}
+
+// ---- Table 4.10: CTD per class ----------------------------------------------------------
+
+// Our CTD class name -> (pair type, relation) of Tables 4.9/4.10.
+std::pair<std::string, std::string> ctd_class(const std::string& name) {
+  static const std::map<std::string, std::string> chem_gene{
+      {"increases_expression", "increase_expression"},
+      {"increases_metabolic_processing", "increase_metabolic_proc"},
+      {"decreases_expression", "decrease_expression"},
+      {"increases_activity", "increase_activity"},
+      {"affects_response_to_substance", "affects_response"},
+      {"decreases_activity", "decrease_activity"},
+      {"affects_transport", "affects_transport"},
+      {"increases_reaction", "increase_reaction"},
+      {"decreases_reaction", "decrease_reaction"},
+      {"decreases_metabolic_processing", "decrease_metabolic_proc"}};
+  auto strip = [&](const std::string& prefix, std::string& rest) {
+    if (name.rfind(prefix, 0) != 0) return false;
+    rest = name.substr(prefix.size());
+    return true;
+  };
+  std::string rest;
+  if (strip("chem_disease_", rest)) return {"chemical_disease", rest};
+  if (strip("gene_disease_", rest)) return {"gene_disease", rest};
+  if (strip("chem_gene_", rest)) {
+    auto it = chem_gene.find(rest);
+    return {"chemical_gene", it == chem_gene.end() ? rest : it->second};
+  }
+  return {"", name};
+}
+
+// Class names present under "<split>.relations.per_class." in the runs' values.
+std::vector<std::string> classes_in(const std::vector<const RunRecord*>& runs,
+                                    const std::string& prefix, const std::string& leaf) {
+  std::set<std::string> s;
+  for (const RunRecord* r : runs)
+    for (const auto& [k, v] : r->values)
+      if (k.rfind(prefix, 0) == 0 && k.size() > prefix.size() + leaf.size() &&
+          k.compare(k.size() - leaf.size(), leaf.size(), leaf) == 0)
+        s.insert(k.substr(prefix.size(), k.size() - prefix.size() - leaf.size()));
+  return {s.begin(), s.end()};
+}
+
+Table table_410(const ReportInputs& in, const Paper& paper) {
+  const std::string id = "table4.10",
+                    title = "Table 4.10: CTD relation extraction per class, test set (%)";
+  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"4.10"}); });
+  if (runs.empty())
+    return missing_table(id, title,
+                         "no CTD relation runs among the inputs (table \"4.10\", or runs on "
+                         "synth-ctd/bran-tsv data)");
+  Groups g;
+  for (const RunRecord* r : runs) g.add(model_label(*r), r);
+  const auto pub = rows_of(paper.at("table_4_10_ctd_results.csv"));
+  Table t;
+  t.id = id;
+  t.title = title;
+  t.columns = {"model",   "pair type",   "relation",    "ours P",       "ours R",
+               "ours F1", "published P", "published R", "published F1", "F1 difference"};
+  const std::string pre = "test.relations.per_class.";
+  for (const std::string& label : g.order) {
+    const auto& rs = g.runs[label];
+    const bool ntcre = label == "NTCRE-CPD", bran = label == "BRAN";
+    std::vector<std::string> names = classes_in(rs, pre, ".f1");
+    // Published order first, then classes the thesis does not list (NULL excluded).
+    std::vector<std::string> ordered;
+    for (const auto& p : pub)
+      for (const std::string& n : names)
+        if (ctd_class(n) == std::make_pair(p.at("pair_type"), p.at("relation")))
+          ordered.push_back(n);
+    for (const std::string& n : names)
+      if (std::find(ordered.begin(), ordered.end(), n) == ordered.end() && lower(n) != "null")
+        ordered.push_back(n);
+    for (const std::string& n : ordered) {
+      const auto [pair_type, relation] = ctd_class(n);
+      std::map<std::string, std::string> p;
+      for (const auto& row : pub)
+        if (row.at("pair_type") == pair_type && row.at("relation") == relation) p = row;
+      auto P = values_of(rs, pre + n + ".precision", 100),
+           R = values_of(rs, pre + n + ".recall", 100), F = values_of(rs, pre + n + ".f1", 100);
+      std::string pp = kNone, pr = kNone, pf = kNone, d = kNone;
+      if (!p.empty() && (ntcre || bran)) {
+        pp = printed(p.at(ntcre ? "p" : "bran_p"));
+        pr = printed(p.at(ntcre ? "r" : "bran_r"));
+        const std::string f = p.at(ntcre ? "f1" : "bran_f1");
+        pf = printed(f) + (ntcre && !p.at("f1_sd").empty() ? " ± " + p.at("f1_sd") : "");
+        d = diff_mean(F, f, 1);
+      }
+      t.rows.push_back({label, pair_type.empty() ? kNone : pair_type, relation, mean_sd(P, 1),
+                        mean_sd(R, 1), mean_sd(F, 1), pp, pr, pf, d});
+    }
+    t.rows.push_back({label, "all", "micro", mean_sd(values_of(rs, "test_precision", 100), 1),
+                      mean_sd(values_of(rs, "test_recall", 100), 1),
+                      mean_sd(values_of(rs, "test_f1", 100), 1), kNone, kNone, kNone, kNone});
+  }
+  t.provenance = provenance_of(runs);
+  add_note(t,
+           "Published: thesis Table 4.10, NTCRE-CPD (mean ± sd of 10 runs) and BRAN; other "
+           "models have no published row.");
+  add_note(t, not_completed_note(runs));
+  return t;
+}
+
+// ---- Tables 4.12, 4.13: SemEval ---------------------------------------------------------
+
+std::string subtask_of(const RunRecord& r) {
+  const std::string s = param(r, "subtask");
+  if (!s.empty()) return s;
+  const std::string d = data_source(r) + " " + r.cell;
+  return d.find("1.2") != std::string::npos ? "1.2" : "1.1";
+}
+
+Table table_412(const ReportInputs& in, const Paper& paper) {
+  const std::string id = "table4.12",
+                    title = "Table 4.12: SemEval 2018 Task 7, macro F1 (%) of subtasks 1.1 and 1.2";
+  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"4.12"}); });
+  if (runs.empty())
+    return missing_table(id, title,
+                         "no SemEval relation runs among the inputs (table \"4.12\", or runs on "
+                         "synth-semeval/semeval data)");
+  Groups g;
+  for (const RunRecord* r : runs) g.add(model_label(*r), r);
+  Table t;
+  t.id = id;
+  t.title = title;
+  t.columns = {"model",         "published 1.1", "ours 1.1",  "difference",
+               "published 1.2", "ours 1.2",      "difference"};
+  auto sub = [&](const std::vector<const RunRecord*>& rs, const std::string& s) {
+    std::vector<const RunRecord*> out;
+    for (const RunRecord* r : rs)
+      if (subtask_of(*r) == s) out.push_back(r);
+    return values_of(out, "test_macro_f1", 100);
+  };
+  std::set<std::string> shown;
+  for (const auto& p : rows_of(paper.at("table_4_12_semeval_results.csv"))) {
+    std::vector<const RunRecord*> rs;
+    if (g.runs.count(p.at("model"))) {
+      rs = g.runs[p.at("model")];
+      shown.insert(p.at("model"));
+    }
+    auto a = sub(rs, "1.1"), b = sub(rs, "1.2");
+    std::string p11 = printed(p.at("subtask_1_1"));
+    if (!p.at("subtask_1_1_sd").empty()) p11 += " ± " + p.at("subtask_1_1_sd");
+    t.rows.push_back({p.at("model"), p11, mean_sd(a, 1), diff_mean(a, p.at("subtask_1_1"), 1),
+                      printed(p.at("subtask_1_2")), mean_sd(b, 1),
+                      diff_mean(b, p.at("subtask_1_2"), 1)});
+  }
+  for (const std::string& l : g.order) {
+    if (shown.count(l)) continue;
+    const auto& rs = g.runs[l];
+    t.rows.push_back({l + " (ours only)", kNone, mean_sd(sub(rs, "1.1"), 1), kNone, kNone,
+                      mean_sd(sub(rs, "1.2"), 1), kNone});
+  }
+  t.provenance = provenance_of(runs);
+  add_note(t,
+           "Ours: macro F1 over the relation classes on the test split (SemEval 2018 Task 7's "
+           "score), mean ± sd (completed runs); the subtask from the run's \"subtask\" "
+           "parameter or its data path (1.2 when it names it, else 1.1).");
+  add_note(t, not_completed_note(runs));
+  return t;
+}
+
+std::string init_of(const RunRecord& r) {
+  for (const char* k : {"init", "embeddings", "embedding_init"}) {
+    const std::string v = param(r, k);
+    if (!v.empty()) return v;
+  }
+  std::string w = lower(param(r, "word2vec") + " " + r.cell);
+  if (w.find("google") != std::string::npos) return "GoogleNews";
+  if (w.find("nlpl") != std::string::npos) return "NLPL";
+  if (w.find("acl") != std::string::npos || w.find("semeval") != std::string::npos)
+    return "ACL+SemEval2018";
+  if (param(r, "word2vec").empty()) return "random";
+  return fs::path(param(r, "word2vec")).stem().string();
+}
+
+Table table_413(const ReportInputs& in, const Paper& paper) {
+  const std::string id = "table4.13",
+                    title = "Table 4.13: SemEval macro F1 (%) by word-embedding initialisation";
+  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"4.13"}); });
+  if (runs.empty())
+    return missing_table(id, title,
+                         "no runs of the table 4.13 sweep (embedding initialisations) among the "
+                         "inputs");
+  Groups g;
+  for (const RunRecord* r : runs) g.add(model_label(*r) + "\t" + init_of(*r), r);
+  Table t;
+  t.id = id;
+  t.title = title;
+  t.columns = {"model",      "initialisation", "published 1.1", "ours 1.1",
+               "difference", "published 1.2",  "ours 1.2",      "difference"};
+  auto sub = [&](const std::vector<const RunRecord*>& rs, const std::string& s) {
+    std::vector<const RunRecord*> out;
+    for (const RunRecord* r : rs)
+      if (subtask_of(*r) == s) out.push_back(r);
+    return values_of(out, "test_macro_f1", 100);
+  };
+  std::set<std::string> shown;
+  for (const auto& p : rows_of(paper.at("table_4_13_embedding_init.csv"))) {
+    const std::string key = p.at("model") + "\t" + p.at("init");
+    std::vector<const RunRecord*> rs;
+    if (g.runs.count(key)) {
+      rs = g.runs[key];
+      shown.insert(key);
+    }
+    auto a = sub(rs, "1.1"), b = sub(rs, "1.2");
+    t.rows.push_back({p.at("model"), p.at("init"), printed(p.at("subtask_1_1")), mean_sd(a, 1),
+                      diff_mean(a, p.at("subtask_1_1"), 1), printed(p.at("subtask_1_2")),
+                      mean_sd(b, 1), diff_mean(b, p.at("subtask_1_2"), 1)});
+  }
+  for (const std::string& key : g.order) {
+    if (shown.count(key)) continue;
+    const auto tab = key.find('\t');
+    const auto& rs = g.runs[key];
+    t.rows.push_back({key.substr(0, tab) + " (ours only)", key.substr(tab + 1), kNone,
+                      mean_sd(sub(rs, "1.1"), 1), kNone, kNone, mean_sd(sub(rs, "1.2"), 1), kNone});
+  }
+  t.provenance = provenance_of(runs);
+  add_note(t,
+           "Initialisation from the run's \"init\" parameter, else its --word2vec file "
+           "(none: random). The thesis prints NTCRE-CPD random 1.1 with a digit missing: left "
+           "empty.");
+  add_note(t, not_completed_note(runs));
+  return t;
+}
+
+// ---- Table 4.14: allocation time --------------------------------------------------------
+
+Table table_414(const ReportInputs& in, const Paper& paper) {
+  const std::string id = "table4.14",
+                    title =
+                        "Table 4.14: allocation, seconds per 100 calls (forward), sorted vs "
+                        "parallel, and speedup";
+  std::vector<const BenchFile*> files;
+  for (const BenchFile& b : in.benchmarks)
+    if (b.kind == "allocation") files.push_back(&b);
+  if (files.empty())
+    return missing_table(id, title,
+                         "no allocation benchmark among the inputs (`mare bench allocation "
+                         "--json FILE`)");
+  std::map<std::pair<int, int>, double> pub_sorted, pub_parallel;
+  for (const auto& p : rows_of(paper.at("table_4_14_allocation.csv"))) {
+    double v = 0;
+    if (!pub_number(p.at("seconds"), v)) continue;
+    auto key = std::make_pair(std::stoi(p.at("memory_size")), std::stoi(p.at("seq_len")));
+    (p.at("mechanism") == "sorted" ? pub_sorted : pub_parallel)[key] = v;
+  }
+  std::map<std::pair<int, int>, std::string> pub_speedup;
+  for (const auto& p : rows_of(paper.at("table_4_14_speedup_printed.csv")))
+    pub_speedup[{std::stoi(p.at("memory_size")), std::stoi(p.at("seq_len"))}] =
+        p.at("speedup_printed");
+  Table t;
+  t.id = id;
+  t.title = title;
+  t.columns = {"device",
+               "N",
+               "sequence",
+               "ours sorted",
+               "ours parallel",
+               "ours speedup",
+               "published sorted",
+               "published parallel",
+               "published speedup",
+               "speedup difference"};
+  json prov = json::array();
+  for (const BenchFile* f : files) {
+    const json& rows = f->json.at("rows");
+    if (!rows.is_array())
+      throw InputError(f->path.string() + ": \"rows\" must be an array of benchmark rows");
+    std::map<std::pair<int, int>, double> sorted, parallel;
+    for (const json& r : rows) {
+      if (!r.is_object() || !r.contains("variant") || !r.contains("mem") || !r.contains("seq") ||
+          !r.contains("seconds"))
+        throw InputError(f->path.string() +
+                         ": an allocation row needs variant, mem, seq and seconds");
+      if (r.value("pass", std::string("forward")) != "forward") continue;
+      const std::string v = r["variant"].get<std::string>();
+      auto key = std::make_pair(r["mem"].get<int>(), r["seq"].get<int>());
+      if (v == "sorted") sorted[key] = r["seconds"].get<double>() * 100;
+      if (v == "parallel") parallel[key] = r["seconds"].get<double>() * 100;
+    }
+    std::set<std::pair<int, int>> keys;
+    for (const auto& [k, _] : sorted) keys.insert(k);
+    for (const auto& [k, _] : parallel) keys.insert(k);
+    const std::string device = f->json.value("device", std::string("?"));
+    for (const auto& k : keys) {
+      const bool s = sorted.count(k), p = parallel.count(k);
+      std::string sp = kNone, d = kNone;
+      if (s && p && parallel[k] > 0) {
+        const double ratio = sorted[k] / parallel[k];
+        sp = format_fixed(ratio, 2);
+        double pv = 0;
+        if (pub_speedup.count(k) && pub_number(pub_speedup[k], pv)) d = signed_fixed(ratio - pv, 2);
+      }
+      t.rows.push_back({device, std::to_string(k.first), std::to_string(k.second),
+                        s ? format_sig(sorted[k], 3) : kNone,
+                        p ? format_sig(parallel[k], 3) : kNone, sp,
+                        pub_sorted.count(k) ? format_fixed(pub_sorted[k], 2) : kNone,
+                        pub_parallel.count(k) ? format_fixed(pub_parallel[k], 2) : kNone,
+                        pub_speedup.count(k) ? pub_speedup[k] : kNone, d});
+    }
+    prov.push_back(provenance_of(*f));
+  }
+  t.provenance = prov.size() == 1 ? prov[0] : json{{"benchmarks", prov}};
+  add_note(t,
+           "Ours: median seconds per call of the forward pass (`mare bench allocation`, batch "
+           "of memories as the JSON says) times 100; speedup = sorted / parallel. Published: "
+           "thesis Table 4.14, 100 repetitions in TensorFlow on a Tesla T4, speedup as printed "
+           "(not exactly the ratio of its printed times). Times on different hardware are "
+           "beside each other, not comparable; the speedup is.");
+  return t;
+}
+
+// ---- Table 4.15: time per iteration -----------------------------------------------------
+
+std::string dataset_of_shape(const std::string& shape) {
+  const std::string s = lower(shape);
+  if (s == "semeval") return "SemEval2018";
+  if (s == "cdr") return "BioCreative";
+  return shape;
+}
+
+Table table_415(const ReportInputs& in, const Paper& paper) {
+  const std::string id = "table4.15", title = "Table 4.15: seconds per training iteration";
+  std::vector<const BenchFile*> files;
+  for (const BenchFile& b : in.benchmarks)
+    if (b.kind == "iteration") files.push_back(&b);
+  if (files.empty())
+    return missing_table(id, title,
+                         "no iteration benchmark among the inputs (`mare bench iteration --json "
+                         "FILE`)");
+  std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> pubv;
+  for (const auto& p : rows_of(paper.at("table_4_15_iteration_time.csv")))
+    pubv[{p.at("model"), p.at("dataset")}] = {p.at("mean_s"), p.at("sd_s")};
+  auto pub_ratio = [&](const std::string& model, const std::string& dataset) -> std::string {
+    if (model.rfind("NTCRE", 0) != 0) return kNone;
+    const std::string utre = "UTRE" + model.substr(5);
+    double a = 0, b = 0;
+    if (!pubv.count({model, dataset}) || !pubv.count({utre, dataset}) ||
+        !pub_number(pubv[{model, dataset}].first, a) ||
+        !pub_number(pubv[{utre, dataset}].first, b) || b == 0)
+      return kNone;
+    return format_fixed(a / b, 2);
+  };
+  Table t;
+  t.id = id;
+  t.title = title;
+  t.columns = {"device",
+               "model",
+               "dataset",
+               "tokens",
+               "batch",
+               "d",
+               "allocation",
+               "ours s/iteration",
+               "published s/iteration",
+               "difference",
+               "ours NTCRE/UTRE",
+               "published NTCRE/UTRE"};
+  json prov = json::array();
+  for (const BenchFile* f : files) {
+    const json& rows = f->json.at("rows");
+    if (!rows.is_array())
+      throw InputError(f->path.string() + ": \"rows\" must be an array of benchmark rows");
+    const std::string device = f->json.value("device", std::string("?"));
+    for (const json& r : rows) {
+      if (!r.is_object() || !r.contains("model") || !r.contains("shape"))
+        throw InputError(f->path.string() + ": an iteration row needs model and shape");
+      const std::string model = r["model"].get<std::string>();
+      const std::string dataset = dataset_of_shape(r["shape"].get<std::string>());
+      std::vector<double> times;
+      if (r.contains("times_s") && r["times_s"].is_array())
+        for (const json& x : r["times_s"]) times.push_back(x.get<double>());
+      std::string ours;
+      if (times.size() >= 2)
+        ours = mean_sd(times, 3);
+      else if (r.contains("mean_s") && r["mean_s"].is_number())
+        ours = format_fixed(r["mean_s"].get<double>(), 3) +
+               (r.contains("sd_s") && r["sd_s"].is_number()
+                    ? " ± " + format_fixed(r["sd_s"].get<double>(), 3)
+                    : "");
+      else
+        ours = kNone;
+      const double mean = times.size() >= 2 ? stats::mean(times) : r.value("mean_s", std::nan(""));
+      std::string p = kNone, d = kNone;
+      if (pubv.count({model, dataset})) {
+        const auto& [m, s] = pubv[{model, dataset}];
+        p = m + (s.empty() ? "" : " ± " + s);
+        double pm = 0;
+        if (pub_number(m, pm) && std::isfinite(mean)) d = signed_fixed(mean - pm, 3);
+      }
+      auto text = [&](const char* k) {
+        if (!r.contains(k) || r[k].is_null()) return kNone;
+        return r[k].is_string() ? r[k].get<std::string>() : r[k].dump();
+      };
+      std::string ratio = kNone;
+      if (r.contains("ratio") && r["ratio"].is_number())
+        ratio = format_fixed(r["ratio"].get<double>(), 2);
+      t.rows.push_back({device, model, dataset, text("tokens"), text("batch"), text("d"),
+                        text("alloc"), ours, p, d, ratio, pub_ratio(model, dataset)});
+    }
+    prov.push_back(provenance_of(*f));
+  }
+  t.provenance = prov.size() == 1 ? prov[0] : json{{"benchmarks", prov}};
+  add_note(t,
+           "Ours: `mare bench iteration`, mean ± sd (iterations) of one training iteration "
+           "(forward, loss, backward, update) at the JSON's size. Published: thesis Table 4.15, "
+           "V100, SemEval 96 tokens and BioCreative 398 tokens. NTCRE/UTRE: the time of NTCRE-x "
+           "over UTRE-x at the same shape.");
+  return t;
+}
+
+// ---- Tables B.1, C.1: named-entity recognition ----------------------------------------
+
+Table table_ner(const ReportInputs& in, const Paper& paper, const std::string& which) {
+  const bool b1 = which == "B.1";
+  const std::string id = "table" + which, title = "Table " + which +
+                                                  ": named-entity recognition on " +
+                                                  (b1 ? "CDR" : "CTD") + ", test set (%)";
+  auto runs = runs_of(in, [&](const RunRecord& r) {
+    if (b1 ? !in_table(r, {"4.5", "4.6", "B.1"}) : !in_table(r, {"4.10", "C.1"})) return false;
+    for (const auto& [k, v] : r.values)
+      if (k.rfind("test.ner.per_type.", 0) == 0) return true;
+    return false;
+  });
+  if (runs.empty())
+    return missing_table(id, title,
+                         std::string("no ") + (b1 ? "CDR" : "CTD") +
+                             " runs that trained NER among the inputs (result.json without "
+                             "test.ner: NER is scored only when trained, +ner_prob > 0)");
+  Groups g;
+  for (const RunRecord* r : runs) g.add(model_label(*r), r);
+  std::vector<std::map<std::string, std::string>> pub;
+  for (const auto& p : rows_of(paper.at("ner_results_b1_c1.csv")))
+    if (p.at("table") == which) pub.push_back(p);
+  Table t;
+  t.id = id;
+  t.title = title;
+  t.columns = {"model",       "class",       "ours P",       "ours R",       "ours F1",
+               "published P", "published R", "published F1", "F1 difference"};
+  const std::string pre = "test.ner.per_type.";
+  for (const std::string& label : g.order) {
+    const auto& rs = g.runs[label];
+    for (const std::string& cls : classes_in(rs, pre, ".f1")) {
+      std::map<std::string, std::string> p;
+      for (const auto& row : pub)
+        if (row.at("model") == label && lower(row.at("class")) == lower(cls)) p = row;
+      auto P = values_of(rs, pre + cls + ".precision", 100),
+           R = values_of(rs, pre + cls + ".recall", 100), F = values_of(rs, pre + cls + ".f1", 100);
+      t.rows.push_back(
+          {label, cls, mean_sd(P, 1), mean_sd(R, 1), mean_sd(F, 1),
+           p.empty() ? kNone : printed(p.at("p")), p.empty() ? kNone : printed(p.at("r")),
+           p.empty() ? kNone
+                     : printed(p.at("f1")) + (p.at("f1_sd").empty() ? "" : " ± " + p.at("f1_sd")),
+           p.empty() ? kNone : diff_mean(F, p.at("f1"), 1)});
+    }
+  }
+  t.provenance = provenance_of(runs);
+  add_note(t, std::string("Ours: span P/R/F1 per entity type on the test split. Published: thesis "
+                          "Table ") +
+                  which + (b1 ? "" : " (names no model; NTCRE-CPD inferred)") +
+                  "; some of its F1 values are not 2PR/(P+R) of its P and R.");
+  add_note(t, not_completed_note(runs));
+  return t;
+}
+
+// ---- Table 5.1: GRPU --------------------------------------------------------------------
+
+std::string yes(const std::string& s) {
+  const std::string v = lower(s);
+  return (v == "true" || v == "1" || v == "on" || v == "yes") ? "1" : "0";
+}
+
+Table table_51(const ReportInputs& in, const Paper& paper) {
+  const std::string id = "table5.1",
+                    title =
+                        "Table 5.1: GRPU on the addition problem and its variants, MSE after "
+                        "the last epoch";
+  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"5.1"}); });
+  if (runs.empty())
+    return missing_table(id, title,
+                         "no GRPU/sequence runs among the inputs (table \"5.1\", or `mare train "
+                         "--model grpu|bigru --task addition|conditional` runs)");
+  // A run's published row: (model, batch, samples, curriculum, conditional).
+  auto key_of = [](const RunRecord& r) {
+    const std::string base = lower(parse_model(run_model(r)).base);
+    const std::string model = base == "bigru"  ? "bidirectional GRU (reference)"
+                              : base == "grpu" ? "GRPU"
+                                               : run_model(r);
+    return std::vector<std::string>{model, param(r, "batch"), param(r, "samples"),
+                                    yes(param(r, "curriculum")),
+                                    param(r, "task") == "conditional" ? "1" : "0"};
+  };
+  auto label_of = [](const std::vector<std::string>& k) {
+    std::string s = k[0] + ", batch " + k[1] + ", " + k[2] + " samples";
+    if (k[3] == "1") s += ", curriculum";
+    if (k[4] == "1") s += ", conditional";
+    return s;
+  };
+  std::map<std::vector<std::string>, std::vector<const RunRecord*>> groups;
+  std::vector<std::vector<std::string>> order;
+  for (const RunRecord* r : runs) {
+    auto k = key_of(*r);
+    if (!groups.count(k)) order.push_back(k);
+    groups[k].push_back(r);
+  }
+  std::vector<std::pair<std::vector<std::string>, std::map<std::string, std::string>>> rows;
+  std::set<std::vector<std::string>> shown;
+  for (const auto& p : rows_of(paper.at("table_5_1_grpu.csv"))) {
+    std::vector<std::string> k{p.at("model"), p.at("batch"), p.at("samples"), p.at("curriculum"),
+                               p.at("conditional")};
+    rows.emplace_back(k, p);
+    shown.insert(k);
+  }
+  for (const auto& k : order)
+    if (!shown.count(k)) rows.emplace_back(k, std::map<std::string, std::string>{});
+  Table t;
+  t.id = id;
+  t.title = title;
+  t.columns = {"row",
+               "model",
+               "runs",
+               "epochs",
+               "published train MSE",
+               "ours train MSE: median [min, max]",
+               "train: ours / published",
+               "published test MSE",
+               "ours test MSE: median [min, max]",
+               "test: ours / published",
+               "measured s/epoch"};
+  auto ratio = [](const std::vector<double>& x, const std::string& p) {
+    double v = 0;
+    if (x.empty() || !parse_double(p, v) || v == 0) return kNone;
+    return format_sig(stats::median(x) / v, 3);
+  };
+  for (const auto& [k, p] : rows) {
+    const auto& rs = groups[k];
+    std::set<std::string> models, epochs;
+    std::vector<double> per_epoch;
+    int done = 0;
+    for (const RunRecord* r : rs) {
+      if (!completed(*r)) continue;
+      ++done;
+      models.insert(run_model(*r));
+      if (r->values.count("epochs")) epochs.insert(format_shortest(r->values.at("epochs")));
+    }
+    for (const RunRecord* r : rs)
+      if (r->timing.is_object() && r->timing.contains("seconds_per_epoch") &&
+          r->timing["seconds_per_epoch"].is_array() && !r->timing["seconds_per_epoch"].empty()) {
+        std::vector<double> s;
+        for (const json& x : r->timing["seconds_per_epoch"]) s.push_back(x.get<double>());
+        per_epoch.push_back(stats::mean(s));
+      }
+    auto tr = values_of(rs, "train_mse"), te = values_of(rs, "test_mse");
+    std::vector<std::string> ms(models.begin(), models.end());
+    const std::string ptr =
+        p.empty() ? kNone : (p.at("train_mse").empty() ? "N/A" : p.at("train_mse"));
+    const std::string pte =
+        p.empty() ? kNone : (p.at("test_mse").empty() ? "N/A" : p.at("test_mse"));
+    t.rows.push_back({label_of(k) + (p.empty() ? " (ours only)" : ""),
+                      ms.empty() ? kNone : join(ms, ", "), std::to_string(done),
+                      epochs.empty()
+                          ? kNone
+                          : join(std::vector<std::string>(epochs.begin(), epochs.end()), ", "),
+                      ptr, median_range(tr, 3), p.empty() ? kNone : ratio(tr, p.at("train_mse")),
+                      pte, median_range(te, 3), p.empty() ? kNone : ratio(te, p.at("test_mse")),
+                      per_epoch.empty() ? kNone : format_fixed(stats::mean(per_epoch), 2)});
+  }
+  t.provenance = provenance_of(runs);
+  add_note(t,
+           "Ours: train and test MSE after the last epoch of each completed run, median [min, "
+           "max] over the runs (seeds); \"ours / published\" is the median over the published "
+           "value. Published: dissertation Table 5.1, one run per row after 1000 epochs; its "
+           "BiGRU value is quoted from the Minimal Gated Unit paper. s/epoch: mean over the "
+           "runs of each run's mean wall time per epoch (timing.json), evaluation included; "
+           "it depends on the machine and its load.");
+  add_note(t, not_completed_note(runs));
+  return t;
+}
+
+// ---- Tables 4.4, 4.9, 4.11: the corpora used -------------------------------------------
+
+// The corpus a stats file describes ("synth-cdr", "pubtator", ...), lower case.
+std::string corpus_kind(const CorpusStats& c) {
+  for (const char* k : {"kind", "format", "corpus", "generator"})
+    if (c.json.contains(k) && c.json[k].is_string()) return lower(c.json[k].get<std::string>());
+  return "";
+}
+
+// splits as (name, object) in file order.
+std::vector<std::pair<std::string, json>> splits_of(const CorpusStats& c) {
+  std::vector<std::pair<std::string, json>> out;
+  const json& s = c.json.at("splits");
+  if (s.is_object()) {
+    // "split_order" when given, else train, valid, test, train_ds first (JSON objects come
+    // back sorted by name), then the others.
+    std::vector<std::string> order{"train", "valid", "test", "train_ds"};
+    if (c.json.contains("split_order") && c.json["split_order"].is_array()) {
+      order.clear();
+      for (const json& x : c.json["split_order"])
+        if (x.is_string()) order.push_back(x.get<std::string>());
+    }
+    for (const std::string& k : order)
+      if (s.contains(k)) out.emplace_back(k, s[k]);
+    for (const auto& [k, v] : s.items())
+      if (std::find(order.begin(), order.end(), k) == order.end()) out.emplace_back(k, v);
+  } else {
+    for (const json& v : s)
+      if (v.is_object()) out.emplace_back(v.value("split", v.value("name", std::string("?"))), v);
+  }
+  return out;
+}
+
+// Relation counts of a split: {"relations": {class: n}} (or "relation_counts"/"classes"),
+// a count being a number or an object with "count"/"pairs"/"examples".
+std::map<std::string, double> relation_counts(const json& split, const std::string& where) {
+  std::map<std::string, double> out;
+  for (const char* k : {"relations", "relation_counts", "classes"}) {
+    if (!split.contains(k) || !split[k].is_object()) continue;
+    for (const auto& [name, v] : split[k].items()) {
+      if (v.is_number()) {
+        out[name] = v.get<double>();
+      } else if (v.is_object()) {
+        for (const char* c : {"count", "pairs", "examples"})
+          if (v.contains(c) && v[c].is_number()) {
+            out[name] = v[c].get<double>();
+            break;
+          }
+      } else {
+        throw InputError(where + ": relation count of '" + name + "' is not a number");
+      }
+    }
+    return out;
+  }
+  return out;
+}
+
+double number_or_nan(const json& j, std::initializer_list<const char*> keys) {
+  for (const char* k : keys)
+    if (j.contains(k) && j[k].is_number()) return j[k].get<double>();
+  return std::nan("");
+}
+
+std::string count_text(double v) {
+  return std::isfinite(v) ? format_shortest(v) : kNone;
+}
+
+std::vector<const CorpusStats*> corpora_of(const ReportInputs& in,
+                                           std::initializer_list<const char*> kinds) {
+  std::vector<const CorpusStats*> out;
+  for (const CorpusStats& c : in.corpora) {
+    const std::string k = corpus_kind(c);
+    for (const char* want : kinds)
+      if (k.find(want) != std::string::npos) {
+        out.push_back(&c);
+        break;
+      }
+  }
+  return out;
+}
+
+json corpus_provenance(const std::vector<const CorpusStats*>& cs) {
+  std::set<std::string> files, kinds;
+  for (const CorpusStats* c : cs) {
+    files.insert(c->path.string());
+    kinds.insert(corpus_kind(*c));
+  }
+  return {{"sources", sorted_list(files)}, {"corpora", sorted_list(kinds)}};
+}
+
+Table table_44(const ReportInputs& in, const Paper& paper) {
+  const std::string id = "table4.4", title = "Table 4.4: CDR data used (documents and pairs)";
+  auto cs = corpora_of(in, {"cdr", "pubtator"});
+  if (cs.empty())
+    return missing_table(id, title,
+                         "no statistics of a CDR corpus among the inputs (`mare data stats "
+                         "--json` of synth-cdr or pubtator data)");
+  std::map<std::string, std::map<std::string, std::string>> pub;
+  for (const auto& p : rows_of(paper.at("table_4_4_cdr_data.csv"))) pub[p.at("split")] = p;
+  Table t;
+  t.id = id;
+  t.title = title;
+  t.columns = {"corpus",
+               "split",
+               "documents",
+               "positive pairs",
+               "negative pairs",
+               "published documents",
+               "published positive",
+               "published negative"};
+  for (const CorpusStats* c : cs) {
+    for (const auto& [name, s] : splits_of(*c)) {
+      const std::string where = c->path.string() + ": split " + name;
+      double pos = number_or_nan(s, {"positive", "positive_pairs"}),
+             neg = number_or_nan(s, {"negative", "negative_pairs"});
+      const auto rel = relation_counts(s, where);
+      if (!std::isfinite(pos) && !rel.empty()) {
+        pos = neg = 0;
+        for (const auto& [k, v] : rel) (lower(k) == "null" ? neg : pos) += v;
+      }
+      const std::string pub_split = name == "train_ds" ? "ctd_extra_data" : name;
+      const auto p = pub.count(pub_split) ? pub[pub_split] : std::map<std::string, std::string>{};
+      t.rows.push_back({corpus_kind(*c), name, count_text(number_or_nan(s, {"documents"})),
+                        count_text(pos), count_text(neg), p.empty() ? kNone : p.at("documents"),
+                        p.empty() ? kNone : p.at("positive"),
+                        p.empty() ? kNone : p.at("negative")});
+    }
+  }
+  t.provenance = corpus_provenance(cs);
+  add_note(t,
+           "Ours: the corpus the runs read, from `mare data stats --json` (positive: pairs of a "
+           "relation class, negative: NULL pairs). Published: BioCreative V CDR (thesis Table "
+           "4.4); train_ds (distant supervision) stands beside the thesis's CTD +Data row.");
+  return t;
+}
+
+Table table_49(const ReportInputs& in, const Paper& paper) {
+  const std::string id = "table4.9", title = "Table 4.9: CTD data used, pairs per class and split";
+  auto cs = corpora_of(in, {"ctd", "bran-tsv"});
+  if (cs.empty())
+    return missing_table(id, title,
+                         "no statistics of a CTD corpus among the inputs (`mare data stats "
+                         "--json` of synth-ctd or bran-tsv data)");
+  const auto pub = rows_of(paper.at("table_4_9_ctd_classes.csv"));
+  Table t;
+  t.id = id;
+  t.title = title;
+  t.columns = {"corpus", "pair type",       "relation",        "train",         "valid",
+               "test",   "published train", "published valid", "published test"};
+  for (const CorpusStats* c : cs) {
+    std::map<std::string, std::map<std::string, double>> counts;  // class -> split -> n
+    for (const auto& [name, s] : splits_of(*c))
+      for (const auto& [cls, n] : relation_counts(s, c->path.string() + ": split " + name))
+        counts[cls][name] = n;
+    std::vector<std::string> names;
+    for (const auto& p : pub)
+      for (const auto& [cls, _] : counts)
+        if (ctd_class(cls) == std::make_pair(p.at("pair_type"), p.at("relation")))
+          names.push_back(cls);
+    for (const auto& [cls, _] : counts)
+      if (std::find(names.begin(), names.end(), cls) == names.end()) names.push_back(cls);
+    for (const std::string& cls : names) {
+      const auto [pair_type, relation] = ctd_class(cls);
+      std::map<std::string, std::string> p;
+      for (const auto& row : pub)
+        if (row.at("pair_type") == pair_type && row.at("relation") == relation) p = row;
+      auto n = [&](const char* split) {
+        return counts[cls].count(split) ? format_shortest(counts[cls][split]) : kNone;
+      };
+      t.rows.push_back({corpus_kind(*c), pair_type.empty() ? kNone : pair_type, relation,
+                        n("train"), n("valid"), n("test"), p.empty() ? kNone : p.at("train"),
+                        p.empty() ? kNone : p.at("valid"), p.empty() ? kNone : p.at("test")});
+    }
+  }
+  t.provenance = corpus_provenance(cs);
+  add_note(t,
+           "Ours: pairs per relation class and split of the corpus the runs read (`mare data "
+           "stats --json`). Published: thesis Table 4.9 (CTD distant supervision; the NULL class "
+           "not listed).");
+  return t;
+}
+
+Table table_411(const ReportInputs& in, const Paper& paper) {
+  const std::string id = "table4.11",
+                    title = "Table 4.11: SemEval 2018 Task 7 data used, relations per class";
+  auto cs = corpora_of(in, {"semeval"});
+  if (cs.empty())
+    return missing_table(id, title,
+                         "no statistics of a SemEval corpus among the inputs (`mare data stats "
+                         "--json` of synth-semeval or semeval data)");
+  std::map<std::string, std::map<std::string, std::string>> pub;
+  std::vector<std::string> pub_order;
+  for (const auto& p : rows_of(paper.at("table_4_11_semeval_classes.csv"))) {
+    pub[p.at("relation")] = p;
+    pub_order.push_back(p.at("relation"));
+  }
+  Table t;
+  t.id = id;
+  t.title = title;
+  t.columns = {"corpus",
+               "split",
+               "relation",
+               "ours",
+               "ours reverse yes / no",
+               "published subtask 1.1",
+               "published subtask 1.2",
+               "published reverse yes / no"};
+  for (const CorpusStats* c : cs) {
+    for (const auto& [name, s] : splits_of(*c)) {
+      const auto counts = relation_counts(s, c->path.string() + ": split " + name);
+      std::vector<std::string> names;
+      for (const std::string& r : pub_order)
+        if (counts.count(r)) names.push_back(r);
+      for (const auto& [r, _] : counts)
+        if (!pub.count(r)) names.push_back(r);
+      for (const std::string& r : names) {
+        const auto p = pub.count(r) ? pub[r] : std::map<std::string, std::string>{};
+        std::string rev = kNone;
+        if (s.contains("reverse") && s["reverse"].is_object() && s["reverse"].contains(r)) {
+          const json& x = s["reverse"][r];
+          rev =
+              count_text(number_or_nan(x, {"yes"})) + " / " + count_text(number_or_nan(x, {"no"}));
+        }
+        t.rows.push_back(
+            {corpus_kind(*c), name, r, format_shortest(counts.at(r)), rev,
+             p.empty() ? kNone : printed(p.at("subtask_1_1")),
+             p.empty() ? kNone : printed(p.at("subtask_1_2")),
+             p.empty() ? kNone
+                       : printed(p.at("reverse_yes")) + " / " + printed(p.at("reverse_no"))});
+      }
+    }
+  }
+  t.provenance = corpus_provenance(cs);
+  add_note(t,
+           "Ours: relations per class and split of the corpus the runs read (`mare data stats "
+           "--json`; the subtask is the corpus's). Published: thesis Table 4.11, the training "
+           "data of subtasks 1.1 (clean) and 1.2 (noisy).");
+  return t;
+}
+
+std::string latex_row(const std::vector<std::string>& cells) {
+  std::string s;
+  for (std::size_t i = 0; i < cells.size(); ++i) s += (i ? " & " : "") + tex_escape(cells[i]);
+  return s + " \\\\\n";
+}
+
+}  // namespace
+
+// ---- public ---------------------------------------------------------------------------
+
+const CsvTable& Paper::at(const std::string& file) const {
+  auto it = files.find(file);
+  if (it == files.end()) throw InputError("reports/paper/" + file + ": published table not found");
+  return it->second;
+}
+
+Paper load_paper(const std::optional<fs::path>& dir) {
+  Paper p;
+  if (!dir) {
+    for (const auto& [name, text] : embedded_paper_csvs())
+      p.files[name] = parse_csv(text, "reports/paper/" + name);
+    return p;
+  }
+  if (!fs::is_directory(*dir)) throw InputError(dir->string() + ": not a directory");
+  for (const auto& e : fs::directory_iterator(*dir)) {
+    if (e.path().extension() != ".csv") continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    p.files[e.path().filename().string()] = parse_csv(ss.str(), e.path().string());
+  }
+  return p;
+}
+
+std::string model_label(const RunRecord& run) {
+  const std::string name = run_model(run);
+  const ModelParts m = parse_model(name);
+  std::string label;
+  if (m.base == "bran") {
+    label = "BRAN";
+  } else if (m.base == "cnn") {
+    label = "CNN";
+  } else if (utre_like(m)) {
+    const bool ngram = flag_on(m, "ngram"), tr = flag_on(m, "transition"), cpd = flag_on(m, "cpd");
+    const std::string up = m.base == "utre" ? "UTRE" : "NTCRE";
+    if (ngram && tr)
+      label = up + (cpd ? "-CPD" : "");
+    else
+      label = m.base + (ngram ? "+ngram" : "") + (tr ? "+transition" : "") + (cpd ? "+cpd" : "");
+    auto alloc = m.switches.find("alloc");
+    if (alloc != m.switches.end() && alloc->second != "sorted") label += " alloc=" + alloc->second;
+  } else {
+    label = name.empty() ? "?" : name;
+  }
+  if (extra_data(run)) label += " +Data";
+  return label;
+}
+
+json provenance_of(const std::vector<const RunRecord*>& runs) {
+  std::set<std::string> specs, profiles, devices, commits, dates, sources;
+  std::set<int64_t> seeds;
+  for (const RunRecord* r : runs) {
+    if (r->run.is_object() && r->run.contains("spec") && r->run["spec"].is_string())
+      specs.insert(r->run["spec"].get<std::string>());
+    if (!r->profile.empty()) profiles.insert(r->profile);
+    seeds.insert(r->seed);
+    if (r->manifest.is_object()) {
+      if (r->manifest.contains("device") && r->manifest["device"].is_string())
+        devices.insert(r->manifest["device"].get<std::string>());
+      if (r->manifest.contains("build") && r->manifest["build"].is_object() &&
+          r->manifest["build"].contains("git_commit"))
+        commits.insert(r->manifest["build"]["git_commit"].get<std::string>());
+      const std::string d = manifest_date(r->manifest);
+      dates.insert(d.empty() ? "not recorded" : d);
+    } else {
+      const std::string d = param(*r, "device");
+      if (!d.empty()) devices.insert(d);
+    }
+    sources.insert(r->source.string());
+  }
+  json s = json::array();
+  for (int64_t x : seeds) s.push_back(x);
+  return {{"specs", sorted_list(specs)},
+          {"profiles", sorted_list(profiles)},
+          {"seeds", s},
+          {"devices", sorted_list(devices)},
+          {"commits", sorted_list(commits)},
+          {"dates", sorted_list(dates)},
+          {"sources", sorted_list(sources)},
+          {"runs", runs.size()}};
+}
+
+json provenance_of(const BenchFile& b) {
+  const json& j = b.json;
+  std::string device, commit, date;
+  if (b.kind == "gbench" && j.contains("context")) {
+    date = j["context"].value("date", std::string());
+    device = j["context"].value("host_name", std::string());
+  } else {
+    device = j.value("device", std::string());
+    commit = j.value("mare_commit", std::string());
+    date = j.value("date", std::string());
+  }
+  json p = {{"sources", json::array({b.path.string()})},
+            {"devices", device.empty() ? json::array() : json::array({device})},
+            {"commits", commit.empty() ? json::array() : json::array({commit})},
+            {"dates", json::array({date.empty() ? std::string("not recorded") : date})}};
+  if (b.run.is_object()) {
+    p["specs"] = json::array({b.run.value("spec", std::string())});
+    p["profiles"] = json::array({b.run.value("profile", std::string())});
+    p["seeds"] = json::array({b.run.value("seed", 0)});
+  }
+  return p;
+}
+
+std::string provenance_line(const json& p) {
+  if (p.is_object() && p.contains("benchmarks")) {
+    std::vector<std::string> parts;
+    for (const json& b : p["benchmarks"]) parts.push_back(provenance_line(b));
+    return join(parts, " | ");
+  }
+  if (!p.is_object()) return "";
+  auto list = [&](const char* key) {
+    std::vector<std::string> v;
+    if (p.contains(key))
+      for (const json& x : p[key]) v.push_back(x.is_string() ? x.get<std::string>() : x.dump());
+    return v;
+  };
+  std::vector<std::string> parts;
+  const std::pair<const char*, const char*> fields[] = {
+      {"specs", "spec"},     {"profiles", "profile"}, {"seeds", "seeds"},   {"devices", "device"},
+      {"commits", "commit"}, {"dates", "date"},       {"corpora", "corpus"}};
+  for (const auto& [key, name] : fields) {
+    auto v = list(key);
+    if (!v.empty()) parts.push_back(std::string(name) + " " + join(v, ", "));
+  }
+  if (p.contains("runs")) parts.push_back("runs " + std::to_string(p["runs"].get<int64_t>()));
+  auto src = list("sources");
+  if (!src.empty())
+    parts.push_back("from " + (src.size() > 3
+                                   ? src[0] + ", … (" + std::to_string(src.size()) + " places)"
+                                   : join(src, ", ")));
+  return join(parts, "; ");
+}
+
+std::vector<Table> build_tables(const ReportInputs& in, const Paper& paper) {
+  return {table_44(in, paper),         table_45(in, paper),  table_46(in, paper),
+          table_47(in, paper),         table_49(in, paper),  table_410(in, paper),
+          table_411(in, paper),        table_412(in, paper), table_413(in, paper),
+          table_414(in, paper),        table_415(in, paper), table_ner(in, paper, "B.1"),
+          table_ner(in, paper, "C.1"), table_51(in, paper)};
+}
+
+std::string table_markdown(const Table& t) {
+  std::string s = "## " + t.title + "\n\n";
+  if (!t.missing.empty()) return s + "Not made: " + t.missing + "\n";
+  s += "|";
+  for (const std::string& c : t.columns) s += " " + md_cell(c) + " |";
+  s += "\n|";
+  for (std::size_t i = 0; i < t.columns.size(); ++i) s += " --- |";
+  s += "\n";
+  for (const auto& row : t.rows) {
+    s += "|";
+    for (const std::string& c : row) s += " " + md_cell(c) + " |";
+    s += "\n";
+  }
+  for (const std::string& n : t.notes) s += "\n" + n + "\n";
+  const std::string prov = provenance_line(t.provenance);
+  if (!prov.empty()) s += "\nProvenance: " + prov + "\n";
+  return s;
+}
+
+std::string table_csv(const Table& t) {
+  std::string s;
+  for (std::size_t i = 0; i < t.columns.size(); ++i) s += (i ? "," : "") + csv_field(t.columns[i]);
+  s += "\n";
+  for (const auto& row : t.rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) s += (i ? "," : "") + csv_field(row[i]);
+    s += "\n";
+  }
+  return s;
+}
+
+std::string table_latex(const Table& t) {
+  std::string s = "% " + t.id + ", written by `mare report`; needs \\usepackage{booktabs}\n";
+  s += "\\begin{table}[htbp]\n\\centering\n\\small\n";
+  s += "\\caption{" + tex_escape(t.title) + "}\n";
+  s += "\\label{tab:" + t.id + "}\n";
+  s += "\\begin{tabular}{" + std::string(t.columns.size(), 'l') + "}\n\\toprule\n";
+  s += latex_row(t.columns) + "\\midrule\n";
+  for (const auto& row : t.rows) s += latex_row(row);
+  s += "\\bottomrule\n\\end{tabular}\n";
+  for (const std::string& n : t.notes)
+    s += "\n\\par\\smallskip\\footnotesize " + tex_escape(n) + "\n";
+  s += "\\end{table}\n";
+  return s;
+}
+
+std::string table_html(const Table& t) {
+  std::string s = "<table>\n<caption>" + html_escape(t.title) + "</caption>\n<thead><tr>";
+  for (const std::string& c : t.columns) s += "<th>" + html_escape(c) + "</th>";
+  s += "</tr></thead>\n<tbody>\n";
+  for (const auto& row : t.rows) {
+    s += "<tr>";
+    for (const std::string& c : row) s += "<td>" + html_escape(c) + "</td>";
+    s += "</tr>\n";
+  }
+  s += "</tbody>\n</table>\n";
+  return s;
+}
+
+Artifact write_table(const Table& t, const fs::path& dir) {
+  Artifact a;
+  a.id = t.id;
+  a.title = t.title;
+  a.missing = t.missing;
+  a.provenance = t.provenance;
+  if (!t.missing.empty()) return a;
+  const fs::path rel = fs::path("tables");
+  write_file_atomic(dir / rel / (t.id + ".md"), table_markdown(t));
+  write_file_atomic(dir / rel / (t.id + ".csv"), table_csv(t));
+  write_file_atomic(dir / rel / (t.id + ".tex"), table_latex(t));
+  a.files = {rel / (t.id + ".md"), rel / (t.id + ".csv"), rel / (t.id + ".tex")};
+  return a;
+}
+
+}  // namespace mare::report
