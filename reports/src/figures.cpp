@@ -1,0 +1,1392 @@
+#include "reports/src/figures.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <tuple>
+#include <utility>
+
+#include "reports/src/gnuplot.h"
+#include "reports/src/util.h"
+
+namespace mare::report {
+namespace {
+
+namespace fs = std::filesystem;
+namespace gp = gnuplot;
+using json = nlohmann::json;
+
+// ---------------------------------------------------------------- JSON access
+
+const json* child(const json& j, const std::string& key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
+const json* at(const json& j, std::initializer_list<const char*> path) {
+  const json* cur = &j;
+  for (const char* key : path) {
+    cur = child(*cur, key);
+    if (!cur) return nullptr;
+  }
+  return cur;
+}
+
+std::optional<double> number(const json* j) {
+  if (!j || !j->is_number()) return std::nullopt;
+  const double v = j->get<double>();
+  if (!std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::string as_text(const json* v) {
+  if (!v || v->is_null()) return "";
+  if (v->is_string()) return v->get<std::string>();
+  if (v->is_boolean()) return v->get<bool>() ? "true" : "false";
+  if (v->is_number_integer()) return std::to_string(v->get<int64_t>());
+  if (v->is_number_unsigned()) return std::to_string(v->get<uint64_t>());
+  if (v->is_number()) return gp::num(v->get<double>());
+  return v->dump();
+}
+
+// ---------------------------------------------------------------- runs
+
+// A run's setting: run.json params, else the manifest's resolved config, else result.json
+// (legacy run directories have no run.json).
+const json* run_value(const RunRecord& r, const std::string& key) {
+  if (const json* v = child(r.params, key)) return v;
+  if (const json* config = child(r.manifest, "config"))
+    if (const json* v = child(*config, key)) return v;
+  return child(r.result, key);
+}
+
+std::string run_string(const RunRecord& r, const std::string& key) {
+  return as_text(run_value(r, key));
+}
+
+// Finished runs only: a failed or interrupted run's curves would pull the means down.
+bool run_usable(const RunRecord& r) {
+  return r.status.empty() || r.status == "completed" || r.status == "diverged";
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// "seed12" or "seed12-0badcafe" (the sweep layout <cell>/seed<k>-<id8>/).
+bool is_seed_dir(std::string_view name) {
+  if (name.substr(0, 4) != "seed") return false;
+  name.remove_prefix(4);
+  const std::size_t dash = name.find('-');
+  if (dash == std::string_view::npos) return all_digits(name);
+  return all_digits(name.substr(0, dash)) && name.size() - dash - 1 == 8;
+}
+
+// The name a run's curve is labelled with: its cell; for legacy directories without run.json,
+// the row directory of <row>/seed<k>/ (reports/grpu/runs) or <name> of <name>-seed<k>/.
+std::string run_label(const RunRecord& r) {
+  if (!r.cell.empty()) return r.cell;
+  fs::path dir = r.dir.lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();
+  std::string name = dir.filename().string();
+  if (is_seed_dir(name)) return dir.parent_path().filename().string();
+  const std::size_t pos = name.rfind("-seed");
+  if (pos != std::string::npos && pos > 0 && all_digits(std::string_view(name).substr(pos + 5)))
+    return name.substr(0, pos);
+  if (!name.empty()) return name;
+  return run_string(r, "model");
+}
+
+// "synth-ctd" of "synth-ctd:/path/to/data"; "" for runs without a data source.
+std::string run_dataset(const RunRecord& r) {
+  const std::string data = run_string(r, "data");
+  const std::size_t colon = data.find(':');
+  if (colon != std::string::npos) return data.substr(0, colon);
+  return data.empty() ? "" : fs::path(data).filename().string();
+}
+
+struct Group {
+  std::string sweep, label, dataset;
+  std::string display;  // label, with dataset / sweep where those differ between groups
+  std::vector<const RunRecord*> runs;
+};
+
+// One group per (sweep, cell, dataset), sorted by those; runs by seed then directory.
+std::vector<Group> group_runs(const std::vector<const RunRecord*>& runs) {
+  std::map<std::tuple<std::string, std::string, std::string>, Group> by_key;
+  for (const RunRecord* r : runs) {
+    const auto key = std::make_tuple(r->sweep, run_label(*r), run_dataset(*r));
+    Group& g = by_key[key];
+    std::tie(g.sweep, g.label, g.dataset) = key;
+    g.runs.push_back(r);
+  }
+  std::set<std::string> sweeps, datasets;
+  for (const auto& [key, g] : by_key) {
+    sweeps.insert(g.sweep);
+    datasets.insert(g.dataset);
+  }
+  std::vector<Group> out;
+  for (auto& [key, g] : by_key) {
+    g.display = g.label;
+    if (datasets.size() > 1 && !g.dataset.empty() && g.label.find(g.dataset) == std::string::npos)
+      g.display += " [" + g.dataset + "]";
+    if (sweeps.size() > 1 && !g.sweep.empty()) g.display = g.sweep + "/" + g.display;
+    std::sort(g.runs.begin(), g.runs.end(), [](const RunRecord* a, const RunRecord* b) {
+      return std::tie(a->seed, a->dir) < std::tie(b->seed, b->dir);
+    });
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+json runs_provenance(const std::vector<Group>& groups) {
+  std::set<std::string> profiles, devices, commits, sweeps, cells;
+  std::set<int64_t> seeds;
+  std::size_t n = 0;
+  for (const Group& g : groups) {
+    cells.insert(g.display);
+    for (const RunRecord* r : g.runs) {
+      ++n;
+      seeds.insert(r->seed);
+      if (!r->profile.empty()) profiles.insert(r->profile);
+      if (!r->sweep.empty()) sweeps.insert(r->sweep);
+      std::string device = as_text(child(r->manifest, "device"));
+      if (device.empty()) device = as_text(child(r->result, "device"));
+      if (!device.empty()) devices.insert(device);
+      const std::string commit = as_text(at(r->manifest, {"build", "git_commit"}));
+      if (!commit.empty()) commits.insert(commit);
+    }
+  }
+  json p;
+  p["runs"] = n;
+  p["cells"] = cells;
+  p["seeds"] = seeds;
+  p["sweeps"] = sweeps;
+  p["profiles"] = profiles;
+  p["devices"] = devices;
+  p["commits"] = commits;
+  return p;
+}
+
+// ---------------------------------------------------------------- statistics
+
+struct Summary {
+  double mean = 0, sd = 0;
+  std::size_t n = 0;
+};
+
+// Mean and sample standard deviation (0 for one value).
+Summary summarize(const std::vector<double>& v) {
+  Summary s;
+  s.n = v.size();
+  if (v.empty()) return s;
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  if (v.size() > 1) {
+    double ss = 0;
+    for (double x : v) ss += (x - s.mean) * (x - s.mean);
+    s.sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
+  }
+  return s;
+}
+
+// Quantile by linear interpolation between order statistics (R's type 7, numpy's default).
+double quantile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return std::nan("");
+  const double h = (static_cast<double>(sorted.size()) - 1) * p;
+  const auto lo = static_cast<std::size_t>(std::floor(h));
+  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+// ---------------------------------------------------------------- figure assembly
+
+// The data file: one block per series, blocks separated by two blank lines (gnuplot's
+// `index`), each headed by its title and column names.
+class Dat {
+ public:
+  int add(const std::string& title, const std::string& columns,
+          const std::vector<std::vector<double>>& rows) {
+    text_ += "# [" + std::to_string(count_) + "] " + gp::comment(title) + "\n# " + columns + "\n";
+    for (const auto& row : rows) {
+      for (std::size_t i = 0; i < row.size(); ++i) text_ += (i ? " " : "") + gp::num(row[i]);
+      text_ += "\n";
+    }
+    text_ += "\n\n";
+    return count_++;
+  }
+  const std::string& text() const { return text_; }
+  int count() const { return count_; }
+
+ private:
+  std::string text_;
+  int count_ = 0;
+};
+
+struct Figure {
+  std::string id, title;
+  std::string missing;  // set: no figure, this is why
+  std::string header;   // comment lines for the .dat file (what the columns mean)
+  Dat dat;
+  std::string body;  // gnuplot commands after the terminal is set; the data file is DAT
+  int styles = 0;    // palette line styles 1..styles defined before the body
+  int width = 800, height = 520;  // SVG size; the PNG is twice as large at the same layout
+  json provenance = json::object();
+};
+
+Figure missing_figure(const std::string& id, const std::string& title, const std::string& why) {
+  Figure f;
+  f.id = id;
+  f.title = title;
+  f.missing = why;
+  return f;
+}
+
+struct Gnuplot {
+  std::optional<fs::path> binary;
+  gp::Terminals terminals;
+};
+
+std::string script_for(const Figure& f, const std::string& png_terminal) {
+  std::string s;
+  s += "# " + f.id + ": " + gp::comment(f.title) + "\n";
+  s += "# Written by `mare report`. Data: " + f.id +
+       ".dat, one block per series (blocks separated by two blank lines, selected with "
+       "`index`).\n";
+  s += "# Re-plot in this directory with `gnuplot -d " + f.id + ".gp`: writes " + f.id +
+       ".png and " + f.id + ".svg.\n";
+  s += "DAT = " + gp::quote(f.id + ".dat") + "\n";
+  s += "do for [fmt in \"png svg\"] {\n";
+  s += "reset\n";
+  s += "if (fmt eq \"png\") {\n";
+  const std::string size = std::to_string(2 * f.width) + "," + std::to_string(2 * f.height);
+  if (png_terminal == "pngcairo")
+    s += "  set terminal pngcairo size " + size +
+         " font \"DejaVu Sans,12\" fontscale 2 linewidth 2 noenhanced\n";
+  else
+    s += "  set terminal png size " + size + " noenhanced\n";
+  s += "  set output " + gp::quote(f.id + ".png") + "\n";
+  s += "} else {\n";
+  s += "  set terminal svg size " + std::to_string(f.width) + "," + std::to_string(f.height) +
+       " font \"DejaVu Sans,12\" linewidth 1 noenhanced\n";
+  s += "  set output " + gp::quote(f.id + ".svg") + "\n";
+  s += "}\n";
+  s += "set encoding utf8\n";
+  for (int k = 1; k <= f.styles; ++k) s += gp::line_style(k) + "\n";
+  s += f.body;
+  if (!f.body.empty() && f.body.back() != '\n') s += "\n";
+  s += "unset output\n";
+  s += "}\n";
+  return s;
+}
+
+void remove_quietly(const fs::path& p) {
+  std::error_code ec;
+  fs::remove_all(p, ec);
+}
+
+// Writes <id>.dat and <id>.gp and runs gnuplot on them in a scratch directory beside the
+// figures; the pictures are renamed into place only when gnuplot succeeded, so a failed
+// run never leaves a half-written picture under the final name.
+Artifact render(const Figure& f, const fs::path& out_dir, const Gnuplot& g) {
+  Artifact a;
+  a.id = f.id;
+  a.title = f.title;
+  a.provenance = f.provenance;
+  const fs::path figs = out_dir / "figures";
+  const std::vector<std::string> exts = {".dat", ".gp", ".png", ".svg"};
+  if (!f.missing.empty()) {
+    // A stale figure of an earlier report in the same directory would contradict `missing`.
+    for (const auto& ext : exts) remove_quietly(figs / (f.id + ext));
+    a.missing = f.missing;
+    return a;
+  }
+  const std::string dat =
+      "# " + f.id + ": " + gp::comment(f.title) + "\n" + f.header + f.dat.text();
+  const std::string script = script_for(f, g.terminals.png);
+
+  auto keep_data_only = [&](const std::string& why) {
+    gp::atomic_write(figs / (f.id + ".dat"), dat);
+    gp::atomic_write(figs / (f.id + ".gp"), script);
+    remove_quietly(figs / (f.id + ".png"));
+    remove_quietly(figs / (f.id + ".svg"));
+    a.files = {fs::path("figures") / (f.id + ".dat"), fs::path("figures") / (f.id + ".gp")};
+    a.missing = why + " (its data and script are written: figures/" + f.id + ".dat, .gp)";
+    return a;
+  };
+  if (!g.binary)
+    return keep_data_only(
+        "gnuplot not found (install gnuplot, or set MARE_GNUPLOT to its path) for the pictures");
+  if (g.terminals.png.empty() || !g.terminals.svg)
+    return keep_data_only(g.binary->string() + " (" + g.terminals.version +
+                          ") has no png/pngcairo or svg terminal");
+
+  const fs::path scratch =
+      figs / ("." + f.id + ".tmp" + std::to_string(static_cast<long>(::getpid())));
+  remove_quietly(scratch);
+  fs::create_directories(scratch);
+  gp::atomic_write(scratch / (f.id + ".dat"), dat);
+  gp::atomic_write(scratch / (f.id + ".gp"), script);
+  const gp::RunResult r = gp::run(*g.binary, scratch, f.id + ".gp");
+  std::error_code ec;
+  bool pictures = r.ok;
+  for (const char* ext : {".png", ".svg"})
+    pictures = pictures && fs::file_size(scratch / (f.id + ext), ec) > 0 && !ec;
+  if (!pictures) {
+    remove_quietly(scratch);
+    return keep_data_only(r.ok ? "gnuplot wrote no picture for " + f.id + ".gp"
+                               : "gnuplot failed on " + f.id + ".gp: " + r.error);
+  }
+  for (const auto& ext : exts) {
+    fs::rename(scratch / (f.id + ext), figs / (f.id + ext), ec);
+    if (ec) {
+      remove_quietly(scratch);
+      throw std::runtime_error((figs / (f.id + ext)).string() +
+                               ": cannot move the drawn figure into place: " + ec.message());
+    }
+    a.files.push_back(fs::path("figures") / (f.id + ext));
+  }
+  remove_quietly(scratch);
+  return a;
+}
+
+std::string plot_title(const std::string& s) {
+  return "set title " + gp::quote(s) + "\n";
+}
+
+// Common look: grid, ticks outside, key with a light frame.
+const char* const kAxes =
+    "set border 3 lw 1\nset tics nomirror out\nset grid lc rgb \"#d0d0d0\" lw 1 dt 1\n"
+    "set key box lc rgb \"#a0a0a0\" samplen 3 spacing 1.1\n";
+
+// ---------------------------------------------------------------- fig 4.5: F1 by distance
+
+Figure fig_4_5(const ReportInputs& in) {
+  const std::string
+      id = "fig4.5",
+      title = "Fig. 4.5: test relation F1 by maximum distance between the related entities";
+  std::vector<const RunRecord*> runs;
+  for (const auto& r : in.runs) {
+    const json* b = at(r.result, {"test", "relations", "by_distance"});
+    if (run_usable(r) && b && b->is_array() && !b->empty()) runs.push_back(&r);
+  }
+  if (runs.empty())
+    return missing_figure(id, title,
+                          "no finished relation run with result.json test.relations.by_distance "
+                          "among the inputs");
+  Figure f;
+  f.id = id;
+  f.title = title;
+  const auto groups = group_runs(runs);
+  f.header =
+      "# Columns: maximum distance (tokens; cumulative bucket: pairs at most this far apart), "
+      "mean test F1 over the cell's runs, sample sd, runs\n";
+  std::set<double> buckets;
+  std::string plots;
+  int k = 0;
+  for (const Group& g : groups) {
+    std::map<double, std::vector<double>> by_bucket;
+    for (const RunRecord* r : g.runs)
+      for (const json& b : *at(r->result, {"test", "relations", "by_distance"})) {
+        const auto d = number(child(b, "max_distance"));
+        const auto f1 = number(child(b, "f1"));
+        if (d && f1) by_bucket[*d].push_back(*f1);
+      }
+    std::vector<std::vector<double>> rows;
+    for (const auto& [d, v] : by_bucket) {
+      const Summary s = summarize(v);
+      rows.push_back({d, s.mean, s.sd, static_cast<double>(s.n)});
+      buckets.insert(d);
+    }
+    if (rows.empty()) continue;
+    ++k;
+    const std::string t = g.display + " (" + std::to_string(g.runs.size()) +
+                          (g.runs.size() == 1 ? " run)" : " runs)");
+    const int idx = f.dat.add(t, "max_distance f1_mean f1_sd n", rows);
+    plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + "DAT index " +
+             std::to_string(idx) + " using 1:2:3 with yerrorlines ls " + std::to_string(k) +
+             " title " + gp::quote(t);
+  }
+  if (k == 0)
+    return missing_figure(id, title, "the relation runs' by_distance buckets have no numbers");
+  f.styles = k;
+  std::string tics;
+  for (double d : buckets) tics += (tics.empty() ? "" : ", ") + gp::num(d);
+  f.body = std::string(kAxes) +
+           plot_title("Relation F1 by entity-pair distance (test, mean ± sd)") +
+           "set xlabel \"maximum distance between the related entities (tokens)\"\n"
+           "set ylabel \"test F1 (relations, micro)\"\n"
+           "set yrange [0:1]\nset offsets graph 0.03, graph 0.03, 0, 0\n"
+           "set xtics (" +
+           tics + ")\n" + "set key outside right top\n" + plots + "\n";
+  f.width = 1000;
+  f.provenance = runs_provenance(groups);
+  f.provenance["split"] = "test";
+  return f;
+}
+
+// ---------------------------------------------------------------- fig 4.6: validation F1
+
+Figure fig_4_6(const ReportInputs& in) {
+  const std::string id = "fig4.6",
+                    title = "Fig. 4.6: validation F1 per relation class over training";
+  std::vector<const RunRecord*> runs;
+  bool any_ctd = false;
+  for (const auto& r : in.runs) {
+    if (!run_usable(r)) continue;
+    bool has = false;
+    for (const json& m : r.metrics)
+      if (const json* c = child(m, "valid_f1_per_class"); c && c->is_object()) has = true;
+    if (!has) continue;
+    runs.push_back(&r);
+    std::string d = run_dataset(r);
+    std::transform(d.begin(), d.end(), d.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (d.find("ctd") != std::string::npos) any_ctd = true;
+  }
+  if (runs.empty())
+    return missing_figure(
+        id, title,
+        "no finished relation run with metrics.jsonl valid_f1_per_class among the inputs");
+  // The thesis's figure is the CTD study's (14 classes): show CTD runs when there are any.
+  if (any_ctd) {
+    std::vector<const RunRecord*> ctd;
+    for (const RunRecord* r : runs) {
+      std::string d = run_dataset(*r);
+      std::transform(d.begin(), d.end(), d.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
+      if (d.find("ctd") != std::string::npos) ctd.push_back(r);
+    }
+    runs = ctd;
+  }
+  auto groups = group_runs(runs);
+  constexpr std::size_t kMaxPanels = 6;
+  std::vector<std::string> omitted;
+  while (groups.size() > kMaxPanels) {
+    omitted.insert(omitted.begin(), groups.back().display);
+    groups.pop_back();
+  }
+  Figure f;
+  f.id = id;
+  f.title = title;
+  f.header =
+      "# Columns: training step, mean validation F1 over the cell's runs that evaluated at this "
+      "step, sample sd, runs. One block per cell and class; 'all classes' is valid_f1 (micro "
+      "over the non-NULL classes).\n";
+  // Every class keeps one style across panels; style 1 (black, solid) is the overall F1.
+  std::set<std::string> classes;
+  for (const Group& g : groups)
+    for (const RunRecord* r : g.runs)
+      for (const json& m : r->metrics)
+        if (const json* c = child(m, "valid_f1_per_class"); c && c->is_object())
+          for (const auto& [name, v] : c->items()) classes.insert(name);
+  std::map<std::string, int> style;
+  int next = 2;
+  for (const auto& c : classes) style[c] = next++;
+  f.styles = next - 1;
+
+  auto series = [](const std::vector<const RunRecord*>& rs, auto value) {
+    std::map<double, std::vector<double>> by_step;
+    for (const RunRecord* r : rs)
+      for (const json& m : r->metrics) {
+        const auto step = number(child(m, "step"));
+        const auto v = value(m);
+        if (step && v) by_step[*step].push_back(*v);
+      }
+    std::vector<std::vector<double>> rows;
+    for (const auto& [step, v] : by_step) {
+      const Summary s = summarize(v);
+      rows.push_back({step, s.mean, s.sd, static_cast<double>(s.n)});
+    }
+    return rows;
+  };
+
+  std::string body = std::string(kAxes);
+  const std::size_t panels = groups.size();
+  if (panels > 1)
+    body += "set multiplot layout " + std::to_string(panels) + ",1 title " +
+            gp::quote("Validation F1 per class (mean over runs)") + "\n";
+  f.height = static_cast<int>(std::max<std::size_t>(1, panels)) * 360 + (panels > 1 ? 40 : 0);
+  f.width = 1000;
+  int plotted = 0;
+  for (const Group& g : groups) {
+    std::string plots;
+    auto add = [&](const std::string& name, const std::vector<std::vector<double>>& rows, int ls,
+                   const std::string& extra) {
+      if (rows.empty()) return;
+      const int idx = f.dat.add(g.display + ": " + name, "step f1_mean f1_sd n", rows);
+      plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + "DAT index " +
+               std::to_string(idx) + " using 1:2 with linespoints ls " + std::to_string(ls) +
+               extra + " title " + gp::quote(name);
+    };
+    add("all classes (micro)",
+        series(g.runs, [](const json& m) { return number(child(m, "valid_f1")); }), 1, " lw 3");
+    for (const auto& c : classes)
+      add(c,
+          series(g.runs,
+                 [&c](const json& m) -> std::optional<double> {
+                   const json* pc = child(m, "valid_f1_per_class");
+                   return pc ? number(child(*pc, c)) : std::nullopt;
+                 }),
+          style[c], "");
+    if (plots.empty()) continue;
+    ++plotted;
+    body += plot_title(g.display + " (" + std::to_string(g.runs.size()) +
+                       (g.runs.size() == 1 ? " run)" : " runs, mean)"));
+    body +=
+        "set xlabel \"training step\"\nset ylabel \"validation F1\"\nset yrange [0:1]\n"
+        "set key outside right top\n" +
+        plots + "\n";
+  }
+  if (panels > 1) body += "unset multiplot\n";
+  if (plotted == 0)
+    return missing_figure(id, title, "the relation runs' metrics.jsonl have no step numbers");
+  f.body = body;
+  f.provenance = runs_provenance(groups);
+  if (!omitted.empty()) f.provenance["cells_omitted"] = omitted;
+  if (any_ctd) f.provenance["selection"] = "runs on CTD data only (the thesis's figure is CTD's)";
+  return f;
+}
+
+// ---------------------------------------------------------------- fig 5.1-5.5: GRPU
+
+struct GrpuSelection {
+  const char* id;
+  const char* title;
+  const char* task;
+  int small_batch;  // 1: batch <= 10 only, 0: batch > 10 only, -1: any
+};
+
+const GrpuSelection kGrpuFigures[] = {
+    {"fig5.1", "Fig. 5.1: convergence on the addition problem (batch > 10)", "addition", 0},
+    {"fig5.2", "Fig. 5.2: convergence on the multiplication problem (batch > 10)", "multiplication",
+     0},
+    {"fig5.3", "Fig. 5.3: convergence on the addition problem with conditionals", "conditional",
+     -1},
+    {"fig5.4", "Fig. 5.4: convergence of the new addition experiment (batch <= 10)", "addition", 1},
+    {"fig5.5", "Fig. 5.5: convergence of the new multiplication experiment (batch <= 10)",
+     "multiplication", 1},
+};
+
+Figure fig_grpu(const ReportInputs& in, const GrpuSelection& sel) {
+  std::vector<const RunRecord*> runs;
+  for (const auto& r : in.runs) {
+    if (!run_usable(r) || run_string(r, "task") != sel.task) continue;
+    const auto batch = number(run_value(r, "batch"));
+    const bool small = batch && *batch <= 10;
+    if (sel.small_batch >= 0 && small != (sel.small_batch == 1)) continue;
+    bool has = false;
+    for (const json& m : r.metrics)
+      if (number(child(m, "train_mse")) || number(child(m, "test_mse"))) has = true;
+    if (has) runs.push_back(&r);
+  }
+  const std::string batch_rule = sel.small_batch < 0 ? ""
+                                 : sel.small_batch   ? ", batch <= 10"
+                                                     : ", batch > 10";
+  if (runs.empty())
+    return missing_figure(sel.id, sel.title,
+                          std::string("no finished sequence run of task ") + sel.task + batch_rule +
+                              " with train_mse/test_mse in metrics.jsonl among the inputs");
+  Figure f;
+  f.id = sel.id;
+  f.title = sel.title;
+  f.header =
+      "# Columns: epoch, mean MSE over the cell's runs that evaluated at this epoch, sample sd, "
+      "runs\n";
+  const auto groups = group_runs(runs);
+  std::string plots;
+  int k = 0;
+  for (const Group& g : groups) {
+    ++k;
+    for (const char* metric : {"train_mse", "test_mse"}) {
+      std::map<double, std::vector<double>> by_epoch;
+      for (const RunRecord* r : g.runs)
+        for (const json& m : r->metrics) {
+          auto x = number(child(m, "epoch"));
+          if (!x) x = number(child(m, "step"));
+          const auto v = number(child(m, metric));
+          if (x && v) by_epoch[*x].push_back(*v);
+        }
+      std::vector<std::vector<double>> rows;
+      bool positive = false;
+      for (const auto& [x, v] : by_epoch) {
+        const Summary s = summarize(v);
+        rows.push_back({x, s.mean, s.sd, static_cast<double>(s.n)});
+        positive = positive || s.mean > 0;
+      }
+      if (!positive) continue;  // nothing a log axis can show
+      const bool train = std::string(metric) == "train_mse";
+      const std::string t = g.display + (train ? " train" : " test") + " (" +
+                            std::to_string(g.runs.size()) +
+                            (g.runs.size() == 1 ? " run)" : " runs, mean)");
+      const int idx = f.dat.add(t, "epoch mse_mean mse_sd n", rows);
+      // One colour and marker per cell; train solid, test dashed.
+      const int every = std::max<int>(1, static_cast<int>(rows.size()) / 10);
+      plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + "DAT index " +
+               std::to_string(idx) + " using 1:($2 > 0 ? $2 : NaN) with linespoints ls " +
+               std::to_string(k) + (train ? " dt 1" : " dt (10,5)") + " pi " +
+               std::to_string(every) + " title " + gp::quote(t);
+    }
+  }
+  if (plots.empty())
+    return missing_figure(sel.id, sel.title,
+                          std::string("the runs of task ") + sel.task +
+                              " have no positive train_mse/test_mse to plot");
+  f.styles = k;
+  f.body = std::string(kAxes) + plot_title(f.title.substr(f.title.find(':') + 2)) +
+           "set xlabel \"epoch\"\nset ylabel \"mean squared error\"\nset logscale y\n"
+           "set format y \"%.0e\"\nset key outside right top\n" +
+           plots + "\n";
+  f.width = 1000;
+  f.provenance = runs_provenance(groups);
+  f.provenance["task"] = sel.task;
+  return f;
+}
+
+// ---------------------------------------------------------------- benchmarks
+
+std::vector<const BenchFile*> benches_of(const ReportInputs& in, const std::string& kind) {
+  std::vector<const BenchFile*> out;
+  for (const auto& b : in.benchmarks)
+    if (b.kind == kind) out.push_back(&b);
+  std::sort(out.begin(), out.end(),
+            [](const BenchFile* a, const BenchFile* b) { return a->path < b->path; });
+  return out;
+}
+
+std::string bench_caption(const BenchFile& b) {
+  std::string s = as_text(child(b.json, "device"));
+  if (s.empty()) s = "device ?";
+  if (const auto t = number(child(b.json, "threads")))
+    s += ", " + gp::num(*t) + (*t == 1 ? " thread" : " threads");
+  return s;
+}
+
+struct ThesisAllocation {
+  std::map<std::pair<std::string, int>, std::map<double, double>> series;  // (mechanism, N)
+  std::string error;
+};
+
+// Thesis Table 4.14 from the published CSVs compiled into the library (reports/paper/).
+ThesisAllocation thesis_allocation() {
+  static const std::string name = "table_4_14_allocation.csv";
+  ThesisAllocation t;
+  const auto& csvs = embedded_paper_csvs();
+  const auto it = csvs.find(name);
+  if (it == csvs.end()) {
+    t.error = "reports/paper/" + name + " was not compiled in";
+    return t;
+  }
+  std::istringstream file(it->second);
+  std::string line;
+  int lineno = 0;
+  bool header = false;
+  while (std::getline(file, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    if (!header) {
+      header = true;
+      continue;
+    }
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) cells.push_back(cell);
+    try {
+      if (cells.size() != 4) throw std::invalid_argument("4 columns");
+      t.series[{cells[0], std::stoi(cells[1])}][std::stod(cells[2])] = std::stod(cells[3]);
+    } catch (const std::exception&) {
+      t.error = "reports/paper/" + name + ":" + std::to_string(lineno) +
+                ": expected mechanism,memory_size,seq_len,seconds";
+      t.series.clear();
+      return t;
+    }
+  }
+  return t;
+}
+
+// Thesis marks: diamond for the sorted (original) allocation, circle for the parallel one.
+std::string alloc_style(const std::string& variant, int mem_index) {
+  static const char* const colours[] = {"#000000", "#0072B2", "#D55E00", "#009E73", "#CC79A7"};
+  const bool sorted = variant == "sorted";
+  return std::string("lc rgb \"") + colours[mem_index % 5] + "\" lw 2 dt " +
+         (sorted ? "1" : "(10,5)") + " pt " + (sorted ? "13" : "7") + " ps 1.3";
+}
+
+Figure fig_4_9(const ReportInputs& in) {
+  const std::string id = "fig4.9",
+                    title = "Fig. 4.9: allocation time against sequence length, per memory size";
+  auto benches = benches_of(in, "allocation");
+  if (benches.empty())
+    return missing_figure(id, title,
+                          "no allocation benchmark JSON (`mare bench allocation --json`) among "
+                          "the inputs");
+  if (benches.size() > 3) benches.resize(3);
+  Figure f;
+  f.id = id;
+  f.title = title;
+  const ThesisAllocation thesis = thesis_allocation();
+  f.header =
+      "# Columns: sequence length (memories allocated one after another), seconds.\n"
+      "# Thesis blocks: seconds for 100 repetitions (TensorFlow, Tesla T4, Table 4.14).\n"
+      "# Our blocks: median seconds per call, forward pass, batch as in the benchmark file.\n";
+  struct Panel {
+    std::string title, ylabel, plots, labels;
+  };
+  std::vector<Panel> panels;
+  std::set<int> mems_seen;
+  auto add_series = [&](Panel& p, const std::string& variant, int mem,
+                        const std::map<double, double>& pts, const std::string& source) {
+    std::vector<std::vector<double>> rows;
+    for (const auto& [x, y] : pts)
+      if (x > 0 && y > 0) rows.push_back({x, y});
+    if (rows.empty()) return;
+    mems_seen.insert(mem);
+    const std::string t = variant + " N=" + std::to_string(mem);
+    const int idx = f.dat.add(source + ": " + t, "seq seconds", rows);
+    int mem_index = 0;
+    for (int m : {4, 16, 32, 64, 128}) {
+      if (m == mem) break;
+      ++mem_index;
+    }
+    p.plots += std::string(p.plots.empty() ? "plot " : ", \\\n     ") + "DAT index " +
+               std::to_string(idx) + " using 1:2 with linespoints " +
+               alloc_style(variant, mem_index) + " title " + gp::quote(t);
+    // The memory size at the end of each line, so that lines stay named printed in grey.
+    p.labels += "set label " + gp::quote("N=" + std::to_string(mem)) + " at " +
+                gp::num(rows.back()[0] * 1.25) + "," + gp::num(rows.back()[1]) +
+                " left font \",10\"\n";
+  };
+  if (thesis.error.empty() && !thesis.series.empty()) {
+    Panel p{"Thesis Table 4.14 (TensorFlow, Tesla T4)", "seconds for 100 repetitions", "", ""};
+    for (const char* variant : {"sorted", "parallel"})
+      for (const auto& [key, pts] : thesis.series)
+        if (key.first == variant) add_series(p, variant, key.second, pts, "thesis");
+    if (!p.plots.empty()) panels.push_back(p);
+  }
+  std::vector<std::string> sources;
+  for (const BenchFile* b : benches) {
+    const json* rows = child(b->json, "rows");
+    if (!rows || !rows->is_array()) continue;
+    // (variant, N) -> seq -> seconds; forward pass only (the thesis times the allocation
+    // itself), sorted and parallel only (the thesis's two mechanisms).
+    std::map<std::pair<std::string, int>, std::map<double, double>> series;
+    for (const json& row : *rows) {
+      const std::string variant = as_text(child(row, "variant"));
+      const std::string pass = as_text(child(row, "pass"));
+      if ((variant != "sorted" && variant != "parallel") || (!pass.empty() && pass != "forward"))
+        continue;
+      const auto mem = number(child(row, "mem"));
+      const auto seq = number(child(row, "seq"));
+      auto sec = number(child(row, "seconds"));
+      if (!sec) sec = number(child(row, "wall_seconds"));
+      if (mem && seq && sec) series[{variant, static_cast<int>(*mem)}][*seq] = *sec;
+    }
+    std::string caption = "This harness (" + bench_caption(*b);
+    if (const auto batch = number(child(b->json, "batch"))) caption += ", batch " + gp::num(*batch);
+    Panel p{caption + ")", "seconds per call (median)", "", ""};
+    for (const char* variant : {"sorted", "parallel"})
+      for (const auto& [key, pts] : series)
+        if (key.first == variant)
+          add_series(p, variant, key.second, pts, b->path.filename().string());
+    if (!p.plots.empty()) {
+      panels.push_back(p);
+      sources.push_back(b->path.string());
+    }
+  }
+  if (sources.empty())
+    return missing_figure(id, title,
+                          "the allocation benchmark JSON has no forward-pass rows of the sorted or "
+                          "parallel variant");
+  f.styles = 0;
+  f.width = 560 * static_cast<int>(panels.size());
+  f.height = 560;
+  std::string body = std::string(kAxes);
+  body += "set multiplot layout 1," + std::to_string(panels.size()) + " title " +
+          gp::quote("Allocation: sorted (diamonds, solid) vs parallel (circles, dashed)") + "\n";
+  body +=
+      "set logscale xy\nset xrange [0.7:5000]\nset xlabel \"sequence length\"\n"
+      "set format y \"%g\"\nset key top left font \",10\" spacing 1\n";
+  for (const Panel& p : panels) {
+    body += "unset label\n" + plot_title(p.title) + "set ylabel " + gp::quote(p.ylabel) + "\n" +
+            p.labels + p.plots + "\n";
+  }
+  body += "unset multiplot\n";
+  f.body = body;
+  f.provenance["benchmarks"] = sources;
+  f.provenance["thesis"] = thesis.error.empty()
+                               ? "Table 4.14 (reports/paper/table_4_14_allocation.csv)"
+                               : "not shown: " + thesis.error;
+  std::set<std::string> devices;
+  for (const BenchFile* b : benches) devices.insert(bench_caption(*b));
+  f.provenance["devices"] = devices;
+  return f;
+}
+
+Figure fig_4_11(const ReportInputs& in) {
+  const std::string id = "fig4.11",
+                    title = "Fig. 4.11: seconds per training iteration per model configuration";
+  auto benches = benches_of(in, "iteration");
+  if (benches.empty())
+    return missing_figure(id, title,
+                          "no iteration benchmark JSON (`mare bench iteration --json`) among the "
+                          "inputs");
+  Figure f;
+  f.id = id;
+  f.title = title;
+  f.header =
+      "# Box blocks: x, first quartile, lower whisker, upper whisker, third quartile, median, "
+      "mean, iterations (quartiles: linear interpolation, R type 7; whiskers: the most extreme "
+      "times within 1.5 IQR of the box).\n# Outlier blocks: x, seconds.\n";
+  struct Panel {
+    std::string title, tics, plots;
+  };
+  std::vector<Panel> panels;
+  std::vector<std::string> sources;
+  for (const BenchFile* b : benches) {
+    const json* rows = child(b->json, "rows");
+    if (!rows || !rows->is_array()) continue;
+    // shape -> (model label -> times); labels keep the benchmark's row order per shape.
+    std::map<std::string, std::vector<std::pair<std::string, std::vector<double>>>> shapes;
+    std::map<std::string, std::set<std::string>> allocs_of_model;
+    for (const json& row : *rows)
+      allocs_of_model[as_text(child(row, "model"))].insert(as_text(child(row, "alloc")));
+    std::map<std::string, double> tokens;
+    for (const json& row : *rows) {
+      const json* times = child(row, "times_s");
+      if (!times || !times->is_array()) continue;
+      std::vector<double> v;
+      for (const json& t : *times)
+        if (const auto x = number(&t)) v.push_back(*x);
+      if (v.empty()) continue;
+      const std::string model = as_text(child(row, "model"));
+      const std::string alloc = as_text(child(row, "alloc"));
+      std::string label = model;
+      if (allocs_of_model[model].size() > 1 && !alloc.empty()) label += " (" + alloc + ")";
+      const std::string shape = as_text(child(row, "shape"));
+      if (const auto t = number(child(row, "tokens"))) tokens[shape] = *t;
+      shapes[shape].push_back({label, std::move(v)});
+    }
+    for (auto& [shape, models] : shapes) {
+      Panel p;
+      p.title = (shape.empty() ? std::string("iteration") : shape) +
+                (tokens.count(shape) ? ", " + gp::num(tokens[shape]) + " tokens" : "") + " (" +
+                bench_caption(*b) + ")";
+      std::vector<std::vector<double>> boxes, outliers;
+      for (std::size_t i = 0; i < models.size(); ++i) {
+        std::vector<double> v = models[i].second;
+        std::sort(v.begin(), v.end());
+        const double x = static_cast<double>(i + 1);
+        const double q1 = quantile(v, 0.25), q3 = quantile(v, 0.75), med = quantile(v, 0.5);
+        const double lo_fence = q1 - 1.5 * (q3 - q1), hi_fence = q3 + 1.5 * (q3 - q1);
+        double wlo = q1, whi = q3;
+        for (double t : v) {
+          if (t >= lo_fence) wlo = std::min(wlo, t);
+          if (t <= hi_fence) whi = std::max(whi, t);
+          if (t < lo_fence || t > hi_fence) outliers.push_back({x, t});
+        }
+        boxes.push_back(
+            {x, q1, wlo, whi, q3, med, summarize(v).mean, static_cast<double>(v.size())});
+        p.tics += (p.tics.empty() ? "" : ", ") + gp::quote(models[i].first) + " " + gp::num(x);
+      }
+      const int bi =
+          f.dat.add(p.title + ": boxes", "x q1 whisker_low whisker_high q3 median mean n", boxes);
+      p.plots = "plot DAT index " + std::to_string(bi) +
+                " using 1:2:3:4:5 with candlesticks whiskerbars 0.5 lc rgb \"#000000\" lw 1.5 "
+                "fs solid 0.25 title \"quartiles, whiskers 1.5 IQR\", \\\n     DAT index " +
+                std::to_string(bi) +
+                " using 1:6:6:6:6 with candlesticks lc rgb \"#000000\" lw 3 title \"median\", "
+                "\\\n     DAT index " +
+                std::to_string(bi) +
+                " using 1:7 with points pt 13 ps 1.5 lc rgb \"#D55E00\" title \"mean\"";
+      if (!outliers.empty()) {
+        const int oi = f.dat.add(p.title + ": outliers", "x seconds", outliers);
+        p.plots += ", \\\n     DAT index " + std::to_string(oi) +
+                   " using 1:2 with points pt 6 ps 1.2 lc rgb \"#000000\" title \"outliers\"";
+      }
+      p.tics = "set xtics (" + p.tics +
+               ")\nset xrange [0.4:" + gp::num(static_cast<double>(models.size()) + 0.6) + "]\n";
+      panels.push_back(p);
+    }
+    if (!shapes.empty()) sources.push_back(b->path.string());
+  }
+  if (panels.empty())
+    return missing_figure(id, title, "the iteration benchmark JSON has no rows with times_s");
+  constexpr std::size_t kMaxPanels = 4;
+  if (panels.size() > kMaxPanels) panels.resize(kMaxPanels);
+  f.width = 520 * static_cast<int>(panels.size());
+  f.height = 520;
+  std::string body = std::string(kAxes) +
+                     "set boxwidth 0.5\nset yrange [0:*]\n"
+                     "set ylabel \"seconds per iteration\"\n"
+                     "set key below horizontal font \",10\"\n";
+  if (panels.size() > 1)
+    body += "set multiplot layout 1," + std::to_string(panels.size()) + " title " +
+            gp::quote("Seconds per training iteration") + "\n";
+  for (const Panel& p : panels) body += plot_title(p.title) + p.tics + p.plots + "\n";
+  if (panels.size() > 1) body += "unset multiplot\n";
+  f.body = body;
+  f.provenance["benchmarks"] = sources;
+  std::set<std::string> devices;
+  for (const BenchFile* b : benches) devices.insert(bench_caption(*b));
+  f.provenance["devices"] = devices;
+  return f;
+}
+
+// ---------------------------------------------------------------- corpus statistics
+
+using Distribution = std::vector<std::pair<double, double>>;  // (value, count)
+
+// A list of values, an object {"value": count}, or {"edges": [...], "counts": [...]}.
+std::optional<Distribution> read_distribution(const json* j) {
+  if (!j) return std::nullopt;
+  Distribution d;
+  if (j->is_array()) {
+    for (const json& v : *j)
+      if (const auto x = number(&v)) d.push_back({*x, 1.0});
+  } else if (j->is_object()) {
+    const json* edges = child(*j, "edges");
+    const json* counts = child(*j, "counts");
+    if (edges && counts && edges->is_array() && counts->is_array()) {
+      for (std::size_t i = 0; i + 1 < edges->size() && i < counts->size(); ++i) {
+        const auto lo = number(&(*edges)[i]), hi = number(&(*edges)[i + 1]);
+        const auto c = number(&(*counts)[i]);
+        if (lo && hi && c) d.push_back({(*lo + *hi) / 2, *c});
+      }
+    } else {
+      for (const auto& [key, v] : j->items()) {
+        const auto c = number(&v);
+        char* end = nullptr;
+        const double x = std::strtod(key.c_str(), &end);
+        if (c && end && *end == '\0' && end != key.c_str()) d.push_back({x, *c});
+      }
+    }
+  }
+  if (d.empty()) return std::nullopt;
+  return d;
+}
+
+struct SplitDistribution {
+  std::string corpus, split;
+  Distribution values;
+};
+
+int split_rank(const std::string& s) {
+  if (s == "train") return 0;
+  if (s == "valid" || s == "dev" || s == "validation") return 1;
+  if (s == "test") return 2;
+  return 3;
+}
+
+using Key = std::vector<std::string>;  // a path of object keys
+
+// "synth-ctd" of "synth-ctd:/data/synth-ctd"; "bran-tsv:ctd" of "bran-tsv:/data/ctd".
+std::string corpus_name(const CorpusStats& c) {
+  for (const char* key : {"corpus", "name"})
+    if (std::string n = as_text(child(c.json, key)); !n.empty()) return n;
+  const std::string source = as_text(child(c.json, "source"));
+  if (source.empty()) return c.path.stem().string();
+  const std::size_t colon = source.find(':');
+  if (colon == std::string::npos) return source;
+  const std::string kind = source.substr(0, colon);
+  fs::path dir = fs::path(source.substr(colon + 1)).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();
+  const std::string base = dir.filename().string();
+  return base.empty() || base == kind ? kind : kind + ":" + base;
+}
+
+// The distributions of one field (first of `keys` present) per corpus and split, splits in
+// the file's "split_order" (else train, valid, test, others by name).
+std::vector<SplitDistribution> corpus_distributions(const ReportInputs& in,
+                                                    const std::vector<Key>& keys) {
+  std::vector<std::pair<std::tuple<std::string, int, std::string>, SplitDistribution>> found;
+  for (const auto& c : in.corpora) {
+    const std::string name = corpus_name(c);
+    std::vector<std::string> order;
+    if (const json* o = child(c.json, "split_order"); o && o->is_array())
+      for (const json& s : *o) order.push_back(as_text(&s));
+    auto rank = [&](const std::string& split) {
+      const auto it = std::find(order.begin(), order.end(), split);
+      return it != order.end() ? static_cast<int>(it - order.begin()) : 100 + split_rank(split);
+    };
+    std::vector<std::pair<std::string, const json*>> splits;
+    if (const json* s = child(c.json, "splits")) {
+      if (s->is_object())
+        for (const auto& [k, v] : s->items()) splits.push_back({k, &v});
+      else if (s->is_array())
+        for (const json& v : *s) {
+          std::string k = as_text(child(v, "split"));
+          if (k.empty()) k = as_text(child(v, "name"));
+          splits.push_back({k, &v});
+        }
+    } else {
+      splits.push_back({"", &c.json});  // one unsplit corpus
+    }
+    for (const auto& [split, j] : splits)
+      for (const Key& key : keys) {
+        const json* v = j;
+        for (const auto& k : key) v = v ? child(*v, k) : nullptr;
+        if (auto d = read_distribution(v)) {
+          found.push_back({{name, rank(split), split}, {name, split, std::move(*d)}});
+          break;
+        }
+      }
+  }
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<SplitDistribution> out;
+  for (auto& [key, d] : found) out.push_back(std::move(d));
+  return out;
+}
+
+// A 1-2-5 bin width giving at most `max_bins` bins over [lo, hi].
+double bin_width(double lo, double hi, int max_bins) {
+  const double span = std::max(hi - lo, 1.0);
+  for (double decade = 1;; decade *= 10)
+    for (double m : {1.0, 2.0, 5.0})
+      if (span / (m * decade) <= max_bins) return m * decade;
+}
+
+Figure fig_histogram(const ReportInputs& in, const std::string& id, const std::string& title,
+                     const std::vector<Key>& keys, const std::string& what,
+                     const std::string& xlabel, bool fractions) {
+  const auto dists = corpus_distributions(in, keys);
+  if (dists.empty())
+    return missing_figure(
+        id, title,
+        in.corpora.empty()
+            ? "no corpus statistics (`mare data stats --json`) among the inputs"
+            : "the corpus statistics have no \"" + keys.front().back() + "\" in any split");
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& d : dists)
+    for (const auto& [x, c] : d.values) {
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+    }
+  const double w = bin_width(std::min(lo, 0.0), hi, 40);
+  const double start = std::floor(std::min(lo, 0.0) / w) * w;
+  const auto bins = static_cast<std::size_t>(std::floor((hi - start) / w)) + 1;
+  Figure f;
+  f.id = id;
+  f.title = title;
+  f.header = "# Columns: bin centre (" + xlabel + "; bins of width " + gp::num(w) + " from " +
+             gp::num(start) + ", lower edge included), " +
+             (fractions ? "fraction of the split's " + what : "number of " + what) + "\n";
+  std::set<std::string> corpora;
+  for (const auto& d : dists) corpora.insert(d.corpus);
+  std::string plots;
+  int k = 0;
+  for (const auto& d : dists) {
+    std::vector<double> counts(bins, 0.0);
+    double total = 0, sum = 0;
+    for (const auto& [x, c] : d.values) {
+      const auto b = static_cast<std::size_t>(std::floor((x - start) / w));
+      counts[std::min(b, bins - 1)] += c;
+      total += c;
+      sum += x * c;
+    }
+    if (total <= 0) continue;
+    std::vector<std::vector<double>> rows;
+    for (std::size_t b = 0; b < bins; ++b)
+      rows.push_back(
+          {start + (static_cast<double>(b) + 0.5) * w, fractions ? counts[b] / total : counts[b]});
+    std::string name = corpora.size() > 1 || d.split.empty() ? d.corpus : "";
+    if (!d.split.empty()) name += (name.empty() ? "" : " ") + d.split;
+    char mean[32];
+    std::snprintf(mean, sizeof mean, "%.1f", sum / total);
+    const std::string t = name + " (" + gp::num(total) + " " + what + ", mean " + mean + ")";
+    const int idx = f.dat.add(t, fractions ? "bin_centre fraction" : "bin_centre count", rows);
+    ++k;
+    plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + "DAT index " +
+             std::to_string(idx) + " using 1:2 with histeps ls " + std::to_string(k) + " title " +
+             gp::quote(t);
+  }
+  if (k == 0) return missing_figure(id, title, "the corpus statistics' " + what + " are empty");
+  f.styles = k;
+  f.width = 900;
+  std::string heading = corpora.size() == 1 ? *corpora.begin() : "";
+  f.body = std::string(kAxes) +
+           plot_title(title.substr(title.find(':') + 2) +
+                      (heading.empty() ? "" : " (" + heading + ")")) +
+           "set xlabel " + gp::quote(xlabel) + "\nset ylabel " +
+           gp::quote(fractions ? "fraction of " + what : "number of " + what) +
+           "\nset yrange [0:*]\nset key top right\n" + plots + "\n";
+  std::vector<std::string> sources;
+  for (const auto& c : in.corpora) sources.push_back(c.path.string());
+  std::sort(sources.begin(), sources.end());
+  f.provenance["corpora"] = sources;
+  f.provenance["bin_width"] = w;
+  return f;
+}
+
+// ---------------------------------------------------------------- memory heatmaps
+
+// ---------------------------------------------------------------- fig 4.2: memory per token
+
+// A number matrix of memory.json ([a][b] of numbers, or [a] of numbers as one column).
+std::vector<std::vector<double>> matrix_of(const json* j) {
+  std::vector<std::vector<double>> m;
+  if (!j || !j->is_array()) return m;
+  for (const json& row : *j) {
+    if (row.is_array()) {
+      std::vector<double> r;
+      for (const json& v : row) r.push_back(number(&v).value_or(std::nan("")));
+      m.push_back(std::move(r));
+    } else {
+      m.push_back({number(&row).value_or(std::nan(""))});
+    }
+  }
+  return m;
+}
+
+// Thesis Fig. 4.2 from memory.json: for two tokens of the inspected document (the one the
+// memory writes most to, summed over iterations, and the one it writes least to), a row per
+// iteration with usage u(t), memory M(t), write weights w^w(t), read weights w^r(t) and read
+// vectors V(t). (The thesis's M(t-1) is the row above.)
+Figure fig_4_2(const ReportInputs& in) {
+  const std::string id = "fig4.2",
+                    title = "Fig. 4.2: the NTCRE memory, iteration by iteration, for two tokens";
+  const Inspection* insp = nullptr;
+  for (const auto& i : in.inspections) {
+    const json* steps = child(i.json, "steps");
+    if (steps && steps->is_array() && !steps->empty() && (!insp || i.dir < insp->dir)) insp = &i;
+  }
+  if (!insp)
+    return missing_figure(id, title,
+                          in.inspections.empty()
+                              ? "no `mare inspect memory` output directory among the inputs"
+                              : "the inspections' memory.json have no steps");
+  const json& steps = insp->json.at("steps");
+  std::vector<std::string> tokens;
+  if (const json* t = at(insp->json, {"document", "tokens"}); t && t->is_array())
+    for (const json& x : *t) tokens.push_back(as_text(&x));
+  // Tokens by write mass over the iterations (padding beyond the document's tokens excluded).
+  std::vector<double> mass;
+  for (const json& st : steps) {
+    const auto w = matrix_of(child(st, "write_weights"));
+    if (mass.size() < w.size()) mass.resize(w.size(), 0.0);
+    for (std::size_t i = 0; i < w.size(); ++i)
+      for (double v : w[i])
+        if (std::isfinite(v)) mass[i] += v;
+  }
+  if (!tokens.empty() && mass.size() > tokens.size()) mass.resize(tokens.size());
+  if (mass.empty()) return missing_figure(id, title, "memory.json has no write_weights");
+  std::size_t most = 0, least = 0;
+  for (std::size_t i = 1; i < mass.size(); ++i) {
+    if (mass[i] > mass[most]) most = i;
+    if (mass[i] < mass[least]) least = i;
+  }
+  std::vector<std::size_t> chosen = {most};
+  if (least != most) chosen.push_back(least);
+
+  struct Field {
+    const char* key;
+    const char* label;
+    bool transpose;  // rows of the JSON go across (x) instead of up (y)
+    bool signed_values;
+  };
+  // Slots up the y axis in every panel but V(t) (heads up, word across).
+  const Field fields[] = {{"usage", "u(t)", false, false},
+                          {"memory", "M(t)", false, true},
+                          {"write_weights", "w^w(t)", false, false},
+                          {"read_weights", "w^r(t)", true, false},
+                          {"read_vectors", "V(t)", false, true}};
+  Figure f;
+  f.id = id;
+  f.title = title;
+  f.header =
+      "# One block per panel (token, iteration, field): x, y, value on a regular grid. Slots "
+      "are y for usage (x 1), memory (x word), write weights (x 1) and read weights (x head); "
+      "read vectors have heads as y and the word as x.\n";
+  double signed_max = 0;
+  for (std::size_t i : chosen)
+    for (const json& st : steps)
+      for (const Field& fd : fields)
+        if (fd.signed_values) {
+          const json* per_token = child(st, fd.key);
+          if (!per_token || !per_token->is_array() || i >= per_token->size()) continue;
+          for (const auto& row : matrix_of(&(*per_token)[i]))
+            for (double v : row)
+              if (std::isfinite(v)) signed_max = std::max(signed_max, std::abs(v));
+        }
+  if (signed_max == 0) signed_max = 1;
+  const std::size_t rows = chosen.size() * steps.size(), cols = std::size(fields);
+  std::string body =
+      "set multiplot layout " + std::to_string(rows) + "," + std::to_string(cols) + " title " +
+      gp::quote("NTCRE memory, " + insp->dir.filename().string() +
+                ". Weights: 0 white, 1 black. Memory, read vectors: blue < 0 < red (|max| " +
+                gp::num(std::round(signed_max * 1000) / 1000) + ")") +
+      " font \",11\"\n"
+      "unset colorbox\nset tics scale 0\nunset xtics\nunset ytics\nset border lw 0.5\n"
+      "set lmargin 6\nset rmargin 1\nset tmargin 2\nset bmargin 0.5\n";
+  int panels = 0;
+  for (std::size_t i : chosen) {
+    const std::string tok = i < tokens.size() ? tokens[i] : "#" + std::to_string(i);
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      for (std::size_t c = 0; c < cols; ++c) {
+        const Field& fd = fields[c];
+        const json* per_token = child(steps[k], fd.key);
+        std::vector<std::vector<double>> m;
+        if (per_token && per_token->is_array() && i < per_token->size())
+          m = matrix_of(&(*per_token)[i]);
+        // Rows of the JSON matrix are y (slots), columns x; read weights [head][slot] turn.
+        std::vector<std::vector<double>> pts;
+        for (std::size_t r = 0; r < m.size(); ++r)
+          for (std::size_t q = 0; q < m[r].size(); ++q) {
+            const double x = static_cast<double>(fd.transpose ? r : q) + 1;
+            const double y = static_cast<double>(fd.transpose ? q : r) + 1;
+            pts.push_back({x, y, m[r][q]});
+          }
+        std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
+          return std::tie(a[1], a[0]) < std::tie(b[1], b[0]);
+        });
+        double max_x = 1, max_y = 1;
+        for (const auto& p : pts) {
+          max_x = std::max(max_x, p[0]);
+          max_y = std::max(max_y, p[1]);
+        }
+        const std::string label = std::string(fd.label).replace(std::string(fd.label).find('t'), 1,
+                                                                std::to_string(k + 1));
+        body += "set title " + gp::quote(label) + " offset 0,-0.6 font \",10\"\n";
+        body += c == 0 ? "set ylabel " + gp::quote("'" + tok + "' t=" + std::to_string(k + 1)) +
+                             " font \",10\"\n"
+                       : "unset ylabel\n";
+        if (pts.empty()) {
+          body += "set multiplot next\n";
+          continue;
+        }
+        const int idx = f.dat.add("token " + std::to_string(i) + " '" + tok + "', iteration " +
+                                      std::to_string(k + 1) + ", " + fd.key,
+                                  "x y value", pts);
+        body += fd.signed_values
+                    ? "set palette defined (-1 \"#2166ac\", 0 \"white\", 1 \"#b2182b\")\n"
+                      "set cbrange [" +
+                          gp::num(-signed_max) + ":" + gp::num(signed_max) + "]\n"
+                    : std::string(
+                          "set palette defined (0 \"white\", 1 \"black\")\n"
+                          "set cbrange [0:1]\n");
+        // Boxes, not `with image`: a one-column field (usage) has no pixel width for image.
+        body += "set xrange [0.5:" + gp::num(max_x + 0.5) +
+                "]\nset yrange [0.5:" + gp::num(max_y + 0.5) + "]\nplot DAT index " +
+                std::to_string(idx) +
+                " using 1:2:(0.5):(0.5):3 with boxxyerror fc palette fs solid 1.0 noborder "
+                "notitle\n";
+        ++panels;
+      }
+    }
+  }
+  body += "unset multiplot\n";
+  if (panels == 0) return missing_figure(id, title, "memory.json has no per-token fields");
+  f.body = body;
+  f.width = 900;
+  f.height = static_cast<int>(rows) * 120 + 60;
+  f.provenance["inspection"] = insp->dir.string();
+  json toks = json::array();
+  for (std::size_t i : chosen)
+    toks.push_back({{"index", i}, {"token", i < tokens.size() ? tokens[i] : ""}});
+  f.provenance["tokens"] = toks;
+  f.provenance["selection"] = "the tokens with the largest and smallest write-weight mass";
+  return f;
+}
+
+// Copies the heatmaps `mare inspect memory` drew (heatmap_<field>.{png,svg}: every token of
+// the document across, one panel per iteration: thesis Fig. 4.3).
+Artifact fig_heatmaps(const ReportInputs& in, const fs::path& out_dir, const std::string& id,
+                      const std::string& title) {
+  Artifact a;
+  a.id = id;
+  a.title = title;
+  const fs::path figs = out_dir / "figures";
+  // Remove what an earlier report in this directory copied, so the list matches the inputs.
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(figs, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(id + "-", 0) == 0) remove_quietly(e.path());
+  }
+  std::vector<Inspection> sorted = in.inspections;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Inspection& x, const Inspection& y) { return x.dir < y.dir; });
+  std::vector<std::string> sources;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(sorted[i].dir, ec)) {
+      const std::string name = e.path().filename().string();
+      const std::string ext = e.path().extension().string();
+      if (name.rfind("heatmap_", 0) == 0 && (ext == ".png" || ext == ".svg"))
+        files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& src : files) {
+      // One inspection keeps the source names; several are told apart by their index.
+      const std::string name = id + "-" + (sorted.size() > 1 ? std::to_string(i + 1) + "-" : "") +
+                               src.filename().string();
+      fs::copy_file(src, figs / name, fs::copy_options::overwrite_existing, ec);
+      if (ec)
+        throw std::runtime_error((figs / name).string() + ": cannot copy " + src.string() + ": " +
+                                 ec.message());
+      a.files.push_back(fs::path("figures") / name);
+    }
+    if (!files.empty()) sources.push_back(sorted[i].dir.string());
+  }
+  if (a.files.empty())
+    a.missing = in.inspections.empty()
+                    ? "no `mare inspect memory` output directory among the inputs"
+                    : "the inspection directories have no heatmap_*.png/svg (written without "
+                      "gnuplot, or with --no-plots)";
+  a.provenance["inspections"] = sources;
+  return a;
+}
+
+}  // namespace
+
+std::vector<Artifact> write_figures(const ReportInputs& in, const fs::path& out_dir) {
+  const fs::path figs = out_dir / "figures";
+  std::error_code ec;
+  fs::create_directories(figs, ec);
+  if (ec || !fs::is_directory(figs))
+    throw std::runtime_error(figs.string() + ": cannot create the figures directory" +
+                             (ec ? ": " + ec.message() : ""));
+  Gnuplot g;
+  g.binary = gp::find_binary();
+  if (g.binary) g.terminals = gp::terminals(*g.binary);
+
+  std::vector<Artifact> out;
+  out.push_back(render(fig_4_2(in), out_dir, g));
+  out.push_back(fig_heatmaps(in, out_dir, "fig4.3",
+                             "Fig. 4.3: the NTCRE memory over the whole sequence (heatmaps of "
+                             "`mare inspect memory`)"));
+  out.push_back(render(
+      fig_histogram(in, "fig4.4", "Fig. 4.4: distances between the entities of related pairs",
+                    {{"related_pair_distances"}, {"distances"}}, "related pairs",
+                    "distance between the entities (tokens)", false),
+      out_dir, g));
+  out.push_back(render(fig_4_5(in), out_dir, g));
+  out.push_back(render(fig_4_6(in), out_dir, g));
+  out.push_back(render(fig_4_9(in), out_dir, g));
+  out.push_back(render(fig_histogram(in, "fig4.10", "Fig. 4.10: document lengths",
+                                     {{"tokens", "per_document"}, {"document_tokens"}}, "documents",
+                                     "document length (tokens)", true),
+                       out_dir, g));
+  out.push_back(render(fig_4_11(in), out_dir, g));
+  for (const auto& sel : kGrpuFigures) out.push_back(render(fig_grpu(in, sel), out_dir, g));
+  const std::string version = g.binary ? g.terminals.version : "";
+  for (auto& a : out)
+    if (a.missing.empty() && !version.empty() && a.id != "fig4.3")
+      a.provenance["gnuplot"] = version;
+  return out;
+}
+
+}  // namespace mare::report

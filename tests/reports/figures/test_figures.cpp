@@ -1,0 +1,585 @@
+// Figures of `mare report` from small fixture inputs built here: every picture is a real PNG
+// and an SVG with the expected number of plotted series, the .dat files hold the expected
+// numbers, absent inputs and an absent or failing gnuplot give `missing` with the reason, and
+// the same inputs give the same bytes.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "experiments/data/xml.h"
+#include "reports/src/figures.h"
+#include "reports/src/gnuplot.h"
+#include "tests/temp_dir.h"
+
+namespace mare::report {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write(const fs::path& p, const std::string& s) {
+  std::ofstream out(p, std::ios::binary);
+  out << s;
+}
+
+// ------------------------------------------------------------------ fixtures
+
+RunRecord relation_run(const std::string& cell, int64_t seed, const std::string& data,
+                       const std::vector<double>& f1_by_bucket, double class_f1_scale) {
+  RunRecord r;
+  r.dir = "/runs/" + cell + "/seed" + std::to_string(seed) + "-0123abcd";
+  r.sweep = "table4.6";
+  r.table = "4.6";
+  r.profile = "smoke";
+  r.cell = cell;
+  r.status = "completed";
+  r.seed = seed;
+  r.params = {{"model", cell}, {"data", data + ":/data/" + data}};
+  r.manifest = {{"device", "cpu"}, {"build", {{"git_commit", "abc123"}}}};
+  json buckets = json::array();
+  const int edges[] = {50, 100, 200, 300, 500};
+  for (std::size_t i = 0; i < f1_by_bucket.size(); ++i)
+    buckets.push_back({{"max_distance", edges[i]}, {"f1", f1_by_bucket[i]}, {"examples", 10}});
+  r.result = {{"status", "completed"}, {"test", {{"relations", {{"by_distance", buckets}}}}}};
+  for (int step = 100; step <= 300; step += 100) {
+    const double s = class_f1_scale * step / 300.0;
+    r.metrics.push_back({{"step", step},
+                         {"valid_f1", s},
+                         {"valid_f1_per_class", {{"CID", s}, {"induces", s / 2}}}});
+  }
+  return r;
+}
+
+RunRecord grpu_run(const std::string& row, int64_t seed, const std::string& task, int batch,
+                   double scale) {
+  RunRecord r;
+  // Legacy layout of reports/grpu/runs: <row>/seed<k>/, no run.json (no cell, no params).
+  r.dir = "/grpu/runs/" + row + "/seed" + std::to_string(seed);
+  r.status = "completed";
+  r.seed = seed;
+  r.manifest = {{"config", {{"task", task}, {"batch", batch}, {"model", "grpu"}}}};
+  r.result = {{"status", "completed"}, {"task", task}, {"batch", batch}};
+  for (int epoch = 10; epoch <= 50; epoch += 10)
+    r.metrics.push_back({{"epoch", epoch},
+                         {"train_mse", scale / epoch},
+                         {"test_mse", 2 * scale / epoch},
+                         {"step", epoch * 100}});
+  return r;
+}
+
+json allocation_bench() {
+  json rows = json::array();
+  for (const char* variant : {"sorted", "parallel", "rank"})
+    for (int mem : {4, 16})
+      for (int seq : {1, 10, 100})
+        for (const char* pass : {"forward", "forward+backward"})
+          rows.push_back({{"variant", variant},
+                          {"mem", mem},
+                          {"seq", seq},
+                          {"pass", pass},
+                          {"seconds", 1e-6 * seq * mem * (variant[0] == 's' ? 2 : 1)}});
+  return {{"benchmark", "allocation"},
+          {"device", "cpu"},
+          {"threads", 1},
+          {"batch", 32},
+          {"rows", rows}};
+}
+
+json iteration_bench() {
+  json rows = json::array();
+  rows.push_back({{"model", "UTRE"},
+                  {"shape", "semeval"},
+                  {"tokens", 96},
+                  {"alloc", ""},
+                  {"times_s", {1.0, 2.0, 3.0, 4.0, 100.0}}});
+  rows.push_back({{"model", "NTCRE"},
+                  {"shape", "semeval"},
+                  {"tokens", 96},
+                  {"alloc", "parallel"},
+                  {"times_s", {2.0, 2.5, 3.0}}});
+  rows.push_back({{"model", "UTRE"},
+                  {"shape", "cdr"},
+                  {"tokens", 398},
+                  {"alloc", ""},
+                  {"times_s", {5.0, 6.0, 7.0}}});
+  return {{"device", "cpu"}, {"threads", 2}, {"size", "default"}, {"rows", rows}};
+}
+
+// `mare data stats --json` (experiments/sweep/corpus_stats.h), the fields the figures read.
+CorpusStats corpus(const std::string& name) {
+  CorpusStats c;
+  c.path = "/stats/" + name + ".json";
+  json splits = json::object();
+  splits["train"] = {{"related_pair_distances", {1, 3, 10, 40, 90, 90, 200}},
+                     {"tokens", {{"mean", 98.7}, {"per_document", {80, 96, 120}}}}};
+  // The object form {"value": count} of a distribution.
+  splits["test"] = {{"related_pair_distances", {{"5", 2}, {"120", 1}}},
+                    {"tokens", {{"per_document", {{"100", 4}}}}}};
+  c.json = {{"source", name + ":/data/" + name},
+            {"kind", "bran-tsv"},
+            {"split_order", {"train", "valid", "test"}},
+            {"splits", splits}};
+  return c;
+}
+
+// memory.json of `mare inspect memory` (experiments/inspect_memory.h): 3 tokens, 2 iterations,
+// 2 slots, word 3, 2 read heads. Token 1 is written most, token 2 least.
+json memory_json() {
+  json steps = json::array();
+  for (int k = 0; k < 2; ++k) {
+    json st = {{"iteration", k + 1}};
+    for (int i = 0; i < 3; ++i) {
+      const double w = i == 1 ? 0.9 : i == 0 ? 0.5 : 0.1;
+      st["usage"].push_back({w, 0.25 * k});
+      st["write_weights"].push_back({w, 0.0});
+      st["allocation"].push_back({1.0, 0.0});
+      st["memory"].push_back({{w, -w, 0.0}, {0.0, 2.0 * k, -1.0}});
+      st["read_weights"].push_back({{0.5, 0.5}, {1.0, 0.0}});
+      st["read_vectors"].push_back({{0.1, 0.2, 0.3}, {-0.3, 0.0, 0.5}});
+    }
+    st["run"] = {1, 1, 1};
+    steps.push_back(st);
+  }
+  return {{"document", {{"id", "doc1"}, {"tokens", {"the", "hypotension", "."}}}},
+          {"slots", 2},
+          {"word", 3},
+          {"read_heads", 2},
+          {"iterations", 2},
+          {"steps", steps}};
+}
+
+ReportInputs fixture_inputs() {
+  ReportInputs in;
+  in.runs.push_back(relation_run("NTCRE-CPD", 1, "synth-ctd", {0.2, 0.3, 0.4, 0.5, 0.6}, 0.8));
+  in.runs.push_back(relation_run("NTCRE-CPD", 2, "synth-ctd", {0.4, 0.5, 0.6, 0.7, 0.8}, 0.6));
+  in.runs.push_back(relation_run("BRAN", 1, "synth-ctd", {0.1, 0.1, 0.1, 0.1, 0.1}, 0.4));
+  in.runs.push_back(grpu_run("r1_grpu_b100", 1, "addition", 100, 1.0));
+  in.runs.push_back(grpu_run("r1_grpu_b100", 2, "addition", 100, 3.0));
+  in.runs.push_back(grpu_run("r4_grpu_b10_cur", 1, "addition", 10, 0.1));
+  in.runs.push_back(grpu_run("r5_grpu_b100_cond", 1, "conditional", 100, 0.5));
+  in.runs.push_back(grpu_run("m_b100", 1, "multiplication", 100, 0.5));
+  in.runs.push_back(grpu_run("m_b10", 1, "multiplication", 10, 0.5));
+  for (const char* kind : {"allocation", "iteration"}) {
+    BenchFile b;
+    b.path = std::string("/bench/") + kind + ".json";
+    b.kind = kind;
+    b.json = b.kind == "allocation" ? allocation_bench() : iteration_bench();
+    in.benchmarks.push_back(b);
+  }
+  in.corpora.push_back(corpus("synth-ctd"));
+  in.inspections.push_back({"/inspect/ntcre-doc1", memory_json()});
+  return in;
+}
+
+const std::vector<std::string> kIds = {"fig4.2", "fig4.3",  "fig4.4",  "fig4.5", "fig4.6",
+                                       "fig4.9", "fig4.10", "fig4.11", "fig5.1", "fig5.2",
+                                       "fig5.3", "fig5.4",  "fig5.5"};
+
+const Artifact& find(const std::vector<Artifact>& as, const std::string& id) {
+  for (const auto& a : as)
+    if (a.id == id) return a;
+  throw std::runtime_error("no artifact " + id);
+}
+
+bool have_gnuplot() {
+  return gnuplot::find_binary().has_value();
+}
+
+// The figures of fixture_inputs(), drawn once per test process (gnuplot takes seconds).
+struct FixtureReport {
+  fs::path dir;
+  std::vector<Artifact> artifacts;
+};
+const FixtureReport& fixture_report() {
+  static const FixtureReport report = [] {
+    FixtureReport r;
+    r.dir = test::process_temp_dir() / "fixture_report";
+    r.artifacts = write_figures(fixture_inputs(), r.dir);
+    return r;
+  }();
+  return report;
+}
+const fs::path fixture_figures() {
+  return fixture_report().dir / "figures";
+}
+
+// Data blocks of a .dat file: block -> rows of numbers.
+std::vector<std::vector<std::vector<double>>> dat_blocks(const std::string& text) {
+  std::vector<std::vector<std::vector<double>>> blocks(1);
+  std::istringstream in(text);
+  std::string line;
+  int blank = 0;
+  while (std::getline(in, line)) {
+    if (line.empty()) {
+      if (++blank == 2 && !blocks.back().empty()) blocks.emplace_back();
+      continue;
+    }
+    blank = 0;
+    if (line[0] == '#') continue;
+    std::istringstream ls(line);
+    std::vector<double> row;
+    std::string cell;
+    while (ls >> cell) row.push_back(cell == "NaN" ? std::nan("") : std::stod(cell));
+    blocks.back().push_back(row);
+  }
+  if (blocks.back().empty()) blocks.pop_back();
+  return blocks;
+}
+
+void count_plot_groups(const data::xml::Node& n, int& count) {
+  if (!n.is_text && n.name == "g")
+    if (const std::string* id = n.attribute("id"); id && id->rfind("gnuplot_plot_", 0) == 0)
+      ++count;
+  for (const auto& c : n.children) count_plot_groups(c, count);
+}
+
+// Parses the SVG (strict XML) and returns its number of plotted series.
+int svg_series(const fs::path& p) {
+  const std::string text = read(p);
+  const data::xml::Node root = data::xml::parse(text, p.string());
+  EXPECT_EQ(root.name, "svg") << p;
+  int count = 0;
+  count_plot_groups(root, count);
+  return count;
+}
+
+void expect_png(const fs::path& p) {
+  const std::string bytes = read(p);
+  ASSERT_GT(bytes.size(), 1000u) << p;
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << p;
+  EXPECT_EQ(bytes.substr(12, 4), "IHDR") << p;
+}
+
+// ------------------------------------------------------------------ tests
+
+TEST(Figures, EveryFigureFromFixturesIsAPngAndAnSvgWithItsSeries) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  const auto& arts = fixture_report().artifacts;
+  const fs::path& out = fixture_report().dir;
+  // To look at the pictures: MARE_TEST_FIGURES_OUT=DIR keeps a copy there.
+  if (const char* keep = std::getenv("MARE_TEST_FIGURES_OUT"))
+    write_figures(fixture_inputs(), keep);
+  ASSERT_EQ(arts.size(), kIds.size());
+  for (std::size_t i = 0; i < kIds.size(); ++i) EXPECT_EQ(arts[i].id, kIds[i]);
+  // Plotted series per figure (gnuplot_plot_N groups of the SVG, all panels together):
+  // fig4.2: 2 tokens x 2 iterations x 5 fields, one heatmap each;
+  // fig4.4/4.10: one histogram per split (train, test); fig4.5: two cells; fig4.6: one
+  // panel per cell (BRAN, NTCRE-CPD), each with the overall F1 and 2 classes; fig4.9: thesis
+  // (sorted, parallel) x N 4, 16, 32 + ours (sorted, parallel) x N 4, 16; fig4.11: two
+  // panels (cdr, semeval) of box + median + mean, semeval with outliers; fig5.x: train and
+  // test per cell.
+  const std::map<std::string, int> series = {
+      {"fig4.2", 20}, {"fig4.4", 2}, {"fig4.5", 2}, {"fig4.6", 6}, {"fig4.9", 10}, {"fig4.10", 2},
+      {"fig4.11", 7}, {"fig5.1", 2}, {"fig5.2", 2}, {"fig5.3", 2}, {"fig5.4", 2},  {"fig5.5", 2}};
+  for (const auto& [id, n] : series) {
+    const Artifact& a = find(arts, id);
+    ASSERT_EQ(a.missing, "") << id;
+    ASSERT_EQ(a.files.size(), 4u) << id;
+    for (const auto& f : a.files) {
+      EXPECT_TRUE(f.is_relative()) << f;
+      EXPECT_TRUE(fs::exists(out / f)) << f;
+    }
+    expect_png(out / "figures" / (id + ".png"));
+    EXPECT_EQ(svg_series(out / "figures" / (id + ".svg")), n) << id;
+    // No scratch directory is left behind.
+    for (const auto& e : fs::directory_iterator(out / "figures"))
+      EXPECT_NE(e.path().filename().string()[0], '.') << e.path();
+  }
+  // The inspection has no directory with heatmap files: Fig. 4.3 is missing, and says so.
+  EXPECT_NE(find(arts, "fig4.3").missing.find("heatmap_"), std::string::npos);
+}
+
+TEST(Figures, F1ByDistanceIsTheMeanOverSeedsPerBucket) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  const fs::path figs = fixture_figures();
+  const auto blocks = dat_blocks(read(figs / "fig4.5.dat"));
+  ASSERT_EQ(blocks.size(), 2u);  // BRAN, NTCRE-CPD (sorted by cell)
+  ASSERT_EQ(blocks[1].size(), 5u);
+  // NTCRE-CPD at 50 tokens: seeds 0.2 and 0.4 -> mean 0.3, sd 0.1414, n 2.
+  EXPECT_DOUBLE_EQ(blocks[1][0][0], 50);
+  EXPECT_NEAR(blocks[1][0][1], 0.3, 1e-12);
+  EXPECT_NEAR(blocks[1][0][2], std::sqrt(0.02), 1e-12);
+  EXPECT_DOUBLE_EQ(blocks[1][0][3], 2);
+  EXPECT_NEAR(blocks[1][4][1], 0.7, 1e-12);
+  EXPECT_DOUBLE_EQ(blocks[0][2][3], 1);  // BRAN: one run
+  const std::string dat = read(figs / "fig4.5.dat");
+  EXPECT_NE(dat.find("NTCRE-CPD (2 runs)"), std::string::npos);
+}
+
+TEST(Figures, GrpuConvergenceIsTheMeanOverSeedsPerEpochAndFollowsTheDissertationSplit) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  const fs::path figs = fixture_figures();
+  const auto b51 = dat_blocks(read(figs / "fig5.1.dat"));
+  ASSERT_EQ(b51.size(), 2u);  // r1_grpu_b100 train, test
+  ASSERT_EQ(b51[0].size(), 5u);
+  // Epoch 10: train 1/10 and 3/10 -> mean 0.2; test twice that.
+  EXPECT_DOUBLE_EQ(b51[0][0][0], 10);
+  EXPECT_NEAR(b51[0][0][1], 0.2, 1e-15);
+  EXPECT_NEAR(b51[1][0][1], 0.4, 1e-15);
+  EXPECT_NEAR(b51[0][4][1], 4.0 / 2 / 50, 1e-15);
+  // The legacy layout <row>/seed<k>/ is labelled by its row directory.
+  const std::string d51 = read(figs / "fig5.1.dat");
+  EXPECT_NE(d51.find("r1_grpu_b100 train (2 runs, mean)"), std::string::npos);
+  EXPECT_EQ(d51.find("r4_grpu"), std::string::npos);  // batch 10: Fig. 5.4
+  EXPECT_NE(read(figs / "fig5.4.dat").find("r4_grpu_b10_cur"), std::string::npos);
+  EXPECT_NE(read(figs / "fig5.3.dat").find("r5_grpu_b100_cond"), std::string::npos);
+  EXPECT_NE(read(figs / "fig5.2.dat").find("m_b100"), std::string::npos);
+  EXPECT_NE(read(figs / "fig5.5.dat").find("m_b10 "), std::string::npos);
+  const std::string gp = read(figs / "fig5.1.gp");
+  EXPECT_NE(gp.find("set logscale y"), std::string::npos);
+}
+
+TEST(Figures, IterationBoxesUseQuartilesAndTukeyWhiskers) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  const fs::path figs = fixture_figures();
+  const auto blocks = dat_blocks(read(figs / "fig4.11.dat"));
+  // Panels sorted by shape: cdr (boxes), semeval (boxes, outliers).
+  ASSERT_EQ(blocks.size(), 3u);
+  ASSERT_EQ(blocks[1].size(), 2u);
+  // UTRE semeval: 1 2 3 4 100 -> q1 2, median 3, q3 4; upper fence 7: whisker 4, outlier 100.
+  const auto& utre = blocks[1][0];
+  EXPECT_DOUBLE_EQ(utre[1], 2);
+  EXPECT_DOUBLE_EQ(utre[2], 1);
+  EXPECT_DOUBLE_EQ(utre[3], 4);
+  EXPECT_DOUBLE_EQ(utre[4], 4);
+  EXPECT_DOUBLE_EQ(utre[5], 3);
+  EXPECT_DOUBLE_EQ(utre[6], 22);
+  EXPECT_DOUBLE_EQ(utre[7], 5);
+  ASSERT_EQ(blocks[2].size(), 1u);
+  EXPECT_DOUBLE_EQ(blocks[2][0][1], 100);
+  // NTCRE has one allocation only: labelled by its model.
+  EXPECT_NE(read(figs / "fig4.11.gp").find("\"NTCRE\" 2"), std::string::npos);
+}
+
+TEST(Figures, AllocationFigurePlotsForwardSortedAndParallelBesideTheThesis) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  const fs::path figs = fixture_figures();
+  const std::string dat = read(figs / "fig4.9.dat");
+  const auto blocks = dat_blocks(dat);
+  ASSERT_EQ(blocks.size(), 10u);
+  // Thesis first (Table 4.14, sorted N=4 at seq 1: 2.47 s), then ours.
+  EXPECT_DOUBLE_EQ(blocks[0][0][1], 2.47);
+  EXPECT_NE(dat.find("# [6] allocation.json: sorted N=4"), std::string::npos);
+  EXPECT_NEAR(blocks[6][2][1], 2e-6 * 100 * 4, 1e-18);  // forward pass only
+  EXPECT_EQ(dat.find("rank"), std::string::npos);
+}
+
+TEST(Figures, CorpusHistogramsCountEachSplit) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  const fs::path figs = fixture_figures();
+  const auto blocks = dat_blocks(read(figs / "fig4.4.dat"));
+  ASSERT_EQ(blocks.size(), 2u);  // train, then test
+  double train = 0, test = 0;
+  for (const auto& row : blocks[0]) train += row[1];
+  for (const auto& row : blocks[1]) test += row[1];
+  EXPECT_DOUBLE_EQ(train, 7);
+  EXPECT_DOUBLE_EQ(test, 3);
+  // Width 5 bins from 0 (max 200 / 40 bins): 90 and 90 share the bin centred at 92.5.
+  bool found = false;
+  for (const auto& row : blocks[0])
+    if (row[0] == 92.5) {
+      EXPECT_DOUBLE_EQ(row[1], 2);
+      found = true;
+    }
+  EXPECT_TRUE(found);
+  // Fig. 4.10 is in fractions of each split's documents.
+  const auto lengths = dat_blocks(read(figs / "fig4.10.dat"));
+  ASSERT_EQ(lengths.size(), 2u);
+  double sum = 0;
+  for (const auto& row : lengths[0]) sum += row[1];
+  EXPECT_NEAR(sum, 1.0, 1e-12);
+}
+
+TEST(Figures, AbsentInputsAreMissingWithTheInputNamed) {
+  test::TempDir dir("figures");
+  // A stale picture of an earlier report must not survive beside `missing`.
+  fs::create_directories(dir.path() / "figures");
+  write(dir.path() / "figures" / "fig4.5.png", "old");
+  const auto arts = write_figures(ReportInputs{}, dir.path());
+  ASSERT_EQ(arts.size(), kIds.size());
+  for (const auto& a : arts) {
+    EXPECT_NE(a.missing, "") << a.id;
+    EXPECT_TRUE(a.files.empty()) << a.id;
+    EXPECT_FALSE(a.title.empty()) << a.id;
+  }
+  EXPECT_FALSE(fs::exists(dir.path() / "figures" / "fig4.5.png"));
+  EXPECT_NE(find(arts, "fig4.5").missing.find("by_distance"), std::string::npos);
+  EXPECT_NE(find(arts, "fig4.6").missing.find("valid_f1_per_class"), std::string::npos);
+  EXPECT_NE(find(arts, "fig4.9").missing.find("bench allocation"), std::string::npos);
+  EXPECT_NE(find(arts, "fig4.11").missing.find("bench iteration"), std::string::npos);
+  EXPECT_NE(find(arts, "fig4.4").missing.find("data stats"), std::string::npos);
+  EXPECT_NE(find(arts, "fig5.2").missing.find("multiplication"), std::string::npos);
+  // Runs of other kinds do not stand in: a relation run is no GRPU run and vice versa.
+  ReportInputs only_grpu;
+  only_grpu.runs.push_back(grpu_run("r1", 1, "addition", 100, 1.0));
+  only_grpu.runs.back().status = "failed";  // and an unfinished run is not plotted
+  const auto arts2 = write_figures(only_grpu, dir.path());
+  EXPECT_NE(find(arts2, "fig5.1").missing, "");
+  EXPECT_NE(find(arts2, "fig4.5").missing, "");
+}
+
+TEST(Figures, SameInputsGiveTheSameBytes) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  test::TempDir a("figures_a");
+  write_figures(fixture_inputs(), a.path());
+  int compared = 0;
+  for (const auto& id : kIds)
+    for (const char* ext : {".dat", ".gp", ".svg", ".png"}) {
+      const fs::path pa = a.path() / "figures" / (id + ext), pb = fixture_figures() / (id + ext);
+      if (!fs::exists(pa)) continue;
+      EXPECT_EQ(read(pa), read(pb)) << id << ext;
+      ++compared;
+    }
+  EXPECT_EQ(compared, 4 * 12);
+  // Nothing of the run's directory or the clock in the script.
+  const std::string gp = read(a.path() / "figures" / "fig4.5.gp");
+  EXPECT_EQ(gp.find(a.path().string()), std::string::npos);
+}
+
+// Runs with MARE_GNUPLOT set to `value` (restored afterwards).
+std::vector<Artifact> with_gnuplot(const std::string& value, const fs::path& out) {
+  const char* old = std::getenv("MARE_GNUPLOT");
+  const std::string saved = old ? old : "";
+  ::setenv("MARE_GNUPLOT", value.c_str(), 1);
+  std::vector<Artifact> arts;
+  try {
+    arts = write_figures(fixture_inputs(), out);
+  } catch (...) {
+    old ? ::setenv("MARE_GNUPLOT", saved.c_str(), 1) : ::unsetenv("MARE_GNUPLOT");
+    throw;
+  }
+  old ? ::setenv("MARE_GNUPLOT", saved.c_str(), 1) : ::unsetenv("MARE_GNUPLOT");
+  return arts;
+}
+
+TEST(Figures, WithoutGnuplotTheDataAndScriptAreWrittenAndThePicturesMissing) {
+  test::TempDir dir("figures");
+  const auto arts = with_gnuplot("", dir.path());
+  const Artifact& a = find(arts, "fig4.5");
+  EXPECT_NE(a.missing.find("gnuplot not found"), std::string::npos) << a.missing;
+  ASSERT_EQ(a.files.size(), 2u);
+  EXPECT_TRUE(fs::exists(dir.path() / "figures" / "fig4.5.dat"));
+  EXPECT_TRUE(fs::exists(dir.path() / "figures" / "fig4.5.gp"));
+  EXPECT_FALSE(fs::exists(dir.path() / "figures" / "fig4.5.png"));
+  // The same for a name that does not resolve to a program.
+  const auto arts2 = with_gnuplot("no-such-gnuplot-binary", dir.path());
+  EXPECT_NE(find(arts2, "fig5.1").missing.find("gnuplot not found"), std::string::npos);
+}
+
+fs::path fake_gnuplot(const fs::path& dir, const std::string& body) {
+  const fs::path p = dir / "fake-gnuplot";
+  write(p, "#!/bin/sh\n" + body);
+  ::chmod(p.c_str(), 0755);
+  return p;
+}
+
+TEST(Figures, AFailingGnuplotsErrorOutputIsTheReason) {
+  test::TempDir dir("figures");
+  // Lists the terminals when asked, fails on a script.
+  const fs::path fake =
+      fake_gnuplot(dir.path(),
+                   "case \"$*\" in\n"
+                   "  *'set terminal'*) printf '  pngcairo  png terminal\\n       svg  W3C\\n';;\n"
+                   "  --version) echo 'gnuplot 0.0 fake';;\n"
+                   "  *) echo 'line 12: unexpected end of plot' >&2; exit 1;;\n"
+                   "esac\n");
+  const auto arts = with_gnuplot(fake.string(), dir.path() / "out");
+  const Artifact& a = find(arts, "fig4.5");
+  EXPECT_NE(a.missing.find("unexpected end of plot"), std::string::npos) << a.missing;
+  EXPECT_NE(a.missing.find("exit status 1"), std::string::npos) << a.missing;
+  EXPECT_TRUE(fs::exists(dir.path() / "out" / "figures" / "fig4.5.gp"));
+  EXPECT_FALSE(fs::exists(dir.path() / "out" / "figures" / "fig4.5.png"));
+}
+
+TEST(Figures, AGnuplotRunPastItsTimeoutIsKilled) {
+  test::TempDir dir("figures");
+  const fs::path fake = fake_gnuplot(dir.path(), "echo started >&2\nexec sleep 30\n");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = gnuplot::run(fake, dir.path(), "x.gp", 0.5);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("did not finish within 0.5 s"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("started"), std::string::npos) << r.error;
+  EXPECT_LT(s, 10.0);
+}
+
+TEST(Figures, MemoryPerTokenShowsTheMostAndLeastWrittenTokens) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  const std::string dat = read(fixture_figures() / "fig4.2.dat");
+  const auto blocks = dat_blocks(dat);
+  ASSERT_EQ(blocks.size(), 20u);
+  // Token 1 ('hypotension') first, then token 2 ('.'); iteration 1 usage: slots up y at x 1.
+  EXPECT_NE(dat.find("# [0] token 1 'hypotension', iteration 1, usage"), std::string::npos);
+  EXPECT_NE(dat.find("# [10] token 2 '.', iteration 1, usage"), std::string::npos);
+  ASSERT_EQ(blocks[0].size(), 2u);
+  EXPECT_EQ(blocks[0][0], (std::vector<double>{1, 1, 0.9}));
+  EXPECT_EQ(blocks[0][1], (std::vector<double>{1, 2, 0}));
+  // Memory of token 1 at iteration 2: slot 2 (y), word 2 (x) = 2.
+  const auto& mem = blocks[6];
+  ASSERT_EQ(mem.size(), 6u);
+  EXPECT_EQ(mem[4], (std::vector<double>{2, 2, 2}));
+  // Read weights [head][slot] turned: head across (x), slot up (y): head 2, slot 1 = 1.
+  const auto& rw = blocks[3];
+  ASSERT_EQ(rw.size(), 4u);
+  EXPECT_EQ(rw[1], (std::vector<double>{2, 1, 1}));
+}
+
+TEST(Figures, HeatmapsOfAnInspectionAreCopiedAsFigure43) {
+  test::TempDir dir("figures");
+  const fs::path insp = dir.path() / "inspect";
+  fs::create_directories(insp);
+  write(insp / "heatmap_usage.png", "png-a");
+  write(insp / "heatmap_usage.svg", "<svg/>");
+  write(insp / "heatmap_read_weights.png", "png-b");
+  write(insp / "memory_usage.csv", "x");
+  ReportInputs in;
+  in.inspections.push_back({insp, json::object()});
+  const auto arts = write_figures(in, dir.path() / "out");
+  const Artifact& a = find(arts, "fig4.3");
+  EXPECT_EQ(a.missing, "");
+  ASSERT_EQ(a.files.size(), 3u);
+  EXPECT_EQ(a.files[0], fs::path("figures/fig4.3-heatmap_read_weights.png"));
+  EXPECT_EQ(read(dir.path() / "out" / a.files[1]), "png-a");
+  // memory.json without steps: Fig. 4.2 cannot be drawn, and says why.
+  EXPECT_NE(find(arts, "fig4.2").missing.find("no steps"), std::string::npos);
+}
+
+TEST(Figures, ValidationF1PerClassIsAveragedOverRunsAndPrefersCtd) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  test::TempDir dir("figures");
+  ReportInputs in;
+  for (const auto& r : fixture_inputs().runs)
+    if (!r.cell.empty()) in.runs.push_back(r);  // the relation runs
+  // A CDR run is left out when CTD runs exist (the thesis's figure is CTD's).
+  in.runs.push_back(relation_run("UTRE", 1, "synth-cdr", {0.5}, 1.0));
+  write_figures(in, dir.path());
+  const std::string dat = read(dir.path() / "figures" / "fig4.6.dat");
+  EXPECT_EQ(dat.find("UTRE"), std::string::npos);
+  const auto blocks = dat_blocks(dat);
+  // BRAN: all, CID, induces; NTCRE-CPD: all, CID, induces.
+  ASSERT_EQ(blocks.size(), 6u);
+  // NTCRE-CPD CID at step 300: seeds 0.8 and 0.6 -> 0.7.
+  ASSERT_EQ(blocks[4].size(), 3u);
+  EXPECT_DOUBLE_EQ(blocks[4][2][0], 300);
+  EXPECT_NEAR(blocks[4][2][1], 0.7, 1e-12);
+  EXPECT_NEAR(blocks[5][2][1], 0.35, 1e-12);
+}
+
+}  // namespace
+}  // namespace mare::report
