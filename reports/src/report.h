@@ -1,0 +1,34 @@
+// `mare report RESULTS... --out DIR` (SPEC §9): reads every input, writes every table
+// (DIR/tables/), every figure (DIR/figures/, reports/src/figures.h) and the index
+// (DIR/index.md, DIR/index.html) that lists them with their provenance, or says why one
+// could not be made.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reports/src/inputs.h"
+
+namespace mare::report {
+
+struct ReportOptions {
+  std::vector<std::filesystem::path> inputs;
+  std::filesystem::path out;
+  std::optional<std::filesystem::path> paper_dir;  // published tables; default: compiled in
+  bool figures = true;                             // false: tables and index only
+};
+
+struct ReportSummary {
+  std::vector<Artifact> tables, figures;
+  std::size_t runs = 0, benchmarks = 0, corpora = 0, inspections = 0;
+};
+
+// Loads the inputs (InputError naming the file on malformed input) and writes the report.
+ReportSummary write_report(const ReportOptions& options);
+
+// The same from inputs already loaded.
+ReportSummary write_report(const ReportInputs& inputs, const ReportOptions& options);
+
+}  // namespace mare::report

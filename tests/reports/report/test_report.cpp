@@ -1,0 +1,398 @@
+// Golden tests of `mare report`'s tables and index on tests/reports/fixtures/results/: every
+// expected cell below was worked out by hand from the fixture values (make_fixtures.py) and
+// the published CSVs, not copied from a report.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "reports/src/index.h"
+#include "reports/src/inputs.h"
+#include "reports/src/report.h"
+#include "reports/src/tables.h"
+#include "reports/src/util.h"
+#include "tests/temp_dir.h"
+
+namespace fs = std::filesystem;
+using namespace mare::report;
+
+namespace {
+
+fs::path source_dir() {
+  const char* env = std::getenv("MARE_SOURCE_DIR");
+  return env && *env ? fs::path(env) : fs::path(MARE_TEST_SOURCE_DIR);
+}
+
+fs::path fixtures() {
+  return source_dir() / "tests/reports/fixtures/results";
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  EXPECT_TRUE(in) << p;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The report of every fixture, tables and index only (figures are tests/reports/figures').
+struct Report {
+  mare::test::TempDir dir{"report"};
+  ReportSummary summary;
+  Report() {
+    ReportOptions o;
+    o.inputs = {fixtures()};
+    o.out = dir.path() / "out";
+    o.figures = false;
+    summary = write_report(o);
+  }
+  std::string table(const std::string& id) const {
+    return read(dir.path() / "out" / "tables" / (id + ".md"));
+  }
+};
+
+const Report& report() {
+  static const Report r;
+  return r;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);)
+    if (l == line) return true;
+  return false;
+}
+
+std::string error_of(const std::vector<fs::path>& paths) {
+  try {
+    load_inputs(paths);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(ReportInputs, FindsEveryKindOfInput) {
+  const ReportInputs in = load_inputs({fixtures()});
+  // 15 + 1 (diverged) sweep runs, 1 legacy CDR run, 3 legacy GRPU runs, 2 collect rows.
+  EXPECT_EQ(in.runs.size(), 22u);
+  ASSERT_EQ(in.benchmarks.size(), 2u);
+  EXPECT_EQ(in.benchmarks[0].kind, "allocation");
+  EXPECT_EQ(in.benchmarks[1].kind, "iteration");
+  EXPECT_EQ(in.corpora.size(), 1u);
+  int legacy = 0;
+  for (const RunRecord& r : in.runs) {
+    legacy += r.legacy;
+    if (r.legacy && r.table == "5.1") {
+      EXPECT_EQ(r.cell, "r3_grpu_b10");  // <cell>/seed<k>/
+      EXPECT_EQ(param(r, "batch"), "10");
+    }
+    if (r.legacy && r.table == "4.5") EXPECT_EQ(r.cell, "bran-synth-cdr");  // trailing -seed1 cut
+  }
+  EXPECT_EQ(legacy, 4);
+}
+
+TEST(ReportInputs, TheSameRunFoundTwiceIsKeptOnce) {
+  const ReportInputs in = load_inputs({fixtures() / "sweep46", fixtures() / "sweep46"});
+  EXPECT_EQ(in.runs.size(), 16u);
+}
+
+TEST(ReportInputs, CollectRowsKeepQuotedFieldsAndNumbers) {
+  const ReportInputs in = load_inputs({fixtures() / "semeval.csv"});
+  ASSERT_EQ(in.runs.size(), 2u);
+  EXPECT_EQ(in.runs[0].params["_dir"], "runs/semeval, 1");
+  EXPECT_DOUBLE_EQ(in.runs[1].values.at("test_macro_f1"), 0.72);
+  EXPECT_EQ(data_kind(in.runs[0]), "synth-semeval");
+}
+
+TEST(ReportInputs, MalformedInputNamesTheFile) {
+  mare::test::TempDir tmp("report_bad");
+  // A run whose result.json is cut short.
+  const fs::path run = tmp / "sweep/cell/seed1-00000001";
+  fs::create_directories(run);
+  write_file_atomic(run / "run.json", R"({"table": "4.6", "cell": "cell", "seed": 1})");
+  write_file_atomic(run / "result.json", R"({"status": "compl)");
+  std::string e = error_of({tmp / "sweep"});
+  EXPECT_NE(e.find((run / "result.json").string()), std::string::npos) << e;
+  EXPECT_NE(e.find("not valid JSON"), std::string::npos) << e;
+
+  // run.json with a seed that is not an integer.
+  write_file_atomic(run / "result.json", R"({"status": "completed"})");
+  write_file_atomic(run / "run.json", R"({"cell": "cell", "seed": "one"})");
+  e = error_of({tmp / "sweep"});
+  EXPECT_NE(e.find((run / "run.json").string() + ": \"seed\" must be an integer"),
+            std::string::npos)
+      << e;
+
+  // A metrics line that is not JSON: file and line.
+  write_file_atomic(run / "run.json", R"({"cell": "cell", "seed": 1})");
+  write_file_atomic(run / "metrics.jsonl", "{\"step\": 1}\n{\"step\": \n");
+  e = error_of({tmp / "sweep"});
+  EXPECT_NE(e.find((run / "metrics.jsonl").string() + ":2:"), std::string::npos) << e;
+
+  // A collect CSV with a bad number: file and line.
+  write_file_atomic(tmp / "c.csv",
+                    "sweep,table,profile,cell,seed,id,status,test_f1,dir\n"
+                    "s,4.6,smoke,a,1,x,completed,0.5,d\n"
+                    "s,4.6,smoke,a,2,y,completed,0.5x,d\n");
+  e = error_of({tmp / "c.csv"});
+  EXPECT_NE(e.find((tmp / "c.csv").string() + ":3: column test_f1"), std::string::npos) << e;
+
+  // A CSV that is not collect's, a JSON that is no input, a path that does not exist.
+  write_file_atomic(tmp / "other.csv", "a,b\n1,2\n");
+  e = error_of({tmp / "other.csv"});
+  EXPECT_NE(e.find((tmp / "other.csv").string() + ":1: not a `mare collect` table"),
+            std::string::npos)
+      << e;
+  write_file_atomic(tmp / "x.json", R"({"hello": 1})");
+  e = error_of({tmp / "x.json"});
+  EXPECT_NE(e.find((tmp / "x.json").string() + ": not a report input"), std::string::npos) << e;
+  e = error_of({tmp / "absent"});
+  EXPECT_NE(e.find((tmp / "absent").string() + ": no such file"), std::string::npos) << e;
+
+  // An allocation benchmark whose rows lack a field fails when its table is built.
+  write_file_atomic(tmp / "alloc.json", R"({"benchmark": "allocation", "rows": [{"mem": 4}]})");
+  ReportOptions o;
+  o.inputs = {tmp / "alloc.json"};
+  o.out = tmp / "out";
+  o.figures = false;
+  try {
+    write_report(o);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& x) {
+    EXPECT_NE(std::string(x.what()).find((tmp / "alloc.json").string()), std::string::npos)
+        << x.what();
+  }
+}
+
+TEST(ReportTables, AblationBesideThePublishedValues) {
+  const std::string t = report().table("table4.6");
+  // UTRE-CPD test F1 70 72 71 69 73 -> 71.0 ± 1.58; valid = test + 1; published 73.8 / 72.9.
+  EXPECT_TRUE(has_line(t,
+                       "| UTRE-CPD | 0 | 1 | 1 | 1 | 73.8 | 72.0 ± 1.6 (5) | -1.8 | 72.9 | "
+                       "71.0 ± 1.6 (5) | -1.9 |"))
+      << t;
+  // NTCRE-CPD 74.1 75.2 73.3 72.4 76.5 -> 74.3 ± 1.60 (the diverged seed 6 not counted).
+  EXPECT_TRUE(has_line(t,
+                       "| NTCRE-CPD | 1 | 1 | 1 | 1 | 74.8 | 75.3 ± 1.6 (5) | +0.5 | 74.1 | "
+                       "74.3 ± 1.6 (5) | +0.2 |"))
+      << t;
+  EXPECT_TRUE(has_line(t, "| 9 | 1 | 0 | 0 | 1 | 72.9 | — | — | 72.6 | — | — |")) << t;
+  EXPECT_NE(t.find("Not counted (did not complete): 1 diverged."), std::string::npos);
+  EXPECT_NE(t.find("profile smoke; seeds 1, 2, 3, 4, 5, 6; device cpu; commit 0123456789ab"),
+            std::string::npos)
+      << t;
+}
+
+TEST(ReportTables, WilcoxonCellsPairedBySeed) {
+  const std::string t = report().table("table4.7");
+  // UTRE-CPD - NTCRE-CPD: -4.1 -3.2 -2.3 -3.4 -3.5, no ties: V = 0, exact p = 2/32; the
+  // median of the 15 Walsh averages is -3.35. UTRE-CPD - BRAN: 10 11 9 6 9 (a tie): V = 15,
+  // normal approximation with correction z = 7/sqrt(13.625), p = 0.05791. Holm over the three:
+  // 3 * 0.05791 = 0.1737 for the smallest, and no later one below it.
+  EXPECT_TRUE(has_line(t,
+                       "| UTRE-CPD | NTCRE-CPD | 5 | 71.00 | 74.30 | -3.35 | 0 | 0.0625 | 0.1737 "
+                       "| 0.07652 |"))
+      << t;
+  EXPECT_TRUE(has_line(t,
+                       "| UTRE-CPD | BRAN | 5 | 71.00 | 62.00 | +9.00 | 15 | 0.05791 | 0.1737 | "
+                       "0.00038 |"))
+      << t;
+  EXPECT_TRUE(has_line(t,
+                       "| NTCRE-CPD | BRAN | 5 | 74.30 | 62.00 | +12.50 | 15 | 0.0625 | 0.1737 "
+                       "| 0.00052 |"))
+      << t;
+}
+
+TEST(ReportTables, RelationAndSemEvalAndNer) {
+  // Legacy BRAN run: P 0.5, R 0.7, F1 7/12; published BRAN 55.6 70.8 62.1.
+  EXPECT_TRUE(has_line(report().table("table4.5"),
+                       "| BRAN Verga et al. 2018 | 55.6 | 50.0 (1) | 70.8 | 70.0 (1) | 62.1 | "
+                       "58.3 (1) | -3.8 |"));
+  // Collect rows 0.70 and 0.72 (subtask 1.1 from the data path): 71.0 ± 1.41.
+  EXPECT_TRUE(has_line(report().table("table4.12"),
+                       "| NTCRE-CPD | 75.7 ± 0.3 | 71.0 ± 1.4 (2) | -4.7 | 83.6 | — | — |"));
+  EXPECT_TRUE(has_line(report().table("tableB.1"),
+                       "| UTRE-CPD | Disease | 75.0 ± 0.0 (5) | 65.0 ± 0.0 (5) | 70.0 ± 0.0 (5) | "
+                       "69.70 | 67.94 | 68.80 ± 0.60 | +1.2 |"));
+  const std::string cdr = report().table("table4.4");
+  EXPECT_TRUE(has_line(cdr, "| synth-cdr | train | 100 | 97 | 757 | 500 | 1038 | 4280 |")) << cdr;
+  EXPECT_TRUE(has_line(cdr, "| synth-cdr | test | 100 | 102 | 815 | 500 | 1066 | 4270 |")) << cdr;
+}
+
+TEST(ReportTables, Benchmarks) {
+  // sorted 0.02 s, parallel 0.005 s per call -> 2 and 0.5 s per 100, speedup 4 vs 3.68.
+  const std::string a = report().table("table4.14");
+  EXPECT_TRUE(has_line(a, "| cpu | 4 | 1 | 2 | 0.5 | 4.00 | 2.47 | 0.67 | 3.68 | +0.32 |")) << a;
+  EXPECT_TRUE(has_line(a, "| cpu | 64 | 10 | 10 | — | — | — | — | — | — |")) << a;
+  const std::string i = report().table("table4.15");
+  EXPECT_TRUE(has_line(i,
+                       "| cpu | UTRE | SemEval2018 | 96 | 32 | 32 | — | 0.110 ± 0.010 (3) | "
+                       "0.109 ± 0.011 | +0.001 | — | — |"))
+      << i;
+  // Published ratio 0.141 / 0.109 = 1.29.
+  EXPECT_TRUE(has_line(i,
+                       "| cpu | NTCRE | SemEval2018 | 96 | 32 | 32 | sorted | 0.210 ± 0.010 (3) | "
+                       "0.141 ± 0.014 | +0.069 | 1.91 | 1.29 |"))
+      << i;
+}
+
+TEST(ReportTables, GrpuMedianAndRange) {
+  const std::string t = report().table("table5.1");
+  // train 2e-4 1e-4 3e-4, test 4e-4 3e-4 9e-4; s/epoch means 0.6 0.6 0.5 -> 0.57.
+  EXPECT_TRUE(has_line(t,
+                       "| GRPU, batch 10, 1000 samples | grpu+prod | 3 | 1000 | 0.0000387 | "
+                       "0.0002 [0.0001, 0.0003] | 5.17 | 0.00709 | 0.0004 [0.0003, 0.0009] | "
+                       "0.0564 | 0.57 |"))
+      << t;
+  EXPECT_TRUE(has_line(t,
+                       "| GRPU, batch 100, 1000 samples | — | 0 | — | 0.247 | — | — | 0.759 | — "
+                       "| — | — |"))
+      << t;
+}
+
+TEST(ReportTables, CsvHasTheSameCells) {
+  const std::string csv = read(report().dir.path() / "out/tables/table4.6.csv");
+  const CsvTable t = parse_csv(csv, "table4.6.csv");
+  ASSERT_FALSE(t.rows.empty());
+  EXPECT_EQ(t.header[0], "config");
+  bool found = false;
+  for (const auto& row : t.rows)
+    if (row[0] == "NTCRE-CPD") {
+      found = true;
+      EXPECT_EQ(row[9], "74.3 ± 1.6 (5)");
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST(ReportTables, LatexIsBalancedAndEscaped) {
+  for (const auto& e : fs::directory_iterator(report().dir.path() / "out/tables")) {
+    if (e.path().extension() != ".tex") continue;
+    const std::string tex = read(e.path());
+    std::vector<std::string> stack;
+    static const std::regex env(R"(\\(begin|end)\{([a-z*]+)\})");
+    for (auto it = std::sregex_iterator(tex.begin(), tex.end(), env); it != std::sregex_iterator();
+         ++it) {
+      if ((*it)[1] == "begin") {
+        stack.push_back((*it)[2]);
+      } else {
+        ASSERT_FALSE(stack.empty()) << e.path();
+        EXPECT_EQ(stack.back(), (*it)[2]) << e.path();
+        stack.pop_back();
+      }
+    }
+    EXPECT_TRUE(stack.empty()) << e.path();
+    int depth = 0;
+    for (std::size_t i = 0; i < tex.size(); ++i) {
+      if (tex[i] == '%' && (i == 0 || tex[i - 1] != '\\')) {  // a comment runs to the line end
+        while (i < tex.size() && tex[i] != '\n') ++i;
+        continue;
+      }
+      if (i > 0 && tex[i - 1] == '\\') continue;
+      depth += tex[i] == '{';
+      depth -= tex[i] == '}';
+      ASSERT_GE(depth, 0) << e.path();
+    }
+    EXPECT_EQ(depth, 0) << e.path();
+    for (const char* rule : {"\\toprule", "\\midrule", "\\bottomrule"})
+      EXPECT_NE(tex.find(rule), std::string::npos) << e.path();
+    EXPECT_EQ(tex.find("±"), std::string::npos) << e.path();
+  }
+  EXPECT_EQ(tex_escape("a_b & 50% #1 {x} ~^\\ $ ±"),
+            "a\\_b \\& 50\\% \\#1 \\{x\\} \\textasciitilde{}\\textasciicircum{}\\textbackslash{} "
+            "\\$ $\\pm$");
+}
+
+TEST(ReportIndex, EveryLinkResolvesAndMissingTablesSayWhy) {
+  const fs::path out = report().dir.path() / "out";
+  const std::string md = read(out / "index.md"), html = read(out / "index.html");
+  auto decode = [](const std::string& s) {
+    std::string o;
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (s[i] == '%' && i + 2 < s.size()) {
+        o += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        o += s[i];
+      }
+    return o;
+  };
+  int links = 0;
+  static const std::regex md_link(R"(\]\(([^)]+)\))"), html_link(R"((?:href|src)="([^"]+)\")");
+  for (const auto& [text, re] : {std::pair{&md, &md_link}, std::pair{&html, &html_link}})
+    for (auto it = std::sregex_iterator(text->begin(), text->end(), *re);
+         it != std::sregex_iterator(); ++it) {
+      ++links;
+      EXPECT_TRUE(fs::exists(out / decode((*it)[1]))) << (*it)[1];
+    }
+  EXPECT_GE(links, 2 * 9 * 3);  // 9 tables made, 3 files each, in both pages
+  // Not made: a line that says why, and no empty table file.
+  EXPECT_NE(md.find("**Table 4.10: CTD relation extraction per class, test set (%)** — not made: "
+                    "no CTD relation runs among the inputs"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(html.find("Not made: no runs of the table 4.13 sweep"), std::string::npos);
+  EXPECT_FALSE(fs::exists(out / "tables/table4.10.md"));
+  int missing = 0;
+  for (const Artifact& a : report().summary.tables) missing += !a.missing.empty();
+  EXPECT_EQ(missing, 5);  // 4.9 4.10 4.11 4.13 C.1
+  // The HTML inlines the tables and escapes their text.
+  EXPECT_NE(html.find("<td>74.3 ± 1.6 (5)</td>"), std::string::npos);
+}
+
+TEST(ReportIndex, SameInputsSameBytesAndNoTemporaries) {
+  mare::test::TempDir again("report_again");
+  ReportOptions o;
+  o.inputs = {fixtures() / "stats", fixtures() / "sweep46", fixtures() / "bench"};
+  o.out = again.path();
+  o.figures = false;
+  write_report(o);
+  o.inputs = {fixtures() / "bench", fixtures() / "sweep46", fixtures() / "stats"};
+  o.out = again.path() / "second";
+  write_report(o);
+  for (const char* f : {"tables/table4.6.md", "tables/table4.7.tex", "tables/table4.14.csv"})
+    EXPECT_EQ(read(again.path() / f), read(again.path() / "second" / f)) << f;
+  for (const auto& e : fs::recursive_directory_iterator(again.path()))
+    EXPECT_NE(e.path().filename().string()[0], '.') << e.path();
+  // A table made before and not now is removed with the next report into the directory.
+  o.inputs = {fixtures() / "stats"};
+  o.out = again.path();
+  write_report(o);
+  EXPECT_FALSE(fs::exists(again.path() / "tables/table4.6.md"));
+  EXPECT_TRUE(fs::exists(again.path() / "tables/table4.4.md"));
+}
+
+TEST(ReportPaper, CompiledInCopiesEqualTheFiles) {
+  const fs::path dir = source_dir() / "reports/paper";
+  std::set<std::string> on_disk;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".csv") on_disk.insert(e.path().filename().string());
+  std::set<std::string> compiled;
+  for (const auto& [name, text] : embedded_paper_csvs()) {
+    compiled.insert(name);
+    EXPECT_EQ(text, read(dir / name)) << name;
+  }
+  EXPECT_EQ(compiled, on_disk);
+  EXPECT_EQ(load_paper(dir).files.size(), on_disk.size());
+}
+
+TEST(ReportText, CsvParsingAndNumbers) {
+  const CsvTable t = parse_csv("# note\r\na,b\r\n\"x, \"\"y\"\"\",\"line\nbreak\"\r\n\r\n3,4", "t");
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows[0][0], "x, \"y\"");
+  EXPECT_EQ(t.rows[0][1], "line\nbreak");
+  EXPECT_EQ(t.lines[1], 6u);
+  EXPECT_THROW(parse_csv("a\n\"open", "t"), InputError);
+  double v = 0;
+  EXPECT_TRUE(parse_double("1e-5", v));
+  EXPECT_FALSE(parse_double("1e-5x", v));
+  EXPECT_FALSE(parse_double("nan", v));
+  EXPECT_EQ(format_fixed(-0.01, 1), "0.0");
+  EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
+  EXPECT_EQ(md_cell("a|b"), "a\\|b");
+  EXPECT_EQ(html_escape("<a&'\">"), "&lt;a&amp;&#39;&quot;&gt;");
+}
