@@ -448,7 +448,14 @@ std::vector<Axis> grid_axes(const Ctx& c, const Val& grid, Command cmd) {
       Assignment a;
       a.values.emplace_back(key, v);
       a.lines.push_back(grid.key_lines[i]);
-      a.name = key + "=" + value_name(v);
+      // A mapping value is named by its values (data: {subset: subtask1.2} -> subtask1.2).
+      if (v.is_map()) {
+        std::vector<std::string> parts;
+        for (const auto& [k, x] : v.fields) parts.push_back(value_name(x));
+        a.name = join(parts, "+");
+      } else {
+        a.name = key + "=" + value_name(v);
+      }
       axis.push_back(std::move(a));
     }
     axes.push_back(std::move(axis));
@@ -780,7 +787,8 @@ Built build_cell(const Ctx& c, Command cmd, const CellConfig& cell,
         c.fail(model->line, "expected data: (a generator or KIND:PATH) for the relation model '" +
                                 spec.base + "'");
       const DataRef d = parse_data(c, *data);
-      data_dir = data_path(d);
+      // {data} is the corpus directory (its vectors.bin), not the subset under it.
+      data_dir = d.generated ? "{root}/" + d.need.dir : data_path(d);
       b.command.insert(b.command.end(), {"--data", data_arg(d)});
       if (d.generated) {
         b.params["data"] = d.need.generator;

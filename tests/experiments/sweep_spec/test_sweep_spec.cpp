@@ -262,14 +262,14 @@ profiles: {smoke: {}, default: {}, paper: {}}
 )"),
                                  "smoke");
   ASSERT_EQ(p.runs.size(), 4u);
-  EXPECT_EQ(p.runs[0].cell, "UTRE-CPD_data=subset=subtask1.1_random");
+  EXPECT_EQ(p.runs[0].cell, "UTRE-CPD_subtask1.1_random");
   EXPECT_FALSE(p.runs[0].params.contains("word2vec"));
   EXPECT_EQ(p.runs[3].params["word2vec"], "{data}/vectors.bin");
   EXPECT_EQ(p.runs[3].params["data_subset"], "subtask1.2");
   const auto& cmd = p.runs[3].command;
   ASSERT_NE(std::find(cmd.begin(), cmd.end(), "--word2vec"), cmd.end());
   EXPECT_EQ(*(std::find(cmd.begin(), cmd.end(), "--word2vec") + 1),
-            "{root}/data/synth-semeval-seed2/subtask1.2/vectors.bin");
+            "{root}/data/synth-semeval-seed2/vectors.bin");
   EXPECT_EQ(*(std::find(cmd.begin(), cmd.end(), "--data") + 1),
             "semeval:{root}/data/synth-semeval-seed2/subtask1.2");
   ASSERT_EQ(p.data.size(), 1u);  // both subsets come from one generated corpus
