@@ -627,9 +627,13 @@ struct Built {
 
 // The `model` of a train cell with the spec's switches applied: a switch applies to
 // the models that have it (`d` to cnn and bran, `heads` to bran only); `used` collects
-// the switches that applied somewhere.
-ModelSpec compose_model(const Ctx& c, const Val& model, const Val* switches,
-                        std::set<std::string>& used) {
+// the switches that applied somewhere, `seen` every switch given (with its line).
+struct SwitchUse {
+  std::set<std::string> used;
+  std::map<std::string, int> seen;
+};
+
+ModelSpec compose_model(const Ctx& c, const Val& model, const Val* switches, SwitchUse& use) {
   const std::string& name = scalar(c, model, "a model name");
   ModelSpec spec;
   try {
@@ -644,9 +648,10 @@ ModelSpec compose_model(const Ctx& c, const Val& model, const Val* switches,
   const ModelInfo* info = find_model(spec.base);
   for (size_t i = 0; i < switches->fields.size(); ++i) {
     const auto& [key, v] = switches->fields[i];
+    use.seen.emplace(key, switches->key_lines[i]);
     const SwitchInfo* sw = find_switch(*info, key);
     if (!sw) continue;
-    used.insert(key);
+    use.used.insert(key);
     const std::string& text = scalar(c, v, "a value for switch '" + key + "'");
     if (text == "false" || text == "False" || text == "FALSE") {
       if (sw->kind != SwitchInfo::Kind::flag)
@@ -757,8 +762,7 @@ std::string scope_name(unsigned scope) {
   return join(s, ", ");
 }
 
-Built build_cell(const Ctx& c, Command cmd, const CellConfig& cell,
-                 std::set<std::string>& used_switches) {
+Built build_cell(const Ctx& c, Command cmd, const CellConfig& cell, SwitchUse& used_switches) {
   Built b;
   const Val& cfg = cell.config;
   unsigned scope = command_scope(cmd);
@@ -1051,7 +1055,8 @@ SweepPlan expand(const Spec& s, const std::string& spec_path, const std::string&
     if (a == 0) break;
   }
 
-  std::set<std::string> names, used_switches;
+  std::set<std::string> names;
+  SwitchUse used_switches;
   std::set<std::string> data_dirs;
   std::map<std::string, std::string> ids;
   for (const CellConfig& cell : cells) {
@@ -1078,18 +1083,21 @@ SweepPlan expand(const Spec& s, const std::string& spec_path, const std::string&
       plan.runs.push_back(std::move(r));
     }
   }
-  if (const Val* sw = content.find("switches"); sw && sw->is_map())
-    for (size_t i = 0; i < sw->fields.size(); ++i)
-      if (!used_switches.count(sw->fields[i].first)) {
-        std::set<std::string> known;
-        for (const CellConfig& cell : cells)
-          if (const Val* m = cell.config.find("model"); m && m->is_scalar())
-            if (const ModelInfo* info = find_model(resolve_model(m->text).base))
-              for (const SwitchInfo& x : info->switches) known.emplace(x.name);
-        c.fail(sw->key_lines[i], "unknown switch '" + sw->fields[i].first +
-                                     "': no model of this spec has it (known: " +
-                                     join({known.begin(), known.end()}, ", ") + ")");
-      }
+  // A switch no model of the spec has is a typo (the first one in the file is named).
+  const std::pair<const std::string, int>* unused = nullptr;
+  for (const auto& kv : used_switches.seen)
+    if (!used_switches.used.count(kv.first) && (!unused || kv.second < unused->second))
+      unused = &kv;
+  if (unused) {
+    std::set<std::string> known;
+    for (const CellConfig& cell : cells)
+      if (const Val* m = cell.config.find("model"); m && m->is_scalar())
+        if (const ModelInfo* info = find_model(resolve_model(m->text).base))
+          for (const SwitchInfo& x : info->switches) known.emplace(x.name);
+    c.fail(unused->second, "unknown switch '" + unused->first +
+                               "': no model of this spec has it (known: " +
+                               join({known.begin(), known.end()}, ", ") + ")");
+  }
   return plan;
 }
 
