@@ -580,6 +580,59 @@ const GrpuSelection kGrpuFigures[] = {
      "multiplication", 1},
 };
 
+bool run_flag(const RunRecord& r, const std::string& key) {
+  const std::string v = run_string(r, key);
+  return v == "true" || v == "1" || v == "yes" || v == "on";
+}
+
+// The dissertation's final (1000-epoch) MSE of the Table 5.1 row with a cell's settings:
+// model (GRPU or the bidirectional GRU), task (addition or conditional), batch, samples,
+// curriculum.
+struct Published {
+  std::optional<double> train, test;
+};
+std::optional<Published> published_grpu(const RunRecord& r) {
+  static const std::string name = "table_5_1_grpu.csv";
+  const auto& csvs = embedded_paper_csvs();
+  const auto it = csvs.find(name);
+  if (it == csvs.end()) return std::nullopt;
+  const CsvTable t = parse_csv(it->second, "reports/paper/" + name);
+  auto col = [&](const std::string& c) -> std::optional<std::size_t> {
+    const auto at = std::find(t.header.begin(), t.header.end(), c);
+    if (at == t.header.end()) return std::nullopt;
+    return static_cast<std::size_t>(at - t.header.begin());
+  };
+  const auto cm = col("model"), cb = col("batch"), cs = col("samples"), cc = col("curriculum"),
+             cd = col("conditional"), ctr = col("train_mse"), cte = col("test_mse");
+  if (!cm || !cb || !cs || !cc || !cd || !ctr || !cte) return std::nullopt;
+  const std::string model = run_string(r, "model");
+  const bool bigru = model == "bigru";
+  if (!bigru && model.rfind("grpu", 0) != 0) return std::nullopt;
+  const auto batch = number(run_value(r, "batch")), samples = number(run_value(r, "samples"));
+  if (!batch || !samples) return std::nullopt;
+  // Every row of Table 5.1 is the addition problem (plain or with conditionals).
+  const std::string task = run_string(r, "task");
+  if (task != "addition" && task != "conditional") return std::nullopt;
+  const bool curriculum = run_flag(r, "curriculum");
+  const bool conditional = task == "conditional";
+  for (const auto& row : t.rows) {
+    double b = 0, n = 0, c = 0, d = 0;
+    if (row.size() != t.header.size() || !parse_double(row[*cb], b) || !parse_double(row[*cs], n) ||
+        !parse_double(row[*cc], c) || !parse_double(row[*cd], d))
+      continue;
+    const bool row_bigru = row[*cm].find("GRU") != std::string::npos && row[*cm] != "GRPU";
+    if (row_bigru != bigru || b != *batch || n != *samples || (c != 0) != curriculum ||
+        (d != 0) != conditional)
+      continue;
+    Published p;
+    double v = 0;
+    if (parse_double(row[*ctr], v)) p.train = v;
+    if (parse_double(row[*cte], v)) p.test = v;
+    return p;
+  }
+  return std::nullopt;
+}
+
 Figure fig_grpu(const ReportInputs& in, const GrpuSelection& sel) {
   std::vector<const RunRecord*> runs;
   for (const auto& r : in.runs) {
@@ -644,14 +697,38 @@ Figure fig_grpu(const ReportInputs& in, const GrpuSelection& sel) {
     return missing_figure(sel.id, sel.title,
                           std::string("the runs of task ") + sel.task +
                               " have no positive train_mse/test_mse to plot");
+  // The published final values of the same settings, as large open marks at epoch 1000.
+  k = 0;
+  json published = json::array();
+  for (const Group& g : groups) {
+    ++k;
+    const auto p = published_grpu(*g.runs.front());
+    if (!p) continue;
+    for (const auto& [v, train] :
+         {std::make_pair(p->train, true), std::make_pair(p->test, false)}) {
+      if (!v || *v <= 0) continue;
+      const std::string t = g.display + (train ? " train" : " test") + ", Table 5.1 (published)";
+      const int idx = f.dat.add(t, "epoch mse", {{1000, *v}});
+      plots += ", \\\n     DAT index " + std::to_string(idx) + " using 1:2 with points ls " +
+               std::to_string(k) + (train ? " pt 4" : " pt 8") + " ps 3 title " + gp::quote(t);
+    }
+    published.push_back({{"cell", g.display},
+                         {"train_mse", p->train ? json(*p->train) : json()},
+                         {"test_mse", p->test ? json(*p->test) : json()}});
+  }
   f.styles = k;
   f.body = std::string(kAxes) + plot_title(f.title.substr(f.title.find(':') + 2)) +
            "set xlabel \"epoch\"\nset ylabel \"mean squared error\"\nset logscale y\n"
-           "set format y \"%.0e\"\nset key outside right top\n" +
+           "set format y \"%.0e\"\nset key below maxcols 2 nobox font \",10\"\n" +
            plots + "\n";
-  f.width = 1000;
+  std::size_t entries = 0;
+  for (std::size_t pos = 0; (pos = plots.find(" title ", pos)) != std::string::npos; ++pos)
+    ++entries;
+  f.width = 900;
+  f.height = 480 + 22 * static_cast<int>((entries + 1) / 2);
   f.provenance = runs_provenance(groups);
   f.provenance["task"] = sel.task;
+  if (!published.empty()) f.provenance["published"] = published;
   return f;
 }
 
@@ -743,8 +820,30 @@ Figure fig_4_9(const ReportInputs& in) {
       "# Columns: sequence length (memories allocated one after another), seconds.\n"
       "# Thesis blocks: seconds for 100 repetitions (TensorFlow, Tesla T4, Table 4.14).\n"
       "# Our blocks: median seconds per call, forward pass, batch as in the benchmark file.\n";
+  struct LineEnd {
+    double x, y;
+    int mem;
+  };
   struct Panel {
-    std::string title, ylabel, plots, labels;
+    std::string title, ylabel, plots;
+    std::vector<LineEnd> ends;
+    double ymin = INFINITY, ymax = 0;
+    // Labels at the line ends; one closer than 4 % of the panel's height (log scale) to a
+    // label already placed (the other variant of the same N) is left out.
+    std::string labels() const {
+      std::string out;
+      std::vector<double> placed;
+      const double min_gap = 0.04 * std::max(std::log10(ymax / ymin), 1.0);
+      for (const LineEnd& e : ends) {
+        bool clash = false;
+        for (double y : placed) clash = clash || std::abs(std::log10(e.y / y)) < min_gap;
+        if (clash) continue;
+        placed.push_back(e.y);
+        out += "set label " + gp::quote("N=" + std::to_string(e.mem)) + " at " +
+               gp::num(e.x * 1.25) + "," + gp::num(e.y) + " left font \",10\"\n";
+      }
+      return out;
+    }
   };
   std::vector<Panel> panels;
   std::set<int> mems_seen;
@@ -766,12 +865,16 @@ Figure fig_4_9(const ReportInputs& in) {
                std::to_string(idx) + " using 1:2 with linespoints " +
                alloc_style(variant, mem_index) + " title " + gp::quote(t);
     // The memory size at the end of each line, so that lines stay named printed in grey.
-    p.labels += "set label " + gp::quote("N=" + std::to_string(mem)) + " at " +
-                gp::num(rows.back()[0] * 1.25) + "," + gp::num(rows.back()[1]) +
-                " left font \",10\"\n";
+    p.ends.push_back({rows.back()[0], rows.back()[1], mem});
+    for (const auto& r : rows) {
+      p.ymin = std::min(p.ymin, r[1]);
+      p.ymax = std::max(p.ymax, r[1]);
+    }
   };
   if (thesis.error.empty() && !thesis.series.empty()) {
-    Panel p{"Thesis Table 4.14 (TensorFlow, Tesla T4)", "seconds for 100 repetitions", "", ""};
+    Panel p;
+    p.title = "Thesis Table 4.14 (TensorFlow, Tesla T4)";
+    p.ylabel = "seconds for 100 repetitions";
     for (const char* variant : {"sorted", "parallel"})
       for (const auto& [key, pts] : thesis.series)
         if (key.first == variant) add_series(p, variant, key.second, pts, "thesis");
@@ -797,7 +900,9 @@ Figure fig_4_9(const ReportInputs& in) {
     }
     std::string caption = "This harness (" + bench_caption(*b);
     if (const auto batch = number(child(b->json, "batch"))) caption += ", batch " + gp::num(*batch);
-    Panel p{caption + ")", "seconds per call (median)", "", ""};
+    Panel p;
+    p.title = caption + ")";
+    p.ylabel = "seconds per call (median)";
     for (const char* variant : {"sorted", "parallel"})
       for (const auto& [key, pts] : series)
         if (key.first == variant)
@@ -813,16 +918,16 @@ Figure fig_4_9(const ReportInputs& in) {
                           "parallel variant");
   f.styles = 0;
   f.width = 560 * static_cast<int>(panels.size());
-  f.height = 560;
+  f.height = 720;
   std::string body = std::string(kAxes);
   body += "set multiplot layout 1," + std::to_string(panels.size()) + " title " +
           gp::quote("Allocation: sorted (diamonds, solid) vs parallel (circles, dashed)") + "\n";
   body +=
       "set logscale xy\nset xrange [0.7:5000]\nset xlabel \"sequence length\"\n"
-      "set format y \"%g\"\nset key top left font \",10\" spacing 1\n";
+      "set format y \"%g\"\nset key below maxcols 2 nobox font \",10\" spacing 1\n";
   for (const Panel& p : panels) {
     body += "unset label\n" + plot_title(p.title) + "set ylabel " + gp::quote(p.ylabel) + "\n" +
-            p.labels + p.plots + "\n";
+            p.labels() + p.plots + "\n";
   }
   body += "unset multiplot\n";
   f.body = body;
@@ -932,7 +1037,7 @@ Figure fig_4_11(const ReportInputs& in) {
   std::string body = std::string(kAxes) +
                      "set boxwidth 0.5\nset yrange [0:*]\n"
                      "set ylabel \"seconds per iteration\"\n"
-                     "set key below horizontal font \",10\"\n";
+                     "set key below horizontal nobox font \",10\"\n";
   if (panels.size() > 1)
     body += "set multiplot layout 1," + std::to_string(panels.size()) + " title " +
             gp::quote("Seconds per training iteration") + "\n";
@@ -1117,13 +1222,16 @@ Figure fig_histogram(const ReportInputs& in, const std::string& id, const std::s
   if (k == 0) return missing_figure(id, title, "the corpus statistics' " + what + " are empty");
   f.styles = k;
   f.width = 900;
+  if (k > 4) f.height = 520 + 22 * ((k + 1) / 2);
   std::string heading = corpora.size() == 1 ? *corpora.begin() : "";
   f.body = std::string(kAxes) +
            plot_title(title.substr(title.find(':') + 2) +
                       (heading.empty() ? "" : " (" + heading + ")")) +
            "set xlabel " + gp::quote(xlabel) + "\nset ylabel " +
            gp::quote(fractions ? "fraction of " + what : "number of " + what) +
-           "\nset yrange [0:*]\nset key top right\n" + plots + "\n";
+           "\nset yrange [0:*]\n" +
+           (k > 4 ? "set key below maxcols 2 nobox font \",10\"\n" : "set key top right\n") +
+           plots + "\n";
   std::vector<std::string> sources;
   for (const auto& c : in.corpora) sources.push_back(c.path.string());
   std::sort(sources.begin(), sources.end());

@@ -73,7 +73,8 @@ RunRecord grpu_run(const std::string& row, int64_t seed, const std::string& task
   r.dir = "/grpu/runs/" + row + "/seed" + std::to_string(seed);
   r.status = "completed";
   r.seed = seed;
-  r.manifest = {{"config", {{"task", task}, {"batch", batch}, {"model", "grpu"}}}};
+  r.manifest = {
+      {"config", {{"task", task}, {"batch", batch}, {"samples", 1000}, {"model", "grpu"}}}};
   r.result = {{"status", "completed"}, {"task", task}, {"batch", batch}};
   for (int epoch = 10; epoch <= 50; epoch += 10)
     r.metrics.push_back({{"epoch", epoch},
@@ -283,10 +284,11 @@ TEST(Figures, EveryFigureFromFixturesIsAPngAndAnSvgWithItsSeries) {
   // panel per cell (BRAN, NTCRE-CPD), each with the overall F1 and 2 classes; fig4.9: thesis
   // (sorted, parallel) x N 4, 16, 32 + ours (sorted, parallel) x N 4, 16; fig4.11: two
   // panels (cdr, semeval) of box + median + mean, semeval with outliers; fig5.x: train and
-  // test per cell.
+  // test per cell, and the published train and test marks of Table 5.1 where a row has the
+  // cell's settings (none for multiplication).
   const std::map<std::string, int> series = {
       {"fig4.2", 20}, {"fig4.4", 2}, {"fig4.5", 2}, {"fig4.6", 6}, {"fig4.9", 10}, {"fig4.10", 2},
-      {"fig4.11", 7}, {"fig5.1", 2}, {"fig5.2", 2}, {"fig5.3", 2}, {"fig5.4", 2},  {"fig5.5", 2}};
+      {"fig4.11", 7}, {"fig5.1", 4}, {"fig5.2", 2}, {"fig5.3", 4}, {"fig5.4", 4},  {"fig5.5", 2}};
   for (const auto& [id, n] : series) {
     const Artifact& a = find(arts, id);
     ASSERT_EQ(a.missing, "") << id;
@@ -326,13 +328,16 @@ TEST(Figures, GrpuConvergenceIsTheMeanOverSeedsPerEpochAndFollowsTheDissertation
   if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
   const fs::path figs = fixture_figures();
   const auto b51 = dat_blocks(read(figs / "fig5.1.dat"));
-  ASSERT_EQ(b51.size(), 2u);  // r1_grpu_b100 train, test
+  ASSERT_EQ(b51.size(), 4u);  // r1_grpu_b100 train, test; Table 5.1's train, test
   ASSERT_EQ(b51[0].size(), 5u);
   // Epoch 10: train 1/10 and 3/10 -> mean 0.2; test twice that.
   EXPECT_DOUBLE_EQ(b51[0][0][0], 10);
   EXPECT_NEAR(b51[0][0][1], 0.2, 1e-15);
   EXPECT_NEAR(b51[1][0][1], 0.4, 1e-15);
   EXPECT_NEAR(b51[0][4][1], 4.0 / 2 / 50, 1e-15);
+  // Table 5.1, GRPU batch 100, 1000 samples: train 0.247, test 0.759 at 1000 epochs.
+  EXPECT_EQ(b51[2][0], (std::vector<double>{1000, 0.247}));
+  EXPECT_EQ(b51[3][0], (std::vector<double>{1000, 0.759}));
   // The legacy layout <row>/seed<k>/ is labelled by its row directory.
   const std::string d51 = read(figs / "fig5.1.dat");
   EXPECT_NE(d51.find("r1_grpu_b100 train (2 runs, mean)"), std::string::npos);
