@@ -14,6 +14,7 @@
 #include "experiments/run_lifecycle.h"
 #include "experiments/trainer.h"
 #include "kernels/ops.h"
+#include "kernels/parallel.h"
 #include "kernels/random.h"
 #include "models/checkpoint.h"
 #include "models/functions.h"
@@ -360,9 +361,10 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
   }
   if (progress && tty) *progress << "\n";
 
-  nlohmann::json result = {{"status", status}, {"model", spec.canonical()},   {"data", opt.data},
-                           {"seed", opt.seed}, {"device", device_name},       {"threads", 1},
-                           {"steps", step},    {"parameters", params.count()}};
+  nlohmann::json result = {{"status", status},      {"model", spec.canonical()},
+                           {"data", opt.data},      {"seed", opt.seed},
+                           {"device", device_name}, {"threads", threads()},
+                           {"steps", step},         {"parameters", params.count()}};
   if (status == "diverged") {
     result["diverged"] = diverged_at;
   } else {

@@ -12,6 +12,7 @@
 #include "experiments/run_dir.h"
 #include "experiments/run_lifecycle.h"
 #include "experiments/trainer.h"
+#include "kernels/parallel.h"
 #include "kernels/random.h"
 #include "models/checkpoint.h"
 #include "models/functions.h"
@@ -169,7 +170,7 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
                            {"task", opt.task},
                            {"seed", opt.seed},
                            {"device", "cpu"},
-                           {"threads", 1},
+                           {"threads", threads()},
                            {"epochs", opt.epochs},
                            {"batch", opt.batch},
                            {"samples", opt.samples},

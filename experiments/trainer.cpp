@@ -11,6 +11,7 @@
 #include "experiments/run_dir.h"
 #include "experiments/run_lifecycle.h"
 #include "experiments/tasks.h"
+#include "kernels/parallel.h"
 #include "kernels/random.h"
 #include "mare_build_info.h"
 #include "models/checkpoint.h"
@@ -34,7 +35,7 @@ nlohmann::json build_description() {
 
 nlohmann::json training_manifest(uint64_t seed, const std::string& device, int64_t parameters) {
   return {{"command", "train"},       {"seed", seed},
-          {"device", device},         {"threads", 1},
+          {"device", device},         {"threads", threads()},
           {"parameters", parameters}, {"build", build_description()}};
 }
 
@@ -162,7 +163,7 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
                            {"task", opt.task},
                            {"seed", opt.seed},
                            {"device", "cpu"},
-                           {"threads", 1},
+                           {"threads", threads()},
                            {"steps", step},
                            {"parameters", params.count()},
                            {"final",

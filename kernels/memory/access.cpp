@@ -13,6 +13,8 @@
 //                d_L = d_Fᵀ W + Wᵀ d_B
 //   read:        w^r = π₁ b + π₂ c + π₃ f;  r = W M
 // Products without one factor are recomputed (R is small), never divided out.
+// Threads: memories (or (memory, head) rows) are independent, each op runs them
+// in chunks (for_items); every memory's bytes are those of the plain loop.
 #include "kernels/memory/access.h"
 
 #include <cmath>
@@ -59,32 +61,34 @@ Tensor content_weighting_forward(const Tensor& memory, const Tensor& keys,
                      content_weighting_forward(memory, keys, strengths), &memory, &keys,
                      &strengths);
   Tensor out = Tensor::empty({m, h, n});
-  std::vector<double> logits(n);
-  for (int64_t b = 0; b < m; ++b) {
-    const float* mem = memory.f32() + b * n * w;
-    for (int64_t hh = 0; hh < h; ++hh) {
-      const float* k = keys.f32() + (b * h + hh) * w;
-      const float beta = strengths.f32()[b * h + hh];
-      double kk = 0.0;
-      for (int64_t j = 0; j < w; ++j) kk += double(k[j]) * k[j];
-      const double nk = std::sqrt(kk + kContentEpsilon);
-      double mx = -INFINITY;
-      for (int64_t s = 0; s < n; ++s) {
-        double dot = 0.0, mm = 0.0;
-        for (int64_t j = 0; j < w; ++j) {
-          dot += double(k[j]) * mem[s * w + j];
-          mm += double(mem[s * w + j]) * mem[s * w + j];
+  for_items(m, 4.0 * h * n * w, [&](int64_t b0, int64_t b1) {
+    std::vector<double> logits(n);
+    for (int64_t b = b0; b < b1; ++b) {
+      const float* mem = memory.f32() + b * n * w;
+      for (int64_t hh = 0; hh < h; ++hh) {
+        const float* k = keys.f32() + (b * h + hh) * w;
+        const float beta = strengths.f32()[b * h + hh];
+        double kk = 0.0;
+        for (int64_t j = 0; j < w; ++j) kk += double(k[j]) * k[j];
+        const double nk = std::sqrt(kk + kContentEpsilon);
+        double mx = -INFINITY;
+        for (int64_t s = 0; s < n; ++s) {
+          double dot = 0.0, mm = 0.0;
+          for (int64_t j = 0; j < w; ++j) {
+            dot += double(k[j]) * mem[s * w + j];
+            mm += double(mem[s * w + j]) * mem[s * w + j];
+          }
+          const double cosine = dot / (nk * std::sqrt(mm + kContentEpsilon) + kContentEpsilon);
+          logits[s] = beta * cosine;
+          mx = std::max(mx, logits[s]);
         }
-        const double cosine = dot / (nk * std::sqrt(mm + kContentEpsilon) + kContentEpsilon);
-        logits[s] = beta * cosine;
-        mx = std::max(mx, logits[s]);
+        double sum = 0.0;
+        for (int64_t s = 0; s < n; ++s) sum += std::exp(logits[s] - mx);
+        float* y = out.f32() + (b * h + hh) * n;
+        for (int64_t s = 0; s < n; ++s) y[s] = static_cast<float>(std::exp(logits[s] - mx) / sum);
       }
-      double sum = 0.0;
-      for (int64_t s = 0; s < n; ++s) sum += std::exp(logits[s] - mx);
-      float* y = out.f32() + (b * h + hh) * n;
-      for (int64_t s = 0; s < n; ++s) y[s] = static_cast<float>(std::exp(logits[s] - mx) / sum);
     }
-  }
+  });
   return out;
 }
 
@@ -105,47 +109,49 @@ void content_weighting_backward(Tensor& d_memory, Tensor& d_keys, Tensor& d_stre
                                                 strengths, out),
                      &d_memory, &d_keys, &d_strengths, &d_out, &memory, &keys, &strengths, &out);
   if (!dm && !dk && !db) return;
-  std::vector<double> norm_m(n), d_s(n);
-  for (int64_t b = 0; b < m; ++b) {
-    const float* mem = memory.f32() + b * n * w;
-    for (int64_t s = 0; s < n; ++s) {
-      double mm = 0.0;
-      for (int64_t j = 0; j < w; ++j) mm += double(mem[s * w + j]) * mem[s * w + j];
-      norm_m[s] = std::sqrt(mm + kContentEpsilon);
-    }
-    for (int64_t hh = 0; hh < h; ++hh) {
-      const float* k = keys.f32() + (b * h + hh) * w;
-      const float* y = out.f32() + (b * h + hh) * n;
-      const float* g = d_out.f32() + (b * h + hh) * n;
-      const double beta = strengths.f32()[b * h + hh];
-      double kk = 0.0, gy = 0.0;
-      for (int64_t j = 0; j < w; ++j) kk += double(k[j]) * k[j];
-      const double nk = std::sqrt(kk + kContentEpsilon);
-      for (int64_t s = 0; s < n; ++s) gy += double(g[s]) * y[s];
-      for (int64_t s = 0; s < n; ++s) d_s[s] = y[s] * (g[s] - gy);  // softmax backward
-      double d_beta = 0.0;
+  for_items(m, 10.0 * h * n * w, [&](int64_t b0, int64_t b1) {
+    std::vector<double> norm_m(n), d_s(n);
+    for (int64_t b = b0; b < b1; ++b) {
+      const float* mem = memory.f32() + b * n * w;
       for (int64_t s = 0; s < n; ++s) {
-        const float* ms = mem + s * w;
-        double dot = 0.0;
-        for (int64_t j = 0; j < w; ++j) dot += double(k[j]) * ms[j];
-        const double den = nk * norm_m[s] + kContentEpsilon;
-        const double cosine = dot / den;
-        d_beta += d_s[s] * cosine;
-        const double d_cos = beta * d_s[s];
-        // cos = dot / den:  ∂/∂k = m/den − dot·‖m‖·k/(‖k‖ den²), symmetric for m.
-        const double c_dot = d_cos / den, c_norm = d_cos * dot / (den * den);
-        for (int64_t j = 0; j < w; ++j) {
-          if (dk)
-            d_keys.f32()[(b * h + hh) * w + j] +=
-                static_cast<float>(c_dot * ms[j] - c_norm * norm_m[s] * k[j] / nk);
-          if (dm)
-            d_memory.f32()[(b * n + s) * w + j] +=
-                static_cast<float>(c_dot * k[j] - c_norm * nk * ms[j] / norm_m[s]);
-        }
+        double mm = 0.0;
+        for (int64_t j = 0; j < w; ++j) mm += double(mem[s * w + j]) * mem[s * w + j];
+        norm_m[s] = std::sqrt(mm + kContentEpsilon);
       }
-      if (db) d_strengths.f32()[b * h + hh] += static_cast<float>(d_beta);
+      for (int64_t hh = 0; hh < h; ++hh) {
+        const float* k = keys.f32() + (b * h + hh) * w;
+        const float* y = out.f32() + (b * h + hh) * n;
+        const float* g = d_out.f32() + (b * h + hh) * n;
+        const double beta = strengths.f32()[b * h + hh];
+        double kk = 0.0, gy = 0.0;
+        for (int64_t j = 0; j < w; ++j) kk += double(k[j]) * k[j];
+        const double nk = std::sqrt(kk + kContentEpsilon);
+        for (int64_t s = 0; s < n; ++s) gy += double(g[s]) * y[s];
+        for (int64_t s = 0; s < n; ++s) d_s[s] = y[s] * (g[s] - gy);  // softmax backward
+        double d_beta = 0.0;
+        for (int64_t s = 0; s < n; ++s) {
+          const float* ms = mem + s * w;
+          double dot = 0.0;
+          for (int64_t j = 0; j < w; ++j) dot += double(k[j]) * ms[j];
+          const double den = nk * norm_m[s] + kContentEpsilon;
+          const double cosine = dot / den;
+          d_beta += d_s[s] * cosine;
+          const double d_cos = beta * d_s[s];
+          // cos = dot / den:  ∂/∂k = m/den − dot·‖m‖·k/(‖k‖ den²), symmetric for m.
+          const double c_dot = d_cos / den, c_norm = d_cos * dot / (den * den);
+          for (int64_t j = 0; j < w; ++j) {
+            if (dk)
+              d_keys.f32()[(b * h + hh) * w + j] +=
+                  static_cast<float>(c_dot * ms[j] - c_norm * norm_m[s] * k[j] / nk);
+            if (dm)
+              d_memory.f32()[(b * n + s) * w + j] +=
+                  static_cast<float>(c_dot * k[j] - c_norm * nk * ms[j] / norm_m[s]);
+          }
+        }
+        if (db) d_strengths.f32()[b * h + hh] += static_cast<float>(d_beta);
+      }
     }
-  }
+  });
 }
 
 // ------------------------------------------------------------- retention
@@ -159,13 +165,15 @@ Tensor retention_forward(const Tensor& free_gates, const Tensor& read_weights_pr
   MARE_CUDA_DISPATCH("retention_forward", retention_forward(free_gates, read_weights_prev),
                      &free_gates, &read_weights_prev);
   Tensor out = Tensor::empty({m, n});
-  for (int64_t b = 0; b < m; ++b)
-    for (int64_t s = 0; s < n; ++s) {
-      float psi = 1.0f;
-      for (int64_t i = 0; i < r; ++i)
-        psi *= 1.0f - free_gates.f32()[b * r + i] * read_weights_prev.f32()[(b * r + i) * n + s];
-      out.f32()[b * n + s] = psi;
-    }
+  for_items(m, 2.0 * r * n, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t s = 0; s < n; ++s) {
+        float psi = 1.0f;
+        for (int64_t i = 0; i < r; ++i)
+          psi *= 1.0f - free_gates.f32()[b * r + i] * read_weights_prev.f32()[(b * r + i) * n + s];
+        out.f32()[b * n + s] = psi;
+      }
+  });
   return out;
 }
 
@@ -184,17 +192,19 @@ void retention_backward(Tensor& d_free_gates, Tensor& d_read_weights_prev, const
       &d_free_gates, &d_read_weights_prev, &d_out, &free_gates, &read_weights_prev);
   if (!df && !dw) return;
   const float *f = free_gates.f32(), *wr = read_weights_prev.f32();
-  for (int64_t b = 0; b < m; ++b)
-    for (int64_t s = 0; s < n; ++s) {
-      const float g = d_out.f32()[b * n + s];
-      for (int64_t i = 0; i < r; ++i) {
-        float others = 1.0f;  // Π_{r'≠i} (1 − f_r' w_r'), recomputed: no division
-        for (int64_t j = 0; j < r; ++j)
-          if (j != i) others *= 1.0f - f[b * r + j] * wr[(b * r + j) * n + s];
-        if (df) d_free_gates.f32()[b * r + i] -= g * wr[(b * r + i) * n + s] * others;
-        if (dw) d_read_weights_prev.f32()[(b * r + i) * n + s] -= g * f[b * r + i] * others;
+  for_items(m, 3.0 * r * r * n, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t s = 0; s < n; ++s) {
+        const float g = d_out.f32()[b * n + s];
+        for (int64_t i = 0; i < r; ++i) {
+          float others = 1.0f;  // Π_{r'≠i} (1 − f_r' w_r'), recomputed: no division
+          for (int64_t j = 0; j < r; ++j)
+            if (j != i) others *= 1.0f - f[b * r + j] * wr[(b * r + j) * n + s];
+          if (df) d_free_gates.f32()[b * r + i] -= g * wr[(b * r + i) * n + s] * others;
+          if (dw) d_read_weights_prev.f32()[(b * r + i) * n + s] -= g * f[b * r + i] * others;
+        }
       }
-    }
+  });
 }
 
 // ------------------------------------------------------------- usage
@@ -210,8 +220,10 @@ Tensor usage_forward(const Tensor& usage_prev, const Tensor& write_weights_prev,
                      &usage_prev, &write_weights_prev, &retention);
   Tensor out = Tensor::empty(s);
   const float *u = usage_prev.f32(), *w = write_weights_prev.f32(), *psi = retention.f32();
-  for (int64_t i = 0, n_i = out.numel(); i < n_i; ++i)
-    out.f32()[i] = (u[i] + w[i] - u[i] * w[i]) * psi[i];
+  float* o = out.f32();
+  for_items(out.numel(), 3.0, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) o[i] = (u[i] + w[i] - u[i] * w[i]) * psi[i];
+  });
   return out;
 }
 
@@ -231,10 +243,14 @@ void usage_backward(Tensor& d_usage_prev, Tensor& d_retention, const Tensor& d_o
       &d_usage_prev, &d_retention, &d_out, &usage_prev, &write_weights_prev, &retention);
   const float *u = usage_prev.f32(), *w = write_weights_prev.f32(), *psi = retention.f32(),
               *g = d_out.f32();
-  for (int64_t i = 0, n_i = usage_prev.numel(); i < n_i; ++i) {
-    if (du) d_usage_prev.f32()[i] += g[i] * (1.0f - w[i]) * psi[i];
-    if (dr) d_retention.f32()[i] += g[i] * (u[i] + w[i] - u[i] * w[i]);
-  }
+  float* pdu = du ? d_usage_prev.f32() : nullptr;
+  float* pdr = dr ? d_retention.f32() : nullptr;
+  for_items(usage_prev.numel(), 6.0, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      if (pdu) pdu[i] += g[i] * (1.0f - w[i]) * psi[i];
+      if (pdr) pdr[i] += g[i] * (u[i] + w[i] - u[i] * w[i]);
+    }
+  });
 }
 
 // ------------------------------------------------------------- write weighting
@@ -252,12 +268,14 @@ Tensor write_weighting_forward(const Tensor& allocation, const Tensor& write_con
       write_weighting_forward(allocation, write_content, allocation_gate, write_gate), &allocation,
       &write_content, &allocation_gate, &write_gate);
   Tensor out = Tensor::empty({m, n});
-  for (int64_t b = 0; b < m; ++b) {
-    const float ga = allocation_gate.f32()[b], gw = write_gate.f32()[b];
-    for (int64_t s = 0; s < n; ++s)
-      out.f32()[b * n + s] =
-          gw * (ga * allocation.f32()[b * n + s] + (1.0f - ga) * write_content.f32()[b * n + s]);
-  }
+  for_items(m, 4.0 * n, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const float ga = allocation_gate.f32()[b], gw = write_gate.f32()[b];
+      for (int64_t s = 0; s < n; ++s)
+        out.f32()[b * n + s] =
+            gw * (ga * allocation.f32()[b * n + s] + (1.0f - ga) * write_content.f32()[b * n + s]);
+    }
+  });
   return out;
 }
 
@@ -281,20 +299,22 @@ void write_weighting_backward(Tensor& d_allocation, Tensor& d_write_content,
                                d_out, allocation, write_content, allocation_gate, write_gate),
       &d_allocation, &d_write_content, &d_allocation_gate, &d_write_gate, &d_out, &allocation,
       &write_content, &allocation_gate, &write_gate);
-  for (int64_t b = 0; b < m; ++b) {
-    const float ga = allocation_gate.f32()[b], gw = write_gate.f32()[b];
-    float sum_ga = 0.0f, sum_gw = 0.0f;
-    for (int64_t s = 0; s < n; ++s) {
-      const float g = d_out.f32()[b * n + s], a = allocation.f32()[b * n + s],
-                  c = write_content.f32()[b * n + s];
-      if (da) d_allocation.f32()[b * n + s] += g * gw * ga;
-      if (dc) d_write_content.f32()[b * n + s] += g * gw * (1.0f - ga);
-      sum_ga += g * gw * (a - c);
-      sum_gw += g * (ga * a + (1.0f - ga) * c);
+  for_items(m, 6.0 * n, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const float ga = allocation_gate.f32()[b], gw = write_gate.f32()[b];
+      float sum_ga = 0.0f, sum_gw = 0.0f;
+      for (int64_t s = 0; s < n; ++s) {
+        const float g = d_out.f32()[b * n + s], a = allocation.f32()[b * n + s],
+                    c = write_content.f32()[b * n + s];
+        if (da) d_allocation.f32()[b * n + s] += g * gw * ga;
+        if (dc) d_write_content.f32()[b * n + s] += g * gw * (1.0f - ga);
+        sum_ga += g * gw * (a - c);
+        sum_gw += g * (ga * a + (1.0f - ga) * c);
+      }
+      if (dga) d_allocation_gate.f32()[b] += sum_ga;
+      if (dgw) d_write_gate.f32()[b] += sum_gw;
     }
-    if (dga) d_allocation_gate.f32()[b] += sum_ga;
-    if (dgw) d_write_gate.f32()[b] += sum_gw;
-  }
+  });
 }
 
 // ------------------------------------------------------------- memory update
@@ -311,15 +331,17 @@ Tensor memory_update_forward(const Tensor& memory, const Tensor& write_weights, 
                      memory_update_forward(memory, write_weights, erase, write_vector), &memory,
                      &write_weights, &erase, &write_vector);
   Tensor out = Tensor::empty({m, n, w});
-  for (int64_t b = 0; b < m; ++b)
-    for (int64_t s = 0; s < n; ++s) {
-      const float ww = write_weights.f32()[b * n + s];
-      for (int64_t j = 0; j < w; ++j) {
-        const int64_t i = (b * n + s) * w + j;
-        out.f32()[i] = memory.f32()[i] * (1.0f - ww * erase.f32()[b * w + j]) +
-                       ww * write_vector.f32()[b * w + j];
+  for_items(m, 4.0 * n * w, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t s = 0; s < n; ++s) {
+        const float ww = write_weights.f32()[b * n + s];
+        for (int64_t j = 0; j < w; ++j) {
+          const int64_t i = (b * n + s) * w + j;
+          out.f32()[i] = memory.f32()[i] * (1.0f - ww * erase.f32()[b * w + j]) +
+                         ww * write_vector.f32()[b * w + j];
+        }
       }
-    }
+  });
   return out;
 }
 
@@ -342,20 +364,22 @@ void memory_update_backward(Tensor& d_memory, Tensor& d_write_weights, Tensor& d
                                             d_out, memory, write_weights, erase, write_vector),
                      &d_memory, &d_write_weights, &d_erase, &d_write_vector, &d_out, &memory,
                      &write_weights, &erase, &write_vector);
-  for (int64_t b = 0; b < m; ++b)
-    for (int64_t s = 0; s < n; ++s) {
-      const float ww = write_weights.f32()[b * n + s];
-      float sum_w = 0.0f;
-      for (int64_t j = 0; j < w; ++j) {
-        const int64_t i = (b * n + s) * w + j;
-        const float g = d_out.f32()[i], mem = memory.f32()[i], e = erase.f32()[b * w + j];
-        if (dm) d_memory.f32()[i] += g * (1.0f - ww * e);
-        if (de) d_erase.f32()[b * w + j] -= g * mem * ww;
-        if (dv) d_write_vector.f32()[b * w + j] += g * ww;
-        sum_w += g * (write_vector.f32()[b * w + j] - mem * e);
+  for_items(m, 8.0 * n * w, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t s = 0; s < n; ++s) {
+        const float ww = write_weights.f32()[b * n + s];
+        float sum_w = 0.0f;
+        for (int64_t j = 0; j < w; ++j) {
+          const int64_t i = (b * n + s) * w + j;
+          const float g = d_out.f32()[i], mem = memory.f32()[i], e = erase.f32()[b * w + j];
+          if (dm) d_memory.f32()[i] += g * (1.0f - ww * e);
+          if (de) d_erase.f32()[b * w + j] -= g * mem * ww;
+          if (dv) d_write_vector.f32()[b * w + j] += g * ww;
+          sum_w += g * (write_vector.f32()[b * w + j] - mem * e);
+        }
+        if (dw) d_write_weights.f32()[b * n + s] += sum_w;
       }
-      if (dw) d_write_weights.f32()[b * n + s] += sum_w;
-    }
+  });
 }
 
 // ------------------------------------------------------------- temporal links
@@ -371,14 +395,16 @@ Tensor link_update_forward(const Tensor& links_prev, const Tensor& precedence_pr
                      link_update_forward(links_prev, precedence_prev, write_weights), &links_prev,
                      &precedence_prev, &write_weights);
   Tensor out = Tensor::empty({m, n, n});
-  for (int64_t b = 0; b < m; ++b) {
-    const float *w = write_weights.f32() + b * n, *p = precedence_prev.f32() + b * n;
-    const float* l0 = links_prev.f32() + b * n * n;
-    float* l = out.f32() + b * n * n;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        l[i * n + j] = i == j ? 0.0f : (1.0f - w[i] - w[j]) * l0[i * n + j] + w[i] * p[j];
-  }
+  for_items(m, 4.0 * n * n, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const float *w = write_weights.f32() + b * n, *p = precedence_prev.f32() + b * n;
+      const float* l0 = links_prev.f32() + b * n * n;
+      float* l = out.f32() + b * n * n;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          l[i * n + j] = i == j ? 0.0f : (1.0f - w[i] - w[j]) * l0[i * n + j] + w[i] * p[j];
+    }
+  });
   return out;
 }
 
@@ -398,21 +424,23 @@ void link_update_backward(Tensor& d_links_prev, Tensor& d_precedence_prev, Tenso
                                           links_prev, precedence_prev, write_weights),
                      &d_links_prev, &d_precedence_prev, &d_write_weights, &d_out, &links_prev,
                      &precedence_prev, &write_weights);
-  for (int64_t b = 0; b < m; ++b) {
-    const float *w = write_weights.f32() + b * n, *p = precedence_prev.f32() + b * n;
-    const float *l0 = links_prev.f32() + b * n * n, *g = d_out.f32() + b * n * n;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        if (i == j) continue;  // L[i,i] = 0 whatever the inputs
-        const float gij = g[i * n + j], lij = l0[i * n + j];
-        if (dl) d_links_prev.f32()[b * n * n + i * n + j] += gij * (1.0f - w[i] - w[j]);
-        if (dp) d_precedence_prev.f32()[b * n + j] += gij * w[i];
-        if (dw) {
-          d_write_weights.f32()[b * n + i] += gij * (p[j] - lij);
-          d_write_weights.f32()[b * n + j] -= gij * lij;
+  for_items(m, 8.0 * n * n, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const float *w = write_weights.f32() + b * n, *p = precedence_prev.f32() + b * n;
+      const float *l0 = links_prev.f32() + b * n * n, *g = d_out.f32() + b * n * n;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          if (i == j) continue;  // L[i,i] = 0 whatever the inputs
+          const float gij = g[i * n + j], lij = l0[i * n + j];
+          if (dl) d_links_prev.f32()[b * n * n + i * n + j] += gij * (1.0f - w[i] - w[j]);
+          if (dp) d_precedence_prev.f32()[b * n + j] += gij * w[i];
+          if (dw) {
+            d_write_weights.f32()[b * n + i] += gij * (p[j] - lij);
+            d_write_weights.f32()[b * n + j] -= gij * lij;
+          }
         }
-      }
-  }
+    }
+  });
 }
 
 Tensor precedence_update_forward(const Tensor& precedence_prev, const Tensor& write_weights) {
@@ -425,12 +453,14 @@ Tensor precedence_update_forward(const Tensor& precedence_prev, const Tensor& wr
                      precedence_update_forward(precedence_prev, write_weights), &precedence_prev,
                      &write_weights);
   Tensor out = Tensor::empty({m, n});
-  for (int64_t b = 0; b < m; ++b) {
-    const float *w = write_weights.f32() + b * n, *p = precedence_prev.f32() + b * n;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n; ++i) sum += w[i];
-    for (int64_t i = 0; i < n; ++i) out.f32()[b * n + i] = (1.0f - sum) * p[i] + w[i];
-  }
+  for_items(m, 3.0 * n, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const float *w = write_weights.f32() + b * n, *p = precedence_prev.f32() + b * n;
+      float sum = 0.0f;
+      for (int64_t i = 0; i < n; ++i) sum += w[i];
+      for (int64_t i = 0; i < n; ++i) out.f32()[b * n + i] = (1.0f - sum) * p[i] + w[i];
+    }
+  });
   return out;
 }
 
@@ -448,19 +478,21 @@ void precedence_update_backward(Tensor& d_precedence_prev, Tensor& d_write_weigh
                                                 precedence_prev, write_weights),
                      &d_precedence_prev, &d_write_weights, &d_out, &precedence_prev,
                      &write_weights);
-  for (int64_t b = 0; b < m; ++b) {
-    const float *w = write_weights.f32() + b * n, *p = precedence_prev.f32() + b * n,
-                *g = d_out.f32() + b * n;
-    float sum = 0.0f, gp = 0.0f;
-    for (int64_t i = 0; i < n; ++i) {
-      sum += w[i];
-      gp += g[i] * p[i];
+  for_items(m, 4.0 * n, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const float *w = write_weights.f32() + b * n, *p = precedence_prev.f32() + b * n,
+                  *g = d_out.f32() + b * n;
+      float sum = 0.0f, gp = 0.0f;
+      for (int64_t i = 0; i < n; ++i) {
+        sum += w[i];
+        gp += g[i] * p[i];
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        if (dp) d_precedence_prev.f32()[b * n + i] += g[i] * (1.0f - sum);
+        if (dw) d_write_weights.f32()[b * n + i] += g[i] - gp;
+      }
     }
-    for (int64_t i = 0; i < n; ++i) {
-      if (dp) d_precedence_prev.f32()[b * n + i] += g[i] * (1.0f - sum);
-      if (dw) d_write_weights.f32()[b * n + i] += g[i] - gp;
-    }
-  }
+  });
 }
 
 // ------------------------------------------------------------- link (forward/backward) weights
@@ -474,11 +506,13 @@ LinkWeights link_weights_forward(const Tensor& links, const Tensor& read_weights
   MARE_CUDA_DISPATCH("link_weights_forward", link_weights_forward(links, read_weights_prev), &links,
                      &read_weights_prev);
   LinkWeights out{Tensor::empty({m, r, n}), Tensor::empty({m, r, n})};
-  for (int64_t b = 0; b < m; ++b) {
-    CMatMap l(links.f32() + b * n * n, n, n), wr(read_weights_prev.f32() + b * r * n, r, n);
-    MatMap(out.forward.f32() + b * r * n, r, n).noalias() = wr * l.transpose();
-    MatMap(out.backward.f32() + b * r * n, r, n).noalias() = wr * l;
-  }
+  for_items(m, 4.0 * r * n * n, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      CMatMap l(links.f32() + b * n * n, n, n), wr(read_weights_prev.f32() + b * r * n, r, n);
+      MatMap(out.forward.f32() + b * r * n, r, n).noalias() = wr * l.transpose();
+      MatMap(out.backward.f32() + b * r * n, r, n).noalias() = wr * l;
+    }
+  });
   return out;
 }
 
@@ -499,19 +533,21 @@ void link_weights_backward(Tensor& d_links, Tensor& d_read_weights_prev, const T
                                            links, read_weights_prev),
                      &d_links, &d_read_weights_prev, &d_forward, &d_backward, &links,
                      &read_weights_prev);
-  for (int64_t b = 0; b < m; ++b) {
-    CMatMap l(links.f32() + b * n * n, n, n), wr(read_weights_prev.f32() + b * r * n, r, n);
-    if (has_f) {
-      CMatMap gf(d_forward.f32() + b * r * n, r, n);
-      if (dl) MatMap(d_links.f32() + b * n * n, n, n).noalias() += gf.transpose() * wr;
-      if (dw) MatMap(d_read_weights_prev.f32() + b * r * n, r, n).noalias() += gf * l;
+  for_items(m, 8.0 * r * n * n, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      CMatMap l(links.f32() + b * n * n, n, n), wr(read_weights_prev.f32() + b * r * n, r, n);
+      if (has_f) {
+        CMatMap gf(d_forward.f32() + b * r * n, r, n);
+        if (dl) MatMap(d_links.f32() + b * n * n, n, n).noalias() += gf.transpose() * wr;
+        if (dw) MatMap(d_read_weights_prev.f32() + b * r * n, r, n).noalias() += gf * l;
+      }
+      if (has_b) {
+        CMatMap gb(d_backward.f32() + b * r * n, r, n);
+        if (dl) MatMap(d_links.f32() + b * n * n, n, n).noalias() += wr.transpose() * gb;
+        if (dw) MatMap(d_read_weights_prev.f32() + b * r * n, r, n).noalias() += gb * l.transpose();
+      }
     }
-    if (has_b) {
-      CMatMap gb(d_backward.f32() + b * r * n, r, n);
-      if (dl) MatMap(d_links.f32() + b * n * n, n, n).noalias() += wr.transpose() * gb;
-      if (dw) MatMap(d_read_weights_prev.f32() + b * r * n, r, n).noalias() += gb * l.transpose();
-    }
-  }
+  });
 }
 
 // ------------------------------------------------------------- read weights
@@ -529,13 +565,15 @@ Tensor read_weights_forward(const Tensor& read_modes, const Tensor& backward_wei
       read_weights_forward(read_modes, backward_weights, read_content, forward_weights),
       &read_modes, &backward_weights, &read_content, &forward_weights);
   Tensor out = Tensor::empty({m, r, n});
-  for (int64_t h = 0; h < m * r; ++h) {
-    const float* pi = read_modes.f32() + h * 3;
-    for (int64_t s = 0; s < n; ++s)
-      out.f32()[h * n + s] = pi[0] * backward_weights.f32()[h * n + s] +
-                             pi[1] * read_content.f32()[h * n + s] +
-                             pi[2] * forward_weights.f32()[h * n + s];
-  }
+  for_items(m * r, 8.0 * n, [&](int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; ++h) {
+      const float* pi = read_modes.f32() + h * 3;
+      for (int64_t s = 0; s < n; ++s)
+        out.f32()[h * n + s] = pi[0] * backward_weights.f32()[h * n + s] +
+                               pi[1] * read_content.f32()[h * n + s] +
+                               pi[2] * forward_weights.f32()[h * n + s];
+    }
+  });
   return out;
 }
 
@@ -559,25 +597,27 @@ void read_weights_backward(Tensor& d_read_modes, Tensor& d_backward_weights, Ten
                             d_out, read_modes, backward_weights, read_content, forward_weights),
       &d_read_modes, &d_backward_weights, &d_read_content, &d_forward_weights, &d_out, &read_modes,
       &backward_weights, &read_content, &forward_weights);
-  for (int64_t h = 0; h < m * r; ++h) {
-    const float* pi = read_modes.f32() + h * 3;
-    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
-    for (int64_t s = 0; s < n; ++s) {
-      const int64_t i = h * n + s;
-      const float g = d_out.f32()[i];
-      if (dbw) d_backward_weights.f32()[i] += g * pi[0];
-      if (dc) d_read_content.f32()[i] += g * pi[1];
-      if (dfw) d_forward_weights.f32()[i] += g * pi[2];
-      s0 += g * backward_weights.f32()[i];
-      s1 += g * read_content.f32()[i];
-      s2 += g * forward_weights.f32()[i];
+  for_items(m * r, 8.0 * n, [&](int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; ++h) {
+      const float* pi = read_modes.f32() + h * 3;
+      float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
+      for (int64_t s = 0; s < n; ++s) {
+        const int64_t i = h * n + s;
+        const float g = d_out.f32()[i];
+        if (dbw) d_backward_weights.f32()[i] += g * pi[0];
+        if (dc) d_read_content.f32()[i] += g * pi[1];
+        if (dfw) d_forward_weights.f32()[i] += g * pi[2];
+        s0 += g * backward_weights.f32()[i];
+        s1 += g * read_content.f32()[i];
+        s2 += g * forward_weights.f32()[i];
+      }
+      if (dpi) {
+        d_read_modes.f32()[h * 3 + 0] += s0;
+        d_read_modes.f32()[h * 3 + 1] += s1;
+        d_read_modes.f32()[h * 3 + 2] += s2;
+      }
     }
-    if (dpi) {
-      d_read_modes.f32()[h * 3 + 0] += s0;
-      d_read_modes.f32()[h * 3 + 1] += s1;
-      d_read_modes.f32()[h * 3 + 2] += s2;
-    }
-  }
+  });
 }
 
 // ------------------------------------------------------------- read vectors
@@ -592,9 +632,11 @@ Tensor read_vectors_forward(const Tensor& memory, const Tensor& read_weights) {
   MARE_CUDA_DISPATCH("read_vectors_forward", read_vectors_forward(memory, read_weights), &memory,
                      &read_weights);
   Tensor out = Tensor::empty({m, r, w});
-  for (int64_t b = 0; b < m; ++b)
-    MatMap(out.f32() + b * r * w, r, w).noalias() =
-        CMatMap(read_weights.f32() + b * r * n, r, n) * CMatMap(memory.f32() + b * n * w, n, w);
+  for_items(m, 2.0 * r * n * w, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      MatMap(out.f32() + b * r * w, r, w).noalias() =
+          CMatMap(read_weights.f32() + b * r * n, r, n) * CMatMap(memory.f32() + b * n * w, n, w);
+  });
   return out;
 }
 
@@ -609,12 +651,14 @@ void read_vectors_backward(Tensor& d_memory, Tensor& d_read_weights, const Tenso
   MARE_CUDA_DISPATCH("read_vectors_backward",
                      read_vectors_backward(d_memory, d_read_weights, d_out, memory, read_weights),
                      &d_memory, &d_read_weights, &d_out, &memory, &read_weights);
-  for (int64_t b = 0; b < m; ++b) {
-    CMatMap g(d_out.f32() + b * r * w, r, w), mem(memory.f32() + b * n * w, n, w),
-        wr(read_weights.f32() + b * r * n, r, n);
-    if (dm) MatMap(d_memory.f32() + b * n * w, n, w).noalias() += wr.transpose() * g;
-    if (dw) MatMap(d_read_weights.f32() + b * r * n, r, n).noalias() += g * mem.transpose();
-  }
+  for_items(m, 4.0 * r * n * w, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      CMatMap g(d_out.f32() + b * r * w, r, w), mem(memory.f32() + b * n * w, n, w),
+          wr(read_weights.f32() + b * r * n, r, n);
+      if (dm) MatMap(d_memory.f32() + b * n * w, n, w).noalias() += wr.transpose() * g;
+      if (dw) MatMap(d_read_weights.f32() + b * r * n, r, n).noalias() += g * mem.transpose();
+    }
+  });
 }
 
 }  // namespace mare

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
@@ -490,6 +491,24 @@ void block_backward(const float* u, const float* d_a, float* d_u, int64_t rows, 
   }
 }
 
+// Memories are independent: chunks of whole memories, f(first, count), the
+// chunk size from (rows, N, variant) alone and a multiple of kLanes (the block
+// form's lane groups; each lane is computed on its own anyway), so the bytes
+// do not depend on the thread count.
+template <class F>
+void for_memories(int64_t rows, int64_t n, AllocationVariant v, F&& f) {
+  const double nd = static_cast<double>(n);
+  const double cost = v == AllocationVariant::sorted ? 8.0 * nd * std::log2(nd + 1.0) + 8.0 * nd
+                                                     : 2.0 * nd * nd + 8.0 * nd;
+  int64_t grain = rows;
+  if (rows > 0 && split_work(rows * cost, kSplitWork)) {
+    grain = grain_for(rows, cost, kSplitWork / 2);
+    grain = std::min(rows, (grain + kLanes - 1) / kLanes * kLanes);
+  }
+  if (rows <= 0) return;
+  parallel_for_chunks(rows, grain, [&](int64_t first, int64_t last) { f(first, last - first); });
+}
+
 }  // namespace
 
 std::span<const AllocationVariant> allocation_variants() {
@@ -530,19 +549,23 @@ void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant
   const int64_t rows = usage.dim(0), n = usage.dim(1);
   const float* u = usage.f32();
   float* a = out.f32();
-  FlushSubnormals flush;
-  switch (variant) {
-    case AllocationVariant::sorted:
-      return ordered_forward<false>(u, a, rows, n);
-    case AllocationVariant::rank:
-      return ordered_forward<true>(u, a, rows, n);
-    case AllocationVariant::parallel:
-      return mask_forward<false>(u, a, rows, n);
-    case AllocationVariant::parallel_eps:
-      return mask_forward<true>(u, a, rows, n);
-    case AllocationVariant::parallel_block:
-      return block_forward(u, a, rows, n);
-  }
+  for_memories(rows, n, variant, [&](int64_t first, int64_t count) {
+    FlushSubnormals flush;  // per chunk: MXCSR is per thread
+    const float* uc = u + first * n;
+    float* ac = a + first * n;
+    switch (variant) {
+      case AllocationVariant::sorted:
+        return ordered_forward<false>(uc, ac, count, n);
+      case AllocationVariant::rank:
+        return ordered_forward<true>(uc, ac, count, n);
+      case AllocationVariant::parallel:
+        return mask_forward<false>(uc, ac, count, n);
+      case AllocationVariant::parallel_eps:
+        return mask_forward<true>(uc, ac, count, n);
+      case AllocationVariant::parallel_block:
+        return block_forward(uc, ac, count, n);
+    }
+  });
 }
 
 Tensor allocation_forward(const Tensor& usage, AllocationVariant variant) {
@@ -563,19 +586,23 @@ void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usa
   const int64_t rows = usage.dim(0), n = usage.dim(1);
   const float *u = usage.f32(), *g = d_out.f32();
   float* du = d_usage.f32();
-  FlushSubnormals flush;
-  switch (variant) {
-    case AllocationVariant::sorted:
-      return ordered_backward<false>(u, g, du, rows, n);
-    case AllocationVariant::rank:
-      return ordered_backward<true>(u, g, du, rows, n);
-    case AllocationVariant::parallel:
-      return mask_backward<false>(u, g, du, rows, n);
-    case AllocationVariant::parallel_eps:
-      return mask_backward<true>(u, g, du, rows, n);
-    case AllocationVariant::parallel_block:
-      return block_backward(u, g, du, rows, n);
-  }
+  for_memories(rows, n, variant, [&](int64_t first, int64_t count) {
+    FlushSubnormals flush;
+    const float *uc = u + first * n, *gc = g + first * n;
+    float* duc = du + first * n;
+    switch (variant) {
+      case AllocationVariant::sorted:
+        return ordered_backward<false>(uc, gc, duc, count, n);
+      case AllocationVariant::rank:
+        return ordered_backward<true>(uc, gc, duc, count, n);
+      case AllocationVariant::parallel:
+        return mask_backward<false>(uc, gc, duc, count, n);
+      case AllocationVariant::parallel_eps:
+        return mask_backward<true>(uc, gc, duc, count, n);
+      case AllocationVariant::parallel_block:
+        return block_backward(uc, gc, duc, count, n);
+    }
+  });
 }
 
 void allocation_order(const float* usage, int64_t n, AllocationVariant variant, int32_t* order) {

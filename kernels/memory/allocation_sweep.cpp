@@ -14,6 +14,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "kernels/parallel.h"
 #include "kernels/random.h"
 #ifdef MARE_WITH_CUDA
 #include "kernels/cuda/runtime.h"
@@ -201,6 +202,14 @@ SweepResult run_allocation_sweep(const SweepConfig& config_in,
   const bool has_eps = std::find(config.variants.begin(), config.variants.end(),
                                  AllocationVariant::parallel_eps) != config.variants.end();
   const auto start = Clock::now();
+  // The variants run on `k_threads`; a 1-thread repetition beside each one
+  // gives the speedup of the threads (cpu only).
+  const int k_threads = on_gpu ? 1 : threads();
+  const bool baseline = !on_gpu && config.thread_baseline && k_threads > 1;
+  struct RestoreThreads {
+    int k;
+    ~RestoreThreads() { set_threads(k); }
+  } restore{threads()};
   std::vector<bool> passes{false};
   if (config.backward) passes.push_back(true);
 
@@ -242,17 +251,26 @@ SweepResult run_allocation_sweep(const SweepConfig& config_in,
         // Timed repetitions, interleaved: the copy floor runs once before
         // every variant's repetition, so it is sampled repetitions × variants
         // times under the same conditions as the variants.
-        std::vector<std::vector<double>> per_call(k), cpu_per_call(k), gpu_per_call(k);
+        std::vector<std::vector<double>> per_call(k), cpu_per_call(k), gpu_per_call(k),
+            one_thread(k);
         auto time_rep = [&](size_t i) {
           const Elapsed e = measure(i, calls[i]);
           per_call[i].push_back(e.wall / calls[i]);
           cpu_per_call[i].push_back(e.cpu / calls[i]);
           if (on_gpu) gpu_per_call[i].push_back(e.gpu / calls[i]);
         };
+        // On 1 thread (the pool is resized outside the timed calls).
+        auto time_rep_1thread = [&](size_t i) {
+          set_threads(1);
+          const Elapsed e = measure(i, calls[i]);
+          one_thread[i].push_back((config.cpu_clock ? e.cpu : e.wall) / calls[i]);
+          set_threads(k_threads);
+        };
         for (int rep = 0; rep < config.repetitions; ++rep)
           for (size_t i = 1; i < k; ++i) {
             time_rep(0);
             time_rep(i);
+            if (baseline) time_rep_1thread(i);
           }
 
         // The chosen clock fills seconds/min/max and the ratios; both medians
@@ -280,6 +298,11 @@ SweepResult run_allocation_sweep(const SweepConfig& config_in,
           row.gbytes_per_second = bytes / row.seconds / 1e9;
           if (on_gpu)
             row.copy_bandwidth_fraction = row.gbytes_per_second / result.copy_bandwidth_gbs;
+          row.threads = i == 0 ? 1 : k_threads;
+          if (i > 0 && baseline) {
+            row.seconds_1thread = median(one_thread[i]);
+            row.thread_speedup = row.seconds_1thread / row.seconds;
+          }
           result.rows.push_back(row);
         }
       }
@@ -345,9 +368,11 @@ std::string format_sweep_tables(const SweepResult& result) {
 
   const bool on_gpu = c.device == Device::cuda;
   if (!on_gpu) {
+    int k = 1;
+    for (const SweepRow& r : result.rows) k = std::max(k, r.threads);
     os << "allocation benchmark: batch " << c.batch << " (M = " << c.batch
-       << " x seq memories), device cpu, 1 thread, medians of " << c.repetitions
-       << " repetitions (warm-up excluded), "
+       << " x seq memories), device cpu, " << k << (k == 1 ? " thread" : " threads")
+       << ", medians of " << c.repetitions << " repetitions (warm-up excluded), "
        << (c.cpu_clock ? "thread CPU time" : "wall-clock time")
        << "; copy = memcpy of the bytes the pass reads and writes\n";
   } else {
@@ -373,6 +398,16 @@ std::string format_sweep_tables(const SweepResult& result) {
     table(
         pass + ": ratio to the copy floor (variant time / copy time)", pass, false,
         [](const SweepRow& r) { return r.floor_ratio; }, " %10.2f");
+    bool have_1thread = false;
+    for (const SweepRow& r : result.rows) have_1thread = have_1thread || r.seconds_1thread > 0.0;
+    if (have_1thread) {
+      table(
+          pass + ": milliseconds per call on 1 thread", pass, false,
+          [](const SweepRow& r) { return r.seconds_1thread * 1e3; }, " %10.4f");
+      table(
+          pass + ": speedup of the threads over 1 thread (1-thread time / time)", pass, false,
+          [](const SweepRow& r) { return r.thread_speedup; }, " %10.2f");
+    }
     if (on_gpu) {
       std::snprintf(buf, sizeof buf, "%.1f", result.copy_bandwidth_gbs);
       table(

@@ -104,6 +104,10 @@ struct SweepConfig {
   // On cuda it is always the CUDA events, and cpu_clock must stay false.
   bool cpu_clock = false;
   Device device = Device::cpu;
+  // cpu: the variants run on threads() threads (kernels/parallel.h); when that
+  // is more than 1 and thread_baseline is set, each repetition of a variant is
+  // also timed on 1 thread (SweepRow::seconds_1thread, thread_speedup).
+  bool thread_baseline = true;
 };
 
 struct SweepRow {
@@ -122,6 +126,9 @@ struct SweepRow {
   double speedup_vs_sorted = 0.0;        // sorted's seconds / seconds (0 when sorted was not run)
   double gbytes_per_second = 0.0;        // bytes / seconds / 1e9
   double copy_bandwidth_fraction = 0.0;  // cuda: gbytes_per_second / the device's copy bandwidth
+  int threads = 1;                       // threads `seconds` ran on (cpu; the copy: always 1)
+  double seconds_1thread = 0.0;          // the same median on 1 thread (0 when not measured)
+  double thread_speedup = 0.0;           // seconds_1thread / seconds (0 when not measured)
 };
 
 struct SweepPointDisagreement {

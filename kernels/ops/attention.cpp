@@ -1,5 +1,7 @@
 // Attention on the CPU: per (batch, head), strided Eigen views of the head's
-// columns, so no data is copied into per-head buffers.
+// columns, so no data is copied into per-head buffers. The (batch, head) pairs
+// run in parallel: each writes only its own rows and columns, so the bytes do
+// not depend on the thread count.
 //
 // Backward per head (P fixed by forward):
 //   d_V += Pᵀ d_O,   d_P = d_O Vᵀ,   d_S = P ⊙ (d_P − rowsum(d_P ⊙ P)),
@@ -10,6 +12,7 @@
 #include <limits>
 
 #include "kernels/ops/common.h"
+#include "kernels/parallel.h"
 
 namespace mare {
 using namespace detail;
@@ -44,8 +47,12 @@ AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor
   AttentionResult r{Tensor::empty({d.b, d.i, d.d}), Tensor::empty({d.b, d.heads, d.i, d.j})};
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.dk));
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  for (int64_t b = 0; b < d.b; ++b)
-    for (int64_t h = 0; h < d.heads; ++h) {
+  // Pairs of (batch, head), about i·j·(2·dk + 20) flops each.
+  const int64_t pairs = d.b * d.heads;
+  const double cost = static_cast<double>(d.i) * d.j * (2 * d.dk + 20);
+  parallel_for_chunks(pairs, grain_for(pairs, cost), [&](int64_t begin, int64_t end) {
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / d.heads, h = bh % d.heads;
       CStridedMap qh(q.f32() + b * d.i * d.d + h * d.dk, d.i, d.dk, Eigen::OuterStride<>(d.d));
       CStridedMap kh(k.f32() + b * d.j * d.d + h * d.dk, d.j, d.dk, Eigen::OuterStride<>(d.d));
       CStridedMap vh(v.f32() + b * d.j * d.d + h * d.dk, d.j, d.dk, Eigen::OuterStride<>(d.d));
@@ -76,6 +83,7 @@ AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor
       }
       oh.noalias() = p * vh;
     }
+  });
   return r;
 }
 
@@ -91,9 +99,12 @@ void attention_backward(Tensor& d_q, Tensor& d_k, Tensor& d_v, const Tensor& d_o
                      attention_backward(d_q, d_k, d_v, d_out, q, k, v, probs, heads), &d_q, &d_k,
                      &d_v, &d_out, &q, &k, &v, &probs);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.dk));
-  MatRM dp(d.i, d.j);
-  for (int64_t b = 0; b < d.b; ++b)
-    for (int64_t h = 0; h < d.heads; ++h) {
+  const int64_t pairs = d.b * d.heads;
+  const double cost = static_cast<double>(d.i) * d.j * (4 * d.dk + 6);
+  parallel_for_chunks(pairs, grain_for(pairs, cost), [&](int64_t begin, int64_t end) {
+    MatRM dp(d.i, d.j);
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / d.heads, h = bh % d.heads;
       auto off_q = b * d.i * d.d + h * d.dk, off_k = b * d.j * d.d + h * d.dk;
       Eigen::OuterStride<> st(d.d);
       CStridedMap qh(q.f32() + off_q, d.i, d.dk, st), kh(k.f32() + off_k, d.j, d.dk, st),
@@ -112,6 +123,7 @@ void attention_backward(Tensor& d_q, Tensor& d_k, Tensor& d_v, const Tensor& d_o
       if (d_k.defined())
         StridedMap(d_k.f32() + off_k, d.j, d.dk, st).noalias() += (dp.transpose() * qh) * scale;
     }
+  });
 }
 
 }  // namespace mare

@@ -2,10 +2,14 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <algorithm>
+#include <array>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "kernels/ops/axis.h"
+#include "kernels/parallel.h"
 #include "kernels/tensor.h"
 #ifdef MARE_WITH_CUDA
 #include "kernels/cuda/ops_cuda.h"
@@ -74,6 +78,58 @@ inline int64_t last_dim(const Tensor& t) {
 }
 inline int64_t leading_rows(const Tensor& t) {
   return t.dim(-1) == 0 ? 0 : t.numel() / t.dim(-1);
+}
+
+}  // namespace mare::detail
+
+namespace mare::detail {
+
+// out (+)= op(a)·op(b) for row-major matrices, op(x) = x or xᵀ: a is [m, k]
+// ([k, m] if ta), b is [k, n] ([n, k] if tb), out is [m, n]. Cut into fixed
+// output blocks by shape (kernels/ops/linalg.cpp), so the bytes do not depend
+// on the thread count. Defined in linalg.cpp.
+void gemm(float* out, const float* a, const float* b, int64_t m, int64_t k, int64_t n, bool ta,
+          bool tb, bool accumulate);
+
+// Work (about one flop per unit) below which an op runs on the calling thread.
+constexpr double kSplitWork = 1 << 16;
+
+// Independent items [0, n) (elements, rows, memories) of `cost` work each, in
+// chunks when the whole is large: f(begin, end). Each item's result does not
+// depend on its chunk, so the bytes are those of the plain loop.
+template <class F>
+void for_items(int64_t n, double cost, F&& f) {
+  if (n <= 0) return;
+  if (!split_work(n * cost, kSplitWork)) return f(int64_t{0}, n);
+  parallel_for_chunks(n, grain_for(n, cost, kSplitWork / 2), f);
+}
+
+// A reduction over rows [0, n) into accumulators of `width` values each
+// (accs[k] may be null: skipped): body(begin, end, dst) adds rows [begin, end)
+// into dst[k] (null where accs[k] is). The chunks are fixed by (n, cost)
+// alone; one chunk adds straight into the accumulators (the plain loop),
+// several add into zeroed partials that are then added into the accumulators
+// in chunk order, so the sums are the same at any thread count.
+// `max_chunks` bounds the partials' memory (chunks · K · width values).
+template <class T, size_t K, class Body>
+void reduce_rows(int64_t n, double cost, int64_t width, std::array<T*, K> accs, Body&& body,
+                 int64_t max_chunks = 64) {
+  if (n <= 0) return;
+  const int64_t grain =
+      split_work(n * cost, kSplitWork) ? grain_for(n, cost, kSplitWork / 2, max_chunks) : n;
+  const int64_t chunks = chunk_count(n, grain);
+  if (chunks == 1) return body(int64_t{0}, n, accs);
+  std::vector<T> parts(static_cast<size_t>(chunks * K * width), T{});
+  parallel_for_chunks(n, grain, [&](int64_t begin, int64_t end) {
+    T* base = parts.data() + (begin / grain) * K * width;
+    std::array<T*, K> dst;
+    for (size_t k = 0; k < K; ++k) dst[k] = accs[k] ? base + k * width : nullptr;
+    body(begin, end, dst);
+  });
+  for (int64_t c = 0; c < chunks; ++c)
+    for (size_t k = 0; k < K; ++k)
+      if (accs[k])
+        for (int64_t j = 0; j < width; ++j) accs[k][j] += parts[(c * K + k) * width + j];
 }
 
 }  // namespace mare::detail

@@ -1,4 +1,7 @@
-// Elementwise ops on the CPU: plain loops the compiler vectorises.
+// Elementwise ops on the CPU: plain loops the compiler vectorises, cut into
+// chunks of elements (or rows) when large (for_items: every element is
+// computed as in the plain loop, so the bytes do not depend on the threads).
+// bias_add's d_bias sums over rows in fixed chunks (reduce_rows).
 #include "kernels/ops/elementwise.h"
 
 #include <algorithm>
@@ -12,12 +15,15 @@ using namespace detail;
 
 namespace {
 
+// `cost`: about the flops of f (transcendental functions ~10).
 template <class F>
-Tensor map_unary(const Tensor& x, F f) {
+Tensor map_unary(const Tensor& x, F f, double cost = 1.0) {
   Tensor out = Tensor::empty(x.shape(), x.device());
   const float* px = x.f32();
   float* po = out.f32();
-  for (int64_t i = 0, n_i = x.numel(); i < n_i; ++i) po[i] = f(px[i]);
+  for_items(x.numel(), cost, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) po[i] = f(px[i]);
+  });
   return out;
 }
 
@@ -32,11 +38,14 @@ bool unary_backward_checks(const Tensor& d_x, const Tensor& d_out, const Tensor&
 
 // d_x[i] += d_out[i] * g(saved[i])   (shapes checked by unary_backward_checks)
 template <class G>
-void accumulate_unary(Tensor& d_x, const Tensor& d_out, const Tensor& saved, G g) {
+void accumulate_unary(Tensor& d_x, const Tensor& d_out, const Tensor& saved, G g,
+                      double cost = 1.0) {
   float* pd = d_x.f32();
   const float* pg = d_out.f32();
   const float* ps = saved.f32();
-  for (int64_t i = 0, n_i = d_out.numel(); i < n_i; ++i) pd[i] += pg[i] * g(ps[i]);
+  for_items(d_out.numel(), cost, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) pd[i] += pg[i] * g(ps[i]);
+  });
 }
 
 void check_accumulate(const Tensor& d_x, const Tensor& d_out, const char* op) {
@@ -48,7 +57,9 @@ void accumulate(Tensor& d_x, const Tensor& d_out, float s) {
   if (!d_x.defined()) return;
   float* pd = d_x.f32();
   const float* pg = d_out.f32();
-  for (int64_t i = 0, n_i = d_out.numel(); i < n_i; ++i) pd[i] += s * pg[i];
+  for_items(d_out.numel(), 1.0, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) pd[i] += s * pg[i];
+  });
 }
 
 }  // namespace
@@ -61,8 +72,10 @@ Tensor bias_add_forward(const Tensor& x, const Tensor& bias) {
   int64_t c = last_dim(x), rows = leading_rows(x);
   const float *px = x.f32(), *pb = bias.f32();
   float* po = out.f32();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < c; ++j) po[r * c + j] = px[r * c + j] + pb[j];
+  for_items(rows, static_cast<double>(c), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r)
+      for (int64_t j = 0; j < c; ++j) po[r * c + j] = px[r * c + j] + pb[j];
+  });
   return out;
 }
 
@@ -74,10 +87,12 @@ void bias_add_backward(Tensor& d_x, Tensor& d_bias, const Tensor& d_out) {
   accumulate(d_x, d_out, 1.0f);
   if (!d_bias.defined()) return;
   int64_t c = last_dim(d_out), rows = leading_rows(d_out);
-  float* pb = d_bias.f32();
   const float* pg = d_out.f32();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < c; ++j) pb[j] += pg[r * c + j];
+  reduce_rows(rows, static_cast<double>(c), c, std::array<float*, 1>{d_bias.f32()},
+              [&](int64_t b, int64_t e, std::array<float*, 1> pb) {
+                for (int64_t r = b; r < e; ++r)
+                  for (int64_t j = 0; j < c; ++j) pb[0][j] += pg[r * c + j];
+              });
 }
 
 Tensor add_forward(const Tensor& a, const Tensor& b) {
@@ -86,7 +101,9 @@ Tensor add_forward(const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::empty(a.shape(), a.device());
   const float *pa = a.f32(), *pb = b.f32();
   float* po = out.f32();
-  for (int64_t i = 0, n_i = a.numel(); i < n_i; ++i) po[i] = pa[i] + pb[i];
+  for_items(a.numel(), 1.0, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) po[i] = pa[i] + pb[i];
+  });
   return out;
 }
 
@@ -104,7 +121,9 @@ Tensor mul_forward(const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::empty(a.shape(), a.device());
   const float *pa = a.f32(), *pb = b.f32();
   float* po = out.f32();
-  for (int64_t i = 0, n_i = a.numel(); i < n_i; ++i) po[i] = pa[i] * pb[i];
+  for_items(a.numel(), 1.0, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) po[i] = pa[i] * pb[i];
+  });
   return out;
 }
 
@@ -116,14 +135,14 @@ void mul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a
   MARE_CUDA_DISPATCH("mul_backward", mul_backward(d_a, d_b, d_out, a, b), &d_a, &d_b, &d_out, &a,
                      &b);
   const float *pg = d_out.f32(), *pa = a.f32(), *pb = b.f32();
-  if (d_a.defined()) {
-    float* p = d_a.f32();
-    for (int64_t i = 0, n_i = d_out.numel(); i < n_i; ++i) p[i] += pg[i] * pb[i];
-  }
-  if (d_b.defined()) {
-    float* p = d_b.f32();
-    for (int64_t i = 0, n_i = d_out.numel(); i < n_i; ++i) p[i] += pg[i] * pa[i];
-  }
+  float* da = d_a.defined() ? d_a.f32() : nullptr;
+  float* db = d_b.defined() ? d_b.f32() : nullptr;
+  for_items(d_out.numel(), 2.0, [&](int64_t b, int64_t e) {
+    if (da)
+      for (int64_t i = b; i < e; ++i) da[i] += pg[i] * pb[i];
+    if (db)
+      for (int64_t i = b; i < e; ++i) db[i] += pg[i] * pa[i];
+  });
 }
 
 Tensor scale_forward(const Tensor& x, float s) {
@@ -162,12 +181,15 @@ void relu6_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
 Tensor sigmoid_forward(const Tensor& x) {
   check_defined(x, "sigmoid_forward");
   MARE_CUDA_DISPATCH("sigmoid_forward", sigmoid_forward(x), &x);
-  return map_unary(x, [](float v) {
-    // Stable on both tails: never exponentiates a large positive number.
-    if (v >= 0.0f) return 1.0f / (1.0f + std::exp(-v));
-    float e = std::exp(v);
-    return e / (1.0f + e);
-  });
+  return map_unary(
+      x,
+      [](float v) {
+        // Stable on both tails: never exponentiates a large positive number.
+        if (v >= 0.0f) return 1.0f / (1.0f + std::exp(-v));
+        float e = std::exp(v);
+        return e / (1.0f + e);
+      },
+      10.0);
 }
 void sigmoid_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out) {
   if (!unary_backward_checks(d_x, d_out, out, "sigmoid_backward")) return;
@@ -178,7 +200,8 @@ void sigmoid_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out) {
 Tensor tanh_forward(const Tensor& x) {
   check_defined(x, "tanh_forward");
   MARE_CUDA_DISPATCH("tanh_forward", tanh_forward(x), &x);
-  return map_unary(x, [](float v) { return std::tanh(v); });
+  return map_unary(
+      x, [](float v) { return std::tanh(v); }, 10.0);
 }
 void tanh_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out) {
   if (!unary_backward_checks(d_x, d_out, out, "tanh_backward")) return;
@@ -191,16 +214,20 @@ Tensor oneplus_forward(const Tensor& x) {
   MARE_CUDA_DISPATCH("oneplus_forward", oneplus_forward(x), &x);
   // 1 + softplus(x) = 1 + max(x, 0) + log1p(e^-|x|)
   return map_unary(
-      x, [](float v) { return 1.0f + std::max(v, 0.0f) + std::log1p(std::exp(-std::fabs(v))); });
+      x, [](float v) { return 1.0f + std::max(v, 0.0f) + std::log1p(std::exp(-std::fabs(v))); },
+      20.0);
 }
 void oneplus_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
   if (!unary_backward_checks(d_x, d_out, x, "oneplus_backward")) return;
   MARE_CUDA_DISPATCH("oneplus_backward", oneplus_backward(d_x, d_out, x), &d_x, &d_out, &x);
-  accumulate_unary(d_x, d_out, x, [](float v) {
-    if (v >= 0.0f) return 1.0f / (1.0f + std::exp(-v));
-    float e = std::exp(v);
-    return e / (1.0f + e);
-  });
+  accumulate_unary(
+      d_x, d_out, x,
+      [](float v) {
+        if (v >= 0.0f) return 1.0f / (1.0f + std::exp(-v));
+        float e = std::exp(v);
+        return e / (1.0f + e);
+      },
+      10.0);
 }
 
 Tensor hard_sigmoid_forward(const Tensor& x) {
@@ -225,10 +252,13 @@ DropoutResult dropout_forward(const Tensor& x, float p, uint64_t seed, uint32_t 
   const float keep_scale = 1.0f / (1.0f - p);
   const float* px = x.f32();
   float *po = r.out.f32(), *pm = r.mask.f32();
-  for (int64_t j = 0, n_j = x.numel(); j < n_j; ++j) {
-    pm[j] = philox_uniform(seed, stream, offset + j) >= p ? keep_scale : 0.0f;
-    po[j] = px[j] * pm[j];
-  }
+  // Each element's draw is keyed by its index (Philox): chunks change nothing.
+  for_items(x.numel(), 20.0, [&](int64_t b, int64_t e) {
+    for (int64_t j = b; j < e; ++j) {
+      pm[j] = philox_uniform(seed, stream, offset + j) >= p ? keep_scale : 0.0f;
+      po[j] = px[j] * pm[j];
+    }
+  });
   return r;
 }
 

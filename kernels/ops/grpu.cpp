@@ -1,6 +1,7 @@
 // The GRPU cell on the CPU (equations in kernels/ops/grpu.h; dissertation
 // eqs. 4.5–4.9, 4.13, 4.16, 4.18 and appendix A). The two products with the
-// weights are Eigen GEMMs; the gates, the ALU and the update are row loops.
+// weights are GEMMs cut into fixed output blocks (detail::gemm, the same bytes
+// at any thread count); the gates, the ALU and the update are row loops.
 // The product's gradient uses prefix and suffix products, so a zero factor
 // gives no NaN.
 #include "kernels/ops/grpu.h"
@@ -97,7 +98,7 @@ GrpuCellResult grpu_cell_forward(const Tensor& x_c, const Tensor& x_vm, const Te
   // Gates (eqs. 4.5, 4.6).
   MatRM a = join(x_c, hp, S, nullptr, 0, d);
   MapRM gates = as_matrix(out.gates, d.b, 2 * S);
-  gates.noalias() = a * as_matrix(w_gates, d.ic + H, 2 * S);
+  gemm(gates.data(), a.data(), w_gates.f32(), d.b, d.ic + H, 2 * S, false, false, false);
   const float* bg = b_gates.f32();
   float* g = out.gates.f32();
   for (int64_t b = 0; b < d.b; ++b)
@@ -105,7 +106,8 @@ GrpuCellResult grpu_cell_forward(const Tensor& x_c, const Tensor& x_vm, const Te
 
   // Controller candidate (eq. 4.7): r^c are the first H reset entries.
   MatRM a2 = join(x_c, hp, S, g, 2 * S, d);
-  MatRM zc = a2 * as_matrix(w_cand, d.ic + H, H);
+  MatRM zc(d.b, H);
+  gemm(zc.data(), a2.data(), w_cand.f32(), d.b, d.ic + H, H, false, false, false);
   const float* bc = b_cand.f32();
   float* cand = out.cand.f32();
   for (int64_t b = 0; b < d.b; ++b)
@@ -271,14 +273,15 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
   MatRM a2 = join(x_c, hp, S, g, 2 * S, d);
   CMapRM wc = as_matrix(w_cand, d.ic + H, H);
   if (d_w_cand.defined()) {
-    as_matrix(d_w_cand, d.ic + H, H).noalias() += a2.transpose() * d_zc;
+    gemm(d_w_cand.f32(), a2.data(), d_zc.data(), d.ic + H, d.b, H, true, false, true);
   }
   if (d_b_cand.defined()) {
     float* db = d_b_cand.f32();
     for (int64_t b = 0; b < d.b; ++b)
       for (int64_t j = 0; j < H; ++j) db[j] += d_zc(b, j);
   }
-  MatRM d_a2 = d_zc * wc.transpose();
+  MatRM d_a2(d.b, d.ic + H);
+  gemm(d_a2.data(), d_zc.data(), wc.data(), d.b, H, d.ic + H, false, true, false);
   float* dx = d_x_c.defined() ? d_x_c.f32() : nullptr;
   for (int64_t b = 0; b < d.b; ++b) {
     if (dx)
@@ -296,7 +299,7 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
   // Back through the gate GEMM: a = [x_c, h^c].
   MatRM a = join(x_c, hp, S, nullptr, 0, d);
   if (d_w_gates.defined()) {
-    as_matrix(d_w_gates, d.ic + H, 2 * S).noalias() += a.transpose() * d_z;
+    gemm(d_w_gates.f32(), a.data(), d_z.data(), d.ic + H, d.b, 2 * S, true, false, true);
   }
   if (d_b_gates.defined()) {
     float* db = d_b_gates.f32();
@@ -304,7 +307,8 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
       for (int64_t j = 0; j < 2 * S; ++j) db[j] += d_z(b, j);
   }
   if (dx || dhp) {
-    MatRM d_a = d_z * as_matrix(w_gates, d.ic + H, 2 * S).transpose();
+    MatRM d_a(d.b, d.ic + H);
+    gemm(d_a.data(), d_z.data(), w_gates.f32(), d.b, 2 * S, d.ic + H, false, true, false);
     for (int64_t b = 0; b < d.b; ++b) {
       if (dx)
         for (int64_t j = 0; j < d.ic; ++j) dx[b * d.ic + j] += d_a(b, j);

@@ -5,7 +5,10 @@
 //   dB = Aᵀ · d_out   (so d_b += dB, or dBᵀ when trans_b)
 #include "kernels/ops/linalg.h"
 
+#include <algorithm>
+
 #include "kernels/ops/common.h"
+#include "kernels/parallel.h"
 
 namespace mare {
 using namespace detail;
@@ -27,20 +30,53 @@ Dims product_dims(const Shape& sa, const Shape& sb, bool ta, bool tb, const char
   return {m, ka, n};
 }
 
+// Products below this many multiply-adds run as one Eigen call; above it the
+// output is cut into blocks of at least kMinBlockWork each (at most kMaxBlocks).
+constexpr double kMinSplitWork = 1 << 18, kMinBlockWork = 1 << 16;
+constexpr int64_t kMaxBlocks = 32;
+
 // out (+)= op(a)·op(b) for one matrix pair; `accumulate` adds instead of assigning.
+//
+// Threads: the output is cut into fixed blocks of rows (M >= N) or columns,
+// chosen from (M, N, K) alone, and each block is one Eigen product over the
+// whole K. An element's sum is therefore the same Eigen reduction whatever the
+// thread count (a block's bytes may differ from those of one unsplit product:
+// Eigen's kernels pick their paths by block size, not by thread count).
 void gemm(float* out, const float* a, const float* b, Dims d, bool ta, bool tb, bool accumulate) {
   MapRM o(out, d.m, d.n);
   CMapRM A(a, ta ? d.k : d.m, ta ? d.m : d.k);
   CMapRM B(b, tb ? d.n : d.k, tb ? d.k : d.n);
-  if (!accumulate) o.setZero();
-  if (!ta && !tb)
-    o.noalias() += A * B;
-  else if (ta && !tb)
-    o.noalias() += A.transpose() * B;
-  else if (!ta && tb)
-    o.noalias() += A * B.transpose();
-  else
-    o.noalias() += A.transpose() * B.transpose();
+  const bool by_rows = d.m >= d.n;
+  const int64_t extent = by_rows ? d.m : d.n;
+  const double work = static_cast<double>(d.m) * d.n * d.k;
+  int64_t grain = extent;
+  if (split_work(work, kMinSplitWork)) {
+    grain = grain_for(extent, work / extent, kMinBlockWork, kMaxBlocks);
+    if (grain > 16) grain = std::min(extent, (grain + 15) / 16 * 16);  // whole SIMD panels
+  }
+  // One block of rows or columns [begin, end) of `o` from the matching block of A or B.
+  auto block = [&](const auto& lhs, const auto& rhs, int64_t begin, int64_t end) {
+    const int64_t len = end - begin;
+    if (by_rows) {
+      auto ob = o.middleRows(begin, len);
+      if (!accumulate) ob.setZero();
+      ob.noalias() += lhs.middleRows(begin, len) * rhs;
+    } else {
+      auto ob = o.middleCols(begin, len);
+      if (!accumulate) ob.setZero();
+      ob.noalias() += lhs * rhs.middleCols(begin, len);
+    }
+  };
+  parallel_for_chunks(extent, grain, [&](int64_t begin, int64_t end) {
+    if (!ta && !tb)
+      block(A, B, begin, end);
+    else if (ta && !tb)
+      block(A.transpose(), B, begin, end);
+    else if (!ta && tb)
+      block(A, B.transpose(), begin, end);
+    else
+      block(A.transpose(), B.transpose(), begin, end);
+  });
 }
 
 void backward_one(float* da, float* db, const float* dout, const float* a, const float* b, Dims d,
@@ -64,6 +100,13 @@ void backward_one(float* da, float* db, const float* dout, const float* a, const
 }
 
 }  // namespace
+
+namespace detail {
+void gemm(float* out, const float* a, const float* b, int64_t m, int64_t k, int64_t n, bool ta,
+          bool tb, bool accumulate) {
+  ::mare::gemm(out, a, b, Dims{m, k, n}, ta, tb, accumulate);
+}
+}  // namespace detail
 
 Tensor matmul_forward(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   check_rank(a, 2, "matmul_forward: a");
@@ -101,9 +144,14 @@ Tensor batched_matmul_forward(const Tensor& a, const Tensor& b, bool ta, bool tb
   MARE_CUDA_DISPATCH("batched_matmul_forward", batched_matmul_forward(a, b, ta, tb), &a, &b);
   int64_t batch = a.dim(0);
   Tensor out = Tensor::empty({batch, d.m, d.n}, a.device());
-  for (int64_t i = 0; i < batch; ++i)
-    gemm(out.f32() + i * d.m * d.n, a.f32() + i * d.m * d.k, b.f32() + i * d.k * d.n, d, ta, tb,
-         false);
+  // Batch items in parallel (each item's product is split as gemm splits it,
+  // inline when nested, so the blocks are the same at any thread count).
+  const int64_t grain = grain_for(batch, static_cast<double>(d.m) * d.n * d.k, kMinBlockWork);
+  parallel_for_chunks(batch, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      gemm(out.f32() + i * d.m * d.n, a.f32() + i * d.m * d.k, b.f32() + i * d.k * d.n, d, ta, tb,
+           false);
+  });
   return out;
 }
 
@@ -122,10 +170,15 @@ void batched_matmul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, cons
   MARE_CUDA_DISPATCH("batched_matmul_backward",
                      batched_matmul_backward(d_a, d_b, d_out, a, b, ta, tb), &d_a, &d_b, &d_out, &a,
                      &b);
-  for (int64_t i = 0; i < batch; ++i)
-    backward_one(d_a.defined() ? d_a.f32() + i * d.m * d.k : nullptr,
-                 d_b.defined() ? d_b.f32() + i * d.k * d.n : nullptr, d_out.f32() + i * d.m * d.n,
-                 a.f32() + i * d.m * d.k, b.f32() + i * d.k * d.n, d, ta, tb);
+  float* da = d_a.defined() ? d_a.f32() : nullptr;
+  float* db = d_b.defined() ? d_b.f32() : nullptr;
+  const int64_t grain = grain_for(batch, 2.0 * d.m * d.n * d.k, kMinBlockWork);
+  parallel_for_chunks(batch, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      backward_one(da ? da + i * d.m * d.k : nullptr, db ? db + i * d.k * d.n : nullptr,
+                   d_out.f32() + i * d.m * d.n, a.f32() + i * d.m * d.k, b.f32() + i * d.k * d.n, d,
+                   ta, tb);
+  });
 }
 
 }  // namespace mare

@@ -1,4 +1,7 @@
 // Layer norm and batch norm on the CPU. Statistics accumulate in double.
+// Threads: rows run in chunks; sums over rows (batch norm's statistics, the
+// d_γ and d_β of both) add per-chunk partials in chunk order (reduce_rows), the
+// chunks fixed by the shape, so the bytes do not depend on the thread count.
 //
 // With x̂ = (x − μ)·rstd and g = d_out ⊙ γ over a group of n elements:
 //   d_x = rstd · (g − mean(g) − x̂ · mean(g ⊙ x̂))   (statistics of the group)
@@ -8,6 +11,7 @@
 // gradient and add nothing to any sum).
 #include "kernels/ops/norm.h"
 
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -24,20 +28,22 @@ NormResult layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
   MARE_CUDA_DISPATCH("layer_norm_forward", layer_norm_forward(x, gamma, beta, eps), &x, &gamma,
                      &beta);
   NormResult r{Tensor::empty(x.shape()), Tensor::empty({rows}), Tensor::empty({rows})};
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* xi = x.f32() + i * c;
-    double mu = 0.0, var = 0.0;
-    for (int64_t j = 0; j < c; ++j) mu += xi[j];
-    mu /= c;
-    for (int64_t j = 0; j < c; ++j) var += (xi[j] - mu) * (xi[j] - mu);
-    var /= c;
-    float rstd = static_cast<float>(1.0 / std::sqrt(var + eps));
-    r.mean.f32()[i] = static_cast<float>(mu);
-    r.rstd.f32()[i] = rstd;
-    float* yi = r.out.f32() + i * c;
-    for (int64_t j = 0; j < c; ++j)
-      yi[j] = (xi[j] - static_cast<float>(mu)) * rstd * gamma.f32()[j] + beta.f32()[j];
-  }
+  for_items(rows, 6.0 * c, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float* xi = x.f32() + i * c;
+      double mu = 0.0, var = 0.0;
+      for (int64_t j = 0; j < c; ++j) mu += xi[j];
+      mu /= c;
+      for (int64_t j = 0; j < c; ++j) var += (xi[j] - mu) * (xi[j] - mu);
+      var /= c;
+      float rstd = static_cast<float>(1.0 / std::sqrt(var + eps));
+      r.mean.f32()[i] = static_cast<float>(mu);
+      r.rstd.f32()[i] = rstd;
+      float* yi = r.out.f32() + i * c;
+      for (int64_t j = 0; j < c; ++j)
+        yi[j] = (xi[j] - static_cast<float>(mu)) * rstd * gamma.f32()[j] + beta.f32()[j];
+    }
+  });
   return r;
 }
 
@@ -55,28 +61,33 @@ void layer_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Ten
   MARE_CUDA_DISPATCH("layer_norm_backward",
                      layer_norm_backward(d_x, d_gamma, d_beta, d_out, x, gamma, mean, rstd), &d_x,
                      &d_gamma, &d_beta, &d_out, &x, &gamma, &mean, &rstd);
-  for (int64_t i = 0; i < rows; ++i) {
-    const float *xi = x.f32() + i * c, *gi = d_out.f32() + i * c;
-    float mu = mean.f32()[i], rs = rstd.f32()[i];
-    double mean_g = 0.0, mean_gx = 0.0;
-    for (int64_t j = 0; j < c; ++j) {
-      float xhat = (xi[j] - mu) * rs;
-      float g = gi[j] * gamma.f32()[j];
-      mean_g += g;
-      mean_gx += g * xhat;
-      if (d_gamma.defined()) d_gamma.f32()[j] += gi[j] * xhat;
-      if (d_beta.defined()) d_beta.f32()[j] += gi[j];
+  std::array<float*, 2> accs{d_gamma.defined() ? d_gamma.f32() : nullptr,
+                             d_beta.defined() ? d_beta.f32() : nullptr};
+  reduce_rows(rows, 12.0 * c, c, accs, [&](int64_t begin, int64_t end, std::array<float*, 2> acc) {
+    float *dg = acc[0], *db = acc[1];
+    for (int64_t i = begin; i < end; ++i) {
+      const float *xi = x.f32() + i * c, *gi = d_out.f32() + i * c;
+      float mu = mean.f32()[i], rs = rstd.f32()[i];
+      double mean_g = 0.0, mean_gx = 0.0;
+      for (int64_t j = 0; j < c; ++j) {
+        float xhat = (xi[j] - mu) * rs;
+        float g = gi[j] * gamma.f32()[j];
+        mean_g += g;
+        mean_gx += g * xhat;
+        if (dg) dg[j] += gi[j] * xhat;
+        if (db) db[j] += gi[j];
+      }
+      mean_g /= c;
+      mean_gx /= c;
+      if (!d_x.defined()) continue;
+      float* dxi = d_x.f32() + i * c;
+      for (int64_t j = 0; j < c; ++j) {
+        float xhat = (xi[j] - mu) * rs;
+        float g = gi[j] * gamma.f32()[j];
+        dxi[j] += rs * (g - static_cast<float>(mean_g) - xhat * static_cast<float>(mean_gx));
+      }
     }
-    mean_g /= c;
-    mean_gx /= c;
-    if (!d_x.defined()) continue;
-    float* dxi = d_x.f32() + i * c;
-    for (int64_t j = 0; j < c; ++j) {
-      float xhat = (xi[j] - mu) * rs;
-      float g = gi[j] * gamma.f32()[j];
-      dxi[j] += rs * (g - static_cast<float>(mean_g) - xhat * static_cast<float>(mean_gx));
-    }
-  }
+  });
 }
 
 namespace {
@@ -123,16 +134,22 @@ NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
   if (training) {
     const int64_t n = active_rows(m, rows);
     std::vector<double> mu(c, 0.0), var(c, 0.0);
-    for (int64_t i = 0; i < rows; ++i)
-      if (active(i))
-        for (int64_t j = 0; j < c; ++j) mu[j] += x.f32()[i * c + j];
+    reduce_rows(rows, 1.0 * c, c, std::array<double*, 1>{mu.data()},
+                [&](int64_t begin, int64_t end, std::array<double*, 1> acc) {
+                  for (int64_t i = begin; i < end; ++i)
+                    if (active(i))
+                      for (int64_t j = 0; j < c; ++j) acc[0][j] += x.f32()[i * c + j];
+                });
     for (int64_t j = 0; j < c; ++j) mu[j] = n ? mu[j] / n : 0.0;
-    for (int64_t i = 0; i < rows; ++i)
-      if (active(i))
-        for (int64_t j = 0; j < c; ++j) {
-          double d = x.f32()[i * c + j] - mu[j];
-          var[j] += d * d;
-        }
+    reduce_rows(rows, 3.0 * c, c, std::array<double*, 1>{var.data()},
+                [&](int64_t begin, int64_t end, std::array<double*, 1> acc) {
+                  for (int64_t i = begin; i < end; ++i)
+                    if (active(i))
+                      for (int64_t j = 0; j < c; ++j) {
+                        double d = x.f32()[i * c + j] - mu[j];
+                        acc[0][j] += d * d;
+                      }
+                });
     for (int64_t j = 0; j < c; ++j) {
       double biased = n ? var[j] / n : 0.0;
       r.mean.f32()[j] = static_cast<float>(mu[j]);
@@ -150,15 +167,18 @@ NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
       r.rstd.f32()[j] = 1.0f / std::sqrt(running_var.f32()[j] + eps);
     }
   }
-  for (int64_t i = 0; i < rows; ++i) {
-    if (!active(i)) {
-      for (int64_t j = 0; j < c; ++j) r.out.f32()[i * c + j] = 0.0f;
-      continue;
+  for_items(rows, 4.0 * c, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (!active(i)) {
+        for (int64_t j = 0; j < c; ++j) r.out.f32()[i * c + j] = 0.0f;
+        continue;
+      }
+      for (int64_t j = 0; j < c; ++j)
+        r.out.f32()[i * c + j] =
+            (x.f32()[i * c + j] - r.mean.f32()[j]) * r.rstd.f32()[j] * gamma.f32()[j] +
+            beta.f32()[j];
     }
-    for (int64_t j = 0; j < c; ++j)
-      r.out.f32()[i * c + j] =
-          (x.f32()[i * c + j] - r.mean.f32()[j]) * r.rstd.f32()[j] * gamma.f32()[j] + beta.f32()[j];
-  }
+  });
   return r;
 }
 
@@ -182,34 +202,39 @@ void batch_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Ten
   auto active = [m](int64_t i) { return !m || m[i] != 0.0f; };
   const int64_t n = active_rows(m, rows);
   std::vector<double> sum_g(c, 0.0), sum_gx(c, 0.0);
-  for (int64_t i = 0; i < rows; ++i) {
-    if (!active(i)) continue;
-    for (int64_t j = 0; j < c; ++j) {
-      float xhat = (x.f32()[i * c + j] - mean.f32()[j]) * rstd.f32()[j];
-      float dy = d_out.f32()[i * c + j];
-      sum_g[j] += dy;
-      sum_gx[j] += dy * xhat;
-    }
-  }
+  reduce_rows(rows, 5.0 * c, c, std::array<double*, 2>{sum_g.data(), sum_gx.data()},
+              [&](int64_t begin, int64_t end, std::array<double*, 2> acc) {
+                for (int64_t i = begin; i < end; ++i) {
+                  if (!active(i)) continue;
+                  for (int64_t j = 0; j < c; ++j) {
+                    float xhat = (x.f32()[i * c + j] - mean.f32()[j]) * rstd.f32()[j];
+                    float dy = d_out.f32()[i * c + j];
+                    acc[0][j] += dy;
+                    acc[1][j] += dy * xhat;
+                  }
+                }
+              });
   for (int64_t j = 0; j < c; ++j) {
     if (d_gamma.defined()) d_gamma.f32()[j] += static_cast<float>(sum_gx[j]);
     if (d_beta.defined()) d_beta.f32()[j] += static_cast<float>(sum_g[j]);
   }
   if (!d_x.defined()) return;
-  for (int64_t i = 0; i < rows; ++i) {
-    if (!active(i)) continue;  // masked rows: no gradient
-    for (int64_t j = 0; j < c; ++j) {
-      float k = gamma.f32()[j] * rstd.f32()[j];
-      float dy = d_out.f32()[i * c + j];
-      if (!training) {
-        d_x.f32()[i * c + j] += k * dy;
-        continue;
+  for_items(rows, 8.0 * c, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (!active(i)) continue;  // masked rows: no gradient
+      for (int64_t j = 0; j < c; ++j) {
+        float k = gamma.f32()[j] * rstd.f32()[j];
+        float dy = d_out.f32()[i * c + j];
+        if (!training) {
+          d_x.f32()[i * c + j] += k * dy;
+          continue;
+        }
+        float xhat = (x.f32()[i * c + j] - mean.f32()[j]) * rstd.f32()[j];
+        d_x.f32()[i * c + j] +=
+            k * (dy - static_cast<float>(sum_g[j] / n) - xhat * static_cast<float>(sum_gx[j] / n));
       }
-      float xhat = (x.f32()[i * c + j] - mean.f32()[j]) * rstd.f32()[j];
-      d_x.f32()[i * c + j] +=
-          k * (dy - static_cast<float>(sum_g[j] / n) - xhat * static_cast<float>(sum_gx[j] / n));
     }
-  }
+  });
 }
 
 }  // namespace mare

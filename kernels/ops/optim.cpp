@@ -29,16 +29,20 @@ void check_pair(const Tensor& a, const Tensor& b, const char* op) {
 double tree_sum_squares(const float* x, int64_t n) {
   if (n == 0) return 0.0;
   std::vector<double> level(static_cast<size_t>((n + kSumSquaresChunk - 1) / kSumSquaresChunk));
-  for (size_t k = 0; k < level.size(); ++k) {
-    const int64_t begin = static_cast<int64_t>(k) * kSumSquaresChunk;
-    const int64_t end = std::min(n, begin + kSumSquaresChunk);
-    double s = 0.0;
-    for (int64_t i = begin; i < end; ++i) {
-      const double d = x[i];
-      s += d * d;  // exact: a float's square fits a double's mantissa
-    }
-    level[k] = s;
-  }
+  // The first level's chunks are the tree's own: on several threads when large.
+  detail::for_items(static_cast<int64_t>(level.size()), 2.0 * kSumSquaresChunk,
+                    [&](int64_t k0, int64_t k1) {
+                      for (int64_t k = k0; k < k1; ++k) {
+                        const int64_t begin = k * kSumSquaresChunk;
+                        const int64_t end = std::min(n, begin + kSumSquaresChunk);
+                        double s = 0.0;
+                        for (int64_t i = begin; i < end; ++i) {
+                          const double d = x[i];
+                          s += d * d;  // exact: a float's square fits a double's mantissa
+                        }
+                        level[static_cast<size_t>(k)] = s;
+                      }
+                    });
   while (level.size() > 1) {
     const int64_t count = static_cast<int64_t>(level.size());
     std::vector<double> next(
@@ -63,7 +67,9 @@ void l2_grad_add(Tensor& grad, const Tensor& w, float lambda) {
   const float k = 2.0f * lambda;  // exact (a power of two), so g + (2λ)·w is g + 2·λ·w
   float* g = grad.f32();
   const float* pw = w.f32();
-  for (int64_t i = 0, n_i = w.numel(); i < n_i; ++i) g[i] += k * pw[i];
+  detail::for_items(w.numel(), 1.0, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) g[i] += k * pw[i];
+  });
 }
 
 void scale_inplace(Tensor& x, float s) {
@@ -71,7 +77,9 @@ void scale_inplace(Tensor& x, float s) {
   check_dtype(x, DType::f32, "scale_inplace");
   MARE_CUDA_DISPATCH("scale_inplace", scale_inplace(x, s), &x);
   float* p = x.f32();
-  for (int64_t i = 0, n_i = x.numel(); i < n_i; ++i) p[i] *= s;
+  detail::for_items(x.numel(), 1.0, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) p[i] *= s;
+  });
 }
 
 double sum_squares(const Tensor& x) {
@@ -115,12 +123,15 @@ void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, flo
   const float omb1 = 1 - beta1, omb2 = 1 - beta2;
   float *pw = w.f32(), *pm = m.f32(), *pv = v.f32();
   const float* pg = g.f32();
-  for (int64_t i = 0, n_i = w.numel(); i < n_i; ++i) {
-    pm[i] = beta1 * pm[i] + omb1 * pg[i];
-    pv[i] = beta2 * pv[i] + omb2 * pg[i] * pg[i];
-    const double mhat = pm[i] / c.c1, vhat = pv[i] / c.c2;
-    pw[i] -= static_cast<float>(lr * mhat / (std::sqrt(vhat) + eps));
-  }
+  // Elementwise: chunks of elements when large (each element as in the plain loop).
+  detail::for_items(w.numel(), 20.0, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      pm[i] = beta1 * pm[i] + omb1 * pg[i];
+      pv[i] = beta2 * pv[i] + omb2 * pg[i] * pg[i];
+      const double mhat = pm[i] / c.c1, vhat = pv[i] / c.c2;
+      pw[i] -= static_cast<float>(lr * mhat / (std::sqrt(vhat) + eps));
+    }
+  });
 }
 
 }  // namespace mare

@@ -1,5 +1,5 @@
 // GRU and LSTM cells on the CPU (equations in kernels/ops/recurrent.h). The
-// GRU is the GRPU cell without machine fields; the LSTM is one Eigen GEMM for
+// GRU is the GRPU cell without machine fields; the LSTM is one GEMM (detail::gemm) for
 // the four gates and row loops for the rest.
 #include "kernels/ops/recurrent.h"
 
@@ -57,7 +57,7 @@ LstmCellResult lstm_cell_forward(const Tensor& x, const Tensor& h_prev, const Te
   a.rightCols(H) = as_matrix(h_prev, B, H);
   LstmCellResult out{Tensor::empty({B, H}), Tensor::empty({B, H}), Tensor::empty({B, 4 * H}),
                      Tensor::empty({B, H})};
-  as_matrix(out.gates, B, 4 * H).noalias() = a * as_matrix(w, I + H, 4 * H);
+  gemm(out.gates.f32(), a.data(), w.f32(), B, I + H, 4 * H, false, false, false);
   float* g = out.gates.f32();
   const float* pb = b.f32();
   const float* hp = h_prev.f32();
@@ -138,13 +138,14 @@ void lstm_cell_backward(Tensor& d_x, Tensor& d_h_prev, Tensor& d_c_prev, Tensor&
     MatRM a(B, I + H);
     a.leftCols(I) = as_matrix(x, B, I);
     a.rightCols(H) = as_matrix(h_prev, B, H);
-    as_matrix(d_w, I + H, 4 * H).noalias() += a.transpose() * dz;
+    gemm(d_w.f32(), a.data(), dz.data(), I + H, B, 4 * H, true, false, true);
   }
   if (d_b.defined()) {
     as_matrix(d_b, 1, 4 * H) += dz.colwise().sum();
   }
   if (d_x.defined() || dhp) {
-    MatRM da = dz * as_matrix(w, I + H, 4 * H).transpose();
+    MatRM da(B, I + H);
+    gemm(da.data(), dz.data(), w.f32(), B, 4 * H, I + H, false, true, false);
     if (d_x.defined()) as_matrix(d_x, B, I) += da.leftCols(I);
     if (dhp) as_matrix(d_h_prev, B, H) += da.rightCols(H);
   }

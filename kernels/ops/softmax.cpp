@@ -1,10 +1,12 @@
-// Softmax family on the CPU, row by row, max-subtracted for stability.
+// Softmax family on the CPU, row by row, max-subtracted for stability (rows in
+// parallel chunks when large: each row's bytes do not depend on its chunk).
 //
 //   softmax:      y = e^{x − m} / Σ e^{x − m};   d_x = y ⊙ (d_y − Σ d_y ⊙ y)
 //   log-softmax:  y = x − m − log Σ e^{x − m};    d_x = d_y − softmax(x) · Σ d_y
 //   logsumexp:    y_s = log Σ_{r∈s} e^{x_r};      d_x_r += d_y_s · e^{x_r − y_s}
 #include "kernels/ops/softmax.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -56,9 +58,12 @@ void row_softmax(const float* x, const float* m, float* y, int64_t c, bool log_s
 Tensor softmax_impl(const Tensor& x, const Tensor& mask, bool log_space) {
   Tensor out = Tensor::empty(x.shape(), x.device());
   int64_t c = last_dim(x), rows = leading_rows(x);
-  for (int64_t r = 0; r < rows; ++r)
-    row_softmax(x.f32() + r * c, mask.defined() ? mask.f32() + r * c : nullptr, out.f32() + r * c,
-                c, log_space);
+  // Rows are independent: in chunks of rows when large.
+  for_items(rows, 15.0 * c, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r)
+      row_softmax(x.f32() + r * c, mask.defined() ? mask.f32() + r * c : nullptr, out.f32() + r * c,
+                  c, log_space);
+  });
   return out;
 }
 
@@ -106,13 +111,15 @@ void softmax_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out) {
   check_same_shape(d_x, out, "softmax_backward: d_x");
   MARE_CUDA_DISPATCH("softmax_backward", softmax_backward(d_x, d_out, out), &d_x, &d_out, &out);
   int64_t c = last_dim(out), rows = leading_rows(out);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *y = out.f32() + r * c, *g = d_out.f32() + r * c;
-    float* dx = d_x.f32() + r * c;
-    double dot = 0.0;
-    for (int64_t j = 0; j < c; ++j) dot += static_cast<double>(g[j]) * y[j];
-    for (int64_t j = 0; j < c; ++j) dx[j] += y[j] * (g[j] - static_cast<float>(dot));
-  }
+  for_items(rows, 4.0 * c, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float *y = out.f32() + r * c, *g = d_out.f32() + r * c;
+      float* dx = d_x.f32() + r * c;
+      double dot = 0.0;
+      for (int64_t j = 0; j < c; ++j) dot += static_cast<double>(g[j]) * y[j];
+      for (int64_t j = 0; j < c; ++j) dx[j] += y[j] * (g[j] - static_cast<float>(dot));
+    }
+  });
 }
 
 Tensor log_softmax_forward(const Tensor& x, const Tensor& mask) {
@@ -130,16 +137,18 @@ void log_softmax_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out, c
   MARE_CUDA_DISPATCH("log_softmax_backward", log_softmax_backward(d_x, d_out, out, mask), &d_x,
                      &d_out, &out, &mask);
   int64_t c = last_dim(out), rows = leading_rows(out);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *y = out.f32() + r * c, *g = d_out.f32() + r * c;
-    const float* m = mask.defined() ? mask.f32() + r * c : nullptr;
-    float* dx = d_x.f32() + r * c;
-    double sum = 0.0;
-    for (int64_t j = 0; j < c; ++j)
-      if (kept(m, j)) sum += g[j];
-    for (int64_t j = 0; j < c; ++j)
-      if (kept(m, j)) dx[j] += g[j] - std::exp(y[j]) * static_cast<float>(sum);
-  }
+  for_items(rows, 12.0 * c, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float *y = out.f32() + r * c, *g = d_out.f32() + r * c;
+      const float* m = mask.defined() ? mask.f32() + r * c : nullptr;
+      float* dx = d_x.f32() + r * c;
+      double sum = 0.0;
+      for (int64_t j = 0; j < c; ++j)
+        if (kept(m, j)) sum += g[j];
+      for (int64_t j = 0; j < c; ++j)
+        if (kept(m, j)) dx[j] += g[j] - std::exp(y[j]) * static_cast<float>(sum);
+    }
+  });
 }
 
 Tensor logsumexp_sets_forward(const Tensor& x, const Tensor& offsets, const Tensor& rows) {
@@ -151,16 +160,21 @@ Tensor logsumexp_sets_forward(const Tensor& x, const Tensor& offsets, const Tens
   int64_t s = offsets.numel() - 1, c = x.dim(1);
   Tensor out = Tensor::empty({s, c}, x.device());
   const int32_t *o = offsets.i32(), *idx = rows.i32();
-  for (int64_t set = 0; set < s; ++set) {
-    for (int64_t j = 0; j < c; ++j) {
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int32_t t = o[set]; t < o[set + 1]; ++t) mx = std::max(mx, x.f32()[idx[t] * c + j]);
-      double sum = 0.0;
-      for (int32_t t = o[set]; t < o[set + 1]; ++t)
-        sum += std::exp(static_cast<double>(x.f32()[idx[t] * c + j] - mx));
-      out.f32()[set * c + j] = mx + static_cast<float>(std::log(sum));
+  // Sets are independent (each writes its own output row). Backward stays
+  // serial: two sets may share a row of d_x.
+  const double per_set = 20.0 * c * static_cast<double>(rows.numel()) / std::max<int64_t>(s, 1);
+  for_items(s, per_set, [&](int64_t b, int64_t e) {
+    for (int64_t set = b; set < e; ++set) {
+      for (int64_t j = 0; j < c; ++j) {
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int32_t t = o[set]; t < o[set + 1]; ++t) mx = std::max(mx, x.f32()[idx[t] * c + j]);
+        double sum = 0.0;
+        for (int32_t t = o[set]; t < o[set + 1]; ++t)
+          sum += std::exp(static_cast<double>(x.f32()[idx[t] * c + j] - mx));
+        out.f32()[set * c + j] = mx + static_cast<float>(std::log(sum));
+      }
     }
-  }
+  });
   return out;
 }
 

@@ -1,0 +1,102 @@
+// Every op's forward and backward give the same bytes at 1, 2, 3 and 7 threads:
+// the op table's cases with the work thresholds scaled down (so that their
+// small shapes are cut into many chunks), and the big ops at shapes where the
+// production thresholds split them.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "kernels/random.h"
+#include "tests/kernels/op_table.h"
+#include "tests/kernels/threads/threads_check.h"
+
+namespace mare::test {
+namespace {
+
+// One case: forward, then backward with a fixed cotangent into zero gradients.
+// A fresh case each time (cases may hold state, e.g. batch norm's running statistics).
+std::vector<Tensor> run_case(size_t index) {
+  std::vector<OpCase> cases = all_op_cases();
+  const OpCase& c = cases.at(index);
+  std::vector<Tensor> outs = c.forward(c.inputs);
+  std::vector<Tensor> g;
+  for (size_t k = 0; k < outs.size(); ++k) g.push_back(random_tensor(outs[k].shape(), 1000 + k));
+  std::vector<Tensor> d(c.inputs.size());
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    if (c.differentiable[i]) d[i] = Tensor::zeros_like(c.inputs[i]);
+  c.backward(c.inputs, g, d);
+  std::vector<Tensor> all = outs;
+  for (const Tensor& t : d)
+    if (t.defined()) all.push_back(t);
+  for (const Tensor& t : c.inputs) all.push_back(t);  // ops must not write their inputs differently
+  return all;
+}
+
+class OpTableThreads : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(OpTableThreads, SameBytesAtEveryThreadCount) {
+  ThreadScope scope(1e-9);  // every threshold reached: as many chunks as allowed
+  const size_t i = GetParam();
+  EXPECT_TRUE(
+      same_bytes_at_every_thread_count(all_op_cases()[i].name, [i] { return run_case(i); }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, OpTableThreads, ::testing::Range<size_t>(0, all_op_cases().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           std::string s = std::to_string(info.param) + "_";
+                           for (char ch : all_op_cases()[info.param].name)
+                             s += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return s;
+                         });
+
+Tensor rnd(const Shape& s, uint64_t seed) {
+  return random_tensor(s, seed);
+}
+
+// ------------------------------------------- large shapes, production thresholds
+TEST(LargeOpThreads, Matmul) {
+  ThreadScope scope;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      // [M, K]·[K, N] with M > N (row blocks) and M < N (column blocks).
+      for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{301, 203, 97}, {67, 251, 389}}) {
+        Tensor a = rnd(ta ? Shape{k, m} : Shape{m, k}, 1),
+               b = rnd(tb ? Shape{n, k} : Shape{k, n}, 2);
+        Tensor g = rnd({m, n}, 3);
+        EXPECT_TRUE(same_bytes_at_every_thread_count(
+            "matmul " + std::to_string(ta) + std::to_string(tb) + " " + std::to_string(m), [&] {
+              Tensor out = matmul_forward(a, b, ta, tb);
+              Tensor da = Tensor::zeros_like(a), db = Tensor::zeros_like(b);
+              matmul_backward(da, db, g, a, b, ta, tb);
+              return std::vector<Tensor>{out, da, db};
+            }));
+      }
+    }
+}
+
+TEST(LargeOpThreads, BatchedMatmulAndAttention) {
+  ThreadScope scope;
+  Tensor a = rnd({5, 97, 64}, 1), b = rnd({5, 64, 83}, 2), g = rnd({5, 97, 83}, 3);
+  EXPECT_TRUE(same_bytes_at_every_thread_count("batched_matmul", [&] {
+    Tensor out = batched_matmul_forward(a, b);
+    Tensor da = Tensor::zeros_like(a), db = Tensor::zeros_like(b);
+    batched_matmul_backward(da, db, g, a, b);
+    return std::vector<Tensor>{out, da, db};
+  }));
+  Tensor q = rnd({3, 61, 48}, 4), k = rnd({3, 61, 48}, 5), v = rnd({3, 61, 48}, 6);
+  Tensor mask = Tensor::full({3, 61}, 1.0f);
+  for (int j = 50; j < 61; ++j) mask.f32()[2 * 61 + j] = 0.0f;
+  Tensor go = rnd({3, 61, 48}, 7);
+  EXPECT_TRUE(same_bytes_at_every_thread_count("attention", [&] {
+    AttentionResult r = attention_forward(q, k, v, 4, mask);
+    Tensor dq = Tensor::zeros_like(q), dk = Tensor::zeros_like(k), dv = Tensor::zeros_like(v);
+    attention_backward(dq, dk, dv, go, q, k, v, r.probs, 4);
+    return std::vector<Tensor>{r.out, r.probs, dq, dk, dv};
+  }));
+}
+
+}  // namespace
+}  // namespace mare::test
