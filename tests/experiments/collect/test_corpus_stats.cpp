@@ -1,0 +1,163 @@
+// mare data stats (experiments/sweep/corpus_stats.h) on a tiny synthetic CDR corpus
+// written by the real `mare data generate`: the counts are checked against the
+// PubTator files themselves (documents, mentions, entities, relations, candidate
+// pairs counted from the lines), the related-pair distances against a distance computed
+// here from the loaded mentions, and the CLI's JSON against the library.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <climits>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "experiments/data/pubtator.h"
+#include "experiments/sweep/corpus_stats.h"
+#include "tests/experiments/collect/run_mare.h"
+#include "tests/temp_dir.h"
+
+namespace mare::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+// What the PubTator lines of one split say, counted without the loader.
+struct FileCounts {
+  long documents = 0, mentions = 0, relations = 0, entities = 0, pairs = 0, words = 0;
+};
+
+FileCounts count_file(const fs::path& path) {
+  std::ifstream in(path);
+  FileCounts c;
+  std::string line;
+  std::map<std::string, std::set<std::string>> chemicals, diseases, entities;
+  while (std::getline(in, line)) {
+    const auto bar = split(line, '|');
+    if (bar.size() >= 3 && (bar[1] == "t" || bar[1] == "a")) {
+      c.documents += bar[1] == "t";
+      std::istringstream words(line.substr(bar[0].size() + 3));
+      std::string w;
+      while (words >> w) ++c.words;
+      continue;
+    }
+    const auto f = split(line, '\t');
+    if (f.size() == 4 && f[1] == "CID") ++c.relations;
+    if (f.size() >= 6) {
+      ++c.mentions;
+      for (const std::string& id : split(f[5], '|')) {
+        if (id == "-1") continue;
+        entities[f[0]].insert(id);
+        (f[4] == "Chemical" ? chemicals : diseases)[f[0]].insert(id);
+      }
+    }
+  }
+  for (const auto& [doc, ids] : entities) c.entities += static_cast<long>(ids.size());
+  for (const auto& [doc, ids] : chemicals)
+    c.pairs += static_cast<long>(ids.size() * diseases[doc].size());
+  return c;
+}
+
+// Minimum |start(head mention) − start(tail mention)| in tokens of each CID relation.
+std::vector<int> relation_distances(const fs::path& path) {
+  std::vector<int> out;
+  for (const data::Document& d : data::load_pubtator(path.string())) {
+    for (const data::Relation& r : d.relations) {
+      int best = INT_MAX;
+      for (int mh : d.entities[r.head].mentions)
+        for (int mt : d.entities[r.tail].mentions)
+          best =
+              std::min(best, std::abs(d.mentions[mh].tokens.begin - d.mentions[mt].tokens.begin));
+      out.push_back(best);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(CorpusStats, SyntheticCdrCountsMatchTheFiles) {
+  TempDir tmp("corpus_stats");
+  const MareOutcome gen = run_mare_in(
+      tmp.path(), {"data", "generate", "synth-cdr", "--out", "cdr", "--seed", "3", "--docs", "4"});
+  ASSERT_EQ(gen.status, 0) << gen.err;
+  const fs::path dir = tmp / "cdr";
+  const sweep::CorpusStatistics s = sweep::corpus_statistics("synth-cdr:" + dir.string());
+  EXPECT_EQ(s.kind, "synth-cdr");
+  EXPECT_EQ(s.max_tokens, 0);
+  EXPECT_EQ(s.relation_classes, (std::vector<std::string>{"NULL", "CID"}));
+  ASSERT_EQ(s.splits.size(), 3u);
+  const std::vector<std::string> names{"train", "valid", "test"};
+  for (std::size_t k = 0; k < 3; ++k) {
+    const sweep::SplitStats& sp = s.splits[k];
+    SCOPED_TRACE(sp.name);
+    EXPECT_EQ(sp.name, names[k]);
+    const FileCounts c = count_file(dir / (names[k] + ".pubtator"));
+    EXPECT_GT(c.documents, 0);
+    EXPECT_EQ(sp.documents, c.documents);
+    EXPECT_EQ(sp.mentions, c.mentions);
+    EXPECT_EQ(sp.entities, c.entities);
+    EXPECT_EQ(sp.annotated_relations, c.relations);
+    EXPECT_EQ(sp.positive, c.relations);
+    EXPECT_EQ(sp.relations[1], c.relations);
+    EXPECT_EQ(sp.examples, c.pairs);
+    EXPECT_EQ(sp.negative, c.pairs - c.relations);
+    EXPECT_EQ(sp.relations[0], sp.negative);
+    ASSERT_EQ(sp.tokens.size(), static_cast<std::size_t>(c.documents));
+    long total = 0;
+    for (int t : sp.tokens) total += t;
+    EXPECT_GE(total, c.words);  // the tokenizer splits at least at every space
+    std::vector<int> got = sp.distances;
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, relation_distances(dir / (names[k] + ".pubtator")));
+    ASSERT_EQ(sp.by_pair_type.size(), 1u);
+    EXPECT_EQ(sp.by_pair_type[0].head_type, "Chemical");
+    EXPECT_EQ(sp.by_pair_type[0].tail_type, "Disease");
+    EXPECT_EQ(sp.by_pair_type[0].count, c.relations);
+  }
+
+  // The CLI prints a summary and writes the same JSON.
+  const MareOutcome st = run_mare_in(
+      tmp.path(), {"data", "stats", "synth-cdr:" + dir.string(), "--json", "out/cdr.json"});
+  ASSERT_EQ(st.status, 0) << st.err;
+  EXPECT_NE(st.out.find("examples per relation class"), std::string::npos) << st.out;
+  const auto j = nlohmann::json::parse(slurp_file(tmp / "out" / "cdr.json"));
+  EXPECT_EQ(j, sweep::to_json(s));
+  const auto& train = j["splits"]["train"];
+  EXPECT_EQ(train["tokens"]["per_document"].size(),
+            static_cast<std::size_t>(s.splits[0].documents));
+  EXPECT_EQ(train["related_pair_distances"].size(), static_cast<std::size_t>(s.splits[0].positive));
+  EXPECT_EQ(train["relations"]["CID"], s.splits[0].positive);
+  EXPECT_EQ(j["split_order"], nlohmann::json({"train", "valid", "test"}));
+
+  // A cut at 50 tokens loses pairs, and says so.
+  const sweep::CorpusStatistics cut = sweep::corpus_statistics("synth-cdr:" + dir.string(), 50);
+  EXPECT_EQ(cut.max_tokens, 50);
+  EXPECT_GT(cut.splits[0].dropped_pairs, 0);
+  EXPECT_EQ(cut.splits[0].examples + cut.splits[0].dropped_pairs, s.splits[0].examples);
+
+  const MareOutcome bad = run_mare_in(tmp.path(), {"data", "stats", "synth-cdr:nowhere"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("nowhere"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace mare::test
