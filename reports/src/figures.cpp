@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "reports/src/gnuplot.h"
+#include "reports/src/tables.h"
 #include "reports/src/util.h"
 
 namespace mare::report {
@@ -151,33 +152,26 @@ std::vector<Group> group_runs(const std::vector<const RunRecord*>& runs) {
   return out;
 }
 
+// The tables' provenance of the runs (tables.h: specs, profiles, seeds, devices, commits,
+// dates, sources, runs), with the cells as the figure labels them.
 json runs_provenance(const std::vector<Group>& groups) {
-  std::set<std::string> profiles, devices, commits, sweeps, cells;
-  std::set<int64_t> seeds;
-  std::size_t n = 0;
+  std::vector<const RunRecord*> runs;
+  json cells = json::array();
   for (const Group& g : groups) {
-    cells.insert(g.display);
-    for (const RunRecord* r : g.runs) {
-      ++n;
-      seeds.insert(r->seed);
-      if (!r->profile.empty()) profiles.insert(r->profile);
-      if (!r->sweep.empty()) sweeps.insert(r->sweep);
-      std::string device = as_text(child(r->manifest, "device"));
-      if (device.empty()) device = as_text(child(r->result, "device"));
-      if (!device.empty()) devices.insert(device);
-      const std::string commit = as_text(at(r->manifest, {"build", "git_commit"}));
-      if (!commit.empty()) commits.insert(commit);
-    }
+    cells.push_back(g.display);
+    runs.insert(runs.end(), g.runs.begin(), g.runs.end());
   }
-  json p;
-  p["runs"] = n;
+  json p = provenance_of(runs);
   p["cells"] = cells;
-  p["seeds"] = seeds;
-  p["sweeps"] = sweeps;
-  p["profiles"] = profiles;
-  p["devices"] = devices;
-  p["commits"] = commits;
   return p;
+}
+
+// One benchmark file's provenance as the tables give it, several under "benchmarks".
+json benches_provenance(const std::vector<const BenchFile*>& benches) {
+  json list = json::array();
+  for (const BenchFile* b : benches) list.push_back(provenance_of(*b));
+  if (list.size() == 1) return list[0];
+  return {{"benchmarks", list}};
 }
 
 // ---------------------------------------------------------------- statistics
@@ -880,7 +874,7 @@ Figure fig_4_9(const ReportInputs& in) {
         if (key.first == variant) add_series(p, variant, key.second, pts, "thesis");
     if (!p.plots.empty()) panels.push_back(p);
   }
-  std::vector<std::string> sources;
+  std::vector<const BenchFile*> used;
   for (const BenchFile* b : benches) {
     const json* rows = child(b->json, "rows");
     if (!rows || !rows->is_array()) continue;
@@ -909,10 +903,10 @@ Figure fig_4_9(const ReportInputs& in) {
           add_series(p, variant, key.second, pts, b->path.filename().string());
     if (!p.plots.empty()) {
       panels.push_back(p);
-      sources.push_back(b->path.string());
+      used.push_back(b);
     }
   }
-  if (sources.empty())
+  if (used.empty())
     return missing_figure(id, title,
                           "the allocation benchmark JSON has no forward-pass rows of the sorted or "
                           "parallel variant");
@@ -931,13 +925,10 @@ Figure fig_4_9(const ReportInputs& in) {
   }
   body += "unset multiplot\n";
   f.body = body;
-  f.provenance["benchmarks"] = sources;
+  f.provenance = benches_provenance(used);
   f.provenance["thesis"] = thesis.error.empty()
                                ? "Table 4.14 (reports/paper/table_4_14_allocation.csv)"
                                : "not shown: " + thesis.error;
-  std::set<std::string> devices;
-  for (const BenchFile* b : benches) devices.insert(bench_caption(*b));
-  f.provenance["devices"] = devices;
   return f;
 }
 
@@ -960,7 +951,7 @@ Figure fig_4_11(const ReportInputs& in) {
     std::string title, tics, plots;
   };
   std::vector<Panel> panels;
-  std::vector<std::string> sources;
+  std::vector<const BenchFile*> used;
   for (const BenchFile* b : benches) {
     const json* rows = child(b->json, "rows");
     if (!rows || !rows->is_array()) continue;
@@ -985,7 +976,17 @@ Figure fig_4_11(const ReportInputs& in) {
       if (const auto t = number(child(row, "tokens"))) tokens[shape] = *t;
       shapes[shape].push_back({label, std::move(v)});
     }
-    for (auto& [shape, models] : shapes) {
+    // Shorter documents first (thesis: SemEval, then BioCreative).
+    std::vector<std::string> shape_order;
+    for (const auto& [shape, models] : shapes) shape_order.push_back(shape);
+    std::stable_sort(shape_order.begin(), shape_order.end(),
+                     [&](const std::string& a, const std::string& b) {
+                       const double ta = tokens.count(a) ? tokens[a] : 0;
+                       const double tb = tokens.count(b) ? tokens[b] : 0;
+                       return ta < tb;
+                     });
+    for (const std::string& shape : shape_order) {
+      const auto& models = shapes[shape];
       Panel p;
       p.title = (shape.empty() ? std::string("iteration") : shape) +
                 (tokens.count(shape) ? ", " + gp::num(tokens[shape]) + " tokens" : "") + " (" +
@@ -1026,7 +1027,7 @@ Figure fig_4_11(const ReportInputs& in) {
                ")\nset xrange [0.4:" + gp::num(static_cast<double>(models.size()) + 0.6) + "]\n";
       panels.push_back(p);
     }
-    if (!shapes.empty()) sources.push_back(b->path.string());
+    if (!shapes.empty()) used.push_back(b);
   }
   if (panels.empty())
     return missing_figure(id, title, "the iteration benchmark JSON has no rows with times_s");
@@ -1044,10 +1045,7 @@ Figure fig_4_11(const ReportInputs& in) {
   for (const Panel& p : panels) body += plot_title(p.title) + p.tics + p.plots + "\n";
   if (panels.size() > 1) body += "unset multiplot\n";
   f.body = body;
-  f.provenance["benchmarks"] = sources;
-  std::set<std::string> devices;
-  for (const BenchFile* b : benches) devices.insert(bench_caption(*b));
-  f.provenance["devices"] = devices;
+  f.provenance = benches_provenance(used);
   return f;
 }
 
@@ -1232,10 +1230,14 @@ Figure fig_histogram(const ReportInputs& in, const std::string& id, const std::s
            "\nset yrange [0:*]\n" +
            (k > 4 ? "set key below maxcols 2 nobox font \",10\"\n" : "set key top right\n") +
            plots + "\n";
-  std::vector<std::string> sources;
-  for (const auto& c : in.corpora) sources.push_back(c.path.string());
-  std::sort(sources.begin(), sources.end());
-  f.provenance["corpora"] = sources;
+  // As the tables': the corpora by name, the files they were read from.
+  std::set<std::string> names, sources;
+  for (const auto& c : in.corpora) {
+    names.insert(corpus_name(c));
+    sources.insert(c.path.string());
+  }
+  f.provenance["corpora"] = names;
+  f.provenance["sources"] = sources;
   f.provenance["bin_width"] = w;
   return f;
 }
@@ -1401,7 +1403,7 @@ Figure fig_4_2(const ReportInputs& in) {
   f.body = body;
   f.width = 900;
   f.height = static_cast<int>(rows) * 120 + 60;
-  f.provenance["inspection"] = insp->dir.string();
+  f.provenance["sources"] = json::array({insp->dir.string()});
   json toks = json::array();
   for (std::size_t i : chosen)
     toks.push_back({{"index", i}, {"token", i < tokens.size() ? tokens[i] : ""}});
@@ -1454,7 +1456,7 @@ Artifact fig_heatmaps(const ReportInputs& in, const fs::path& out_dir, const std
                     ? "no `mare inspect memory` output directory among the inputs"
                     : "the inspection directories have no heatmap_*.png/svg (written without "
                       "gnuplot, or with --no-plots)";
-  a.provenance["inspections"] = sources;
+  a.provenance["sources"] = sources;
   return a;
 }
 

@@ -303,6 +303,14 @@ TEST(Figures, EveryFigureFromFixturesIsAPngAndAnSvgWithItsSeries) {
     for (const auto& e : fs::directory_iterator(out / "figures"))
       EXPECT_NE(e.path().filename().string()[0], '.') << e.path();
   }
+  // Provenance in the tables' shape (tables.h provenance_of), which the index prints.
+  const json& p45 = find(arts, "fig4.5").provenance;
+  EXPECT_EQ(p45["runs"], 3);
+  EXPECT_EQ(p45["seeds"], json::array({1, 2}));
+  EXPECT_EQ(p45["profiles"], json::array({"smoke"}));
+  EXPECT_EQ(p45["cells"], json::array({"BRAN", "NTCRE-CPD"}));
+  EXPECT_EQ(find(arts, "fig4.9").provenance["devices"], json::array({"cpu"}));
+  EXPECT_EQ(find(arts, "fig4.4").provenance["corpora"], json::array({"synth-ctd"}));
   // The inspection has no directory with heatmap files: Fig. 4.3 is missing, and says so.
   EXPECT_NE(find(arts, "fig4.3").missing.find("heatmap_"), std::string::npos);
 }
@@ -354,11 +362,11 @@ TEST(Figures, IterationBoxesUseQuartilesAndTukeyWhiskers) {
   if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
   const fs::path figs = fixture_figures();
   const auto blocks = dat_blocks(read(figs / "fig4.11.dat"));
-  // Panels sorted by shape: cdr (boxes), semeval (boxes, outliers).
+  // Panels by tokens: semeval (96: boxes, outliers), then cdr (398: boxes).
   ASSERT_EQ(blocks.size(), 3u);
-  ASSERT_EQ(blocks[1].size(), 2u);
+  ASSERT_EQ(blocks[0].size(), 2u);
   // UTRE semeval: 1 2 3 4 100 -> q1 2, median 3, q3 4; upper fence 7: whisker 4, outlier 100.
-  const auto& utre = blocks[1][0];
+  const auto& utre = blocks[0][0];
   EXPECT_DOUBLE_EQ(utre[1], 2);
   EXPECT_DOUBLE_EQ(utre[2], 1);
   EXPECT_DOUBLE_EQ(utre[3], 4);
@@ -366,8 +374,9 @@ TEST(Figures, IterationBoxesUseQuartilesAndTukeyWhiskers) {
   EXPECT_DOUBLE_EQ(utre[5], 3);
   EXPECT_DOUBLE_EQ(utre[6], 22);
   EXPECT_DOUBLE_EQ(utre[7], 5);
-  ASSERT_EQ(blocks[2].size(), 1u);
-  EXPECT_DOUBLE_EQ(blocks[2][0][1], 100);
+  ASSERT_EQ(blocks[1].size(), 1u);
+  EXPECT_DOUBLE_EQ(blocks[1][0][1], 100);
+  EXPECT_DOUBLE_EQ(blocks[2][0][5], 6);  // cdr UTRE median
   // NTCRE has one allocation only: labelled by its model.
   EXPECT_NE(read(figs / "fig4.11.gp").find("\"NTCRE\" 2"), std::string::npos);
 }
