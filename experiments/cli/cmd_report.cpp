@@ -17,6 +17,7 @@ void add_report_command(CLI::App& app) {
     std::vector<std::string> inputs;
     std::string out, paper;
     bool no_figures = false;
+    std::vector<std::string> only;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -30,12 +31,16 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--paper", args->paper,
                   "Folder of the published tables (default: reports/paper/, compiled in)");
   cmd->add_flag("--no-figures", args->no_figures, "Tables and index only (no gnuplot)");
+  cmd->add_option("--only", args->only,
+                  "Only these tables and figures (ids: table5.1,fig5.1,...); default: all")
+      ->delimiter(',');
   cmd->callback([args] {
     report::ReportOptions o;
     for (const std::string& i : args->inputs) o.inputs.emplace_back(i);
     o.out = args->out;
     if (!args->paper.empty()) o.paper_dir = std::filesystem::path(args->paper);
     o.figures = !args->no_figures;
+    o.only = args->only;
     const report::ReportSummary s = report::write_report(o);
     int tables = 0, figures = 0;
     for (const auto& a : s.tables) tables += a.missing.empty();

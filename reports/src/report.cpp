@@ -1,7 +1,9 @@
 #include "reports/src/report.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "reports/src/figures.h"
 #include "reports/src/index.h"
@@ -16,8 +18,27 @@ ReportSummary write_report(const ReportOptions& options) {
 }
 
 ReportSummary write_report(const ReportInputs& in, const ReportOptions& options) {
+  // The ids of contracts.md, checked before anything is written: a misspelt --only would
+  // otherwise give an empty report.
+  static const std::set<std::string> known{
+      "table4.4",  "table4.5",  "table4.6",  "table4.7",  "table4.9", "table4.10", "table4.11",
+      "table4.12", "table4.13", "table4.14", "table4.15", "tableB.1", "tableC.1",  "table5.1",
+      "fig4.2",    "fig4.3",    "fig4.4",    "fig4.5",    "fig4.6",   "fig4.9",    "fig4.10",
+      "fig4.11",   "fig5.1",    "fig5.2",    "fig5.3",    "fig5.4",   "fig5.5"};
+  for (const std::string& id : options.only)
+    if (!known.count(id)) {
+      std::string all;
+      for (const std::string& k : known) all += (all.empty() ? "" : ", ") + k;
+      throw std::invalid_argument("report: unknown table or figure id '" + id + "' (known: " + all +
+                                  ")");
+    }
   const Paper paper = load_paper(options.paper_dir);
   std::vector<Table> tables = build_tables(in, paper);
+  auto wanted = [&](const std::string& id) {
+    return options.only.empty() ||
+           std::find(options.only.begin(), options.only.end(), id) != options.only.end();
+  };
+  std::erase_if(tables, [&](const Table& t) { return !wanted(t.id); });
 
   ReportSummary sum;
   sum.runs = in.runs.size();
@@ -34,7 +55,10 @@ ReportSummary write_report(const ReportInputs& in, const ReportOptions& options)
         fs::remove(options.out / "tables" / (t.id + ext), ec);
       }
   }
-  if (options.figures) sum.figures = write_figures(in, options.out);
+  if (options.figures) {
+    sum.figures = write_figures(in, options.out);
+    std::erase_if(sum.figures, [&](const Artifact& a) { return !wanted(a.id); });
+  }
 
   IndexContent c;
   c.tables = tables;

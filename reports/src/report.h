@@ -18,6 +18,10 @@ struct ReportOptions {
   std::filesystem::path out;
   std::optional<std::filesystem::path> paper_dir;  // published tables; default: compiled in
   bool figures = true;                             // false: tables and index only
+  // Ids of the tables and figures the report is about ("table5.1", "fig5.1"); empty: all.
+  // The others are neither written nor listed (a GRPU-only report need not say why it has
+  // no CDR table).
+  std::vector<std::string> only;
 };
 
 struct ReportSummary {

@@ -170,6 +170,7 @@ std::string tex_escape(const std::string& s) {
       {"\xE2\x86\x92", "$\\to$"},      // →
       {"\xC2\xB5", "$\\mu$"},          // µ
       {"\xE2\x80\x93", "--"},          // –
+      {"\xE2\x80\x94", "---"},         // —
   };
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {

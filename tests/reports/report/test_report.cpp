@@ -301,6 +301,7 @@ TEST(ReportTables, LatexIsBalancedAndEscaped) {
     for (const char* rule : {"\\toprule", "\\midrule", "\\bottomrule"})
       EXPECT_NE(tex.find(rule), std::string::npos) << e.path();
     EXPECT_EQ(tex.find("±"), std::string::npos) << e.path();
+    EXPECT_EQ(tex.find("—"), std::string::npos) << e.path();  // "---"
   }
   EXPECT_EQ(tex_escape("a_b & 50% #1 {x} ~^\\ $ ±"),
             "a\\_b \\& 50\\% \\#1 \\{x\\} \\textasciitilde{}\\textasciicircum{}\\textbackslash{} "
@@ -395,4 +396,22 @@ TEST(ReportText, CsvParsingAndNumbers) {
   EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
   EXPECT_EQ(md_cell("a|b"), "a\\|b");
   EXPECT_EQ(html_escape("<a&'\">"), "&lt;a&amp;&#39;&quot;&gt;");
+}
+
+TEST(ReportIndex, OnlyTheNamedTablesAndFigures) {
+  mare::test::TempDir tmp("report_only");
+  ReportOptions o;
+  o.inputs = {fixtures()};
+  o.out = tmp.path();
+  o.figures = false;
+  o.only = {"table5.1", "fig5.1"};
+  const ReportSummary s = write_report(o);
+  ASSERT_EQ(s.tables.size(), 1u);
+  EXPECT_EQ(s.tables[0].id, "table5.1");
+  const std::string md = read(tmp / "index.md");
+  EXPECT_NE(md.find("Table 5.1"), std::string::npos);
+  EXPECT_EQ(md.find("Table 4.10"), std::string::npos);
+  EXPECT_FALSE(fs::exists(tmp / "tables/table4.6.md"));
+  o.only = {"table9.9"};
+  EXPECT_THROW(write_report(o), std::invalid_argument);
 }
