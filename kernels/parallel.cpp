@@ -2,10 +2,13 @@
 //
 // One job at a time: the caller publishes it (a generation counter), the
 // workers and the caller claim chunk indices from one atomic counter, and the
-// caller returns when every worker has left the job. Chunks are claimed in any
-// order by any thread; determinism comes from what a chunk computes, never
-// from who runs it. Waiting spins briefly (a kernel is often followed by the
-// next one within microseconds) and then sleeps on a condition variable.
+// caller returns when every chunk has finished. A worker that wakes late (on a
+// busy machine it may not get a core for milliseconds) finds nothing left to
+// claim and holds nobody up: the job lives in a shared_ptr, so touching it late
+// is safe. Chunks are claimed in any order by any thread; determinism comes
+// from what a chunk computes, never from who runs it. Waiting spins briefly (a
+// kernel is often followed by the next one within microseconds) and then
+// sleeps on a condition variable.
 #include "kernels/parallel.h"
 
 #include <algorithm>
@@ -16,6 +19,7 @@
 #include <cstdlib>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -29,38 +33,58 @@ namespace {
 // parallel_for_chunks runs inline.
 thread_local bool t_in_job = false;
 
+// Spins up to about this long before sleeping.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
 struct Job {
   const std::function<void(int64_t, int64_t)>* fn = nullptr;
   int64_t n = 0, grain = 1, chunks = 0;
-  std::atomic<int64_t> next{0};
-  std::atomic<bool> failed{false};
-  std::mutex error_mutex;
-  int64_t error_chunk = std::numeric_limits<int64_t>::max();
+  std::atomic<int64_t> next{0};      // the next chunk to claim
+  std::atomic<int64_t> finished{0};  // chunks run (or skipped after an exception)
+  // The lowest chunk that threw: chunks above it are skipped, every chunk below
+  // it still runs, so the exception rethrown is the lowest throwing chunk's at
+  // any thread count.
+  std::atomic<int64_t> first_error{std::numeric_limits<int64_t>::max()};
+  std::mutex mutex;  // guards error; with done, the caller's sleep
+  std::condition_variable done;
   std::exception_ptr error;
 
-  // Claims and runs chunks until none is left (or one has thrown).
+  // Claims chunks until none is left.
   void work() {
     for (;;) {
-      if (failed.load(std::memory_order_relaxed)) return;
-      int64_t i = next.fetch_add(1, std::memory_order_relaxed);
+      const int64_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= chunks) return;
-      int64_t begin = i * grain, end = std::min(n, begin + grain);
-      try {
-        (*fn)(begin, end);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (i < error_chunk) {
-          error_chunk = i;
-          error = std::current_exception();
+      if (i < first_error.load(std::memory_order_relaxed)) {
+        const int64_t begin = i * grain, end = std::min(n, begin + grain);
+        try {
+          (*fn)(begin, end);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (i < first_error.load(std::memory_order_relaxed)) {
+            first_error.store(i, std::memory_order_relaxed);
+            error = std::current_exception();
+          }
         }
-        failed.store(true, std::memory_order_relaxed);
+      }
+      if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+        std::lock_guard<std::mutex> lock(mutex);
+        done.notify_all();
       }
     }
   }
-};
 
-// Spins up to about this long before sleeping.
-constexpr auto kSpin = std::chrono::microseconds(50);
+  void wait() {
+    auto until = std::chrono::steady_clock::now() + kSpin;
+    while (finished.load(std::memory_order_acquire) != chunks) {
+      if (std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+        continue;
+      }
+      std::unique_lock<std::mutex> lock(mutex);
+      done.wait(lock, [this] { return finished.load(std::memory_order_acquire) == chunks; });
+    }
+  }
+};
 
 class Pool {
  public:
@@ -78,26 +102,17 @@ class Pool {
 
   int workers() const { return static_cast<int>(threads_.size()); }
 
-  void run(Job& job) {
+  void run(const std::shared_ptr<Job>& job) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      job_ = &job;
-      pending_.store(workers(), std::memory_order_relaxed);
+      job_ = job;
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
-    job.work();
-    // Wait for every worker to leave the job before it goes out of scope.
-    auto until = std::chrono::steady_clock::now() + kSpin;
-    while (pending_.load(std::memory_order_acquire) != 0) {
-      if (std::chrono::steady_clock::now() < until) {
-        std::this_thread::yield();
-        continue;
-      }
-      std::unique_lock<std::mutex> lock(mutex_);
-      done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
-    }
-    job_ = nullptr;
+    job->work();
+    job->wait();
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_.reset();
   }
 
   std::mutex& job_mutex() { return job_mutex_; }
@@ -121,7 +136,7 @@ class Pool {
       while (generation_.load(std::memory_order_acquire) == seen &&
              std::chrono::steady_clock::now() < until)
         std::this_thread::yield();
-      Job* job = nullptr;
+      std::shared_ptr<Job> job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
@@ -130,20 +145,15 @@ class Pool {
         job = job_;
       }
       if (job) job->work();
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        done_.notify_one();
-      }
     }
   }
 
   std::vector<std::thread> threads_;
-  std::mutex mutex_;      // guards job_, stopping_ and the condition variables
+  std::mutex mutex_;      // guards job_, stopping_ and wake_
   std::mutex job_mutex_;  // one job (and one resize) at a time
-  std::condition_variable wake_, done_;
+  std::condition_variable wake_;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
-  Job* job_ = nullptr;
+  std::shared_ptr<Job> job_;
   bool stopping_ = false;
 };
 
@@ -239,15 +249,15 @@ void parallel_for_chunks(int64_t n, int64_t grain,
     p.resize(k - 1);
     g_pool_threads = k;
   }
-  Job job;
-  job.fn = &fn;
-  job.n = n;
-  job.grain = grain;
-  job.chunks = chunks;
+  auto job = std::make_shared<Job>();
+  job->fn = &fn;
+  job->n = n;
+  job->grain = grain;
+  job->chunks = chunks;
   t_in_job = true;
   p.run(job);
   t_in_job = false;
-  if (job.error) std::rethrow_exception(job.error);
+  if (job->error) std::rethrow_exception(job->error);
 }
 
 }  // namespace mare

@@ -8,6 +8,7 @@
 // a table per pass, and to the JSON (top level and per row); the CSV keeps its
 // columns on both devices. Without the CUDA backend or without a GPU it fails
 // with the reason.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "experiments/cli/commands.h"
 #include "experiments/run_dir.h"
 #include "kernels/memory/allocation_sweep.h"
+#include "kernels/parallel.h"
 #include "mare_build_info.h"
 #ifdef MARE_WITH_CUDA
 #include "kernels/cuda/runtime.h"
@@ -61,8 +63,14 @@ nlohmann::json to_json(const SweepResult& r) {
                       MARE_CUDA_ARCHITECTURES;
 #endif
   }
-  j["threads"] = 1;
+  int threads_used = 1;
+  for (const SweepRow& s : r.rows) threads_used = std::max(threads_used, s.threads);
+  j["threads"] = threads_used;
   j["hardware_threads"] = std::thread::hardware_concurrency();
+  if (threads_used > 1)
+    j["thread_speedup"] =
+        "seconds_1thread: the same median with the variant on 1 thread (timed beside each "
+        "repetition); thread_speedup = seconds_1thread / seconds";
   j["mare_commit"] = MARE_GIT_COMMIT;
   j["build"] = std::string(MARE_BUILD_TYPE) + ", " + MARE_CXX_COMPILER + ", " + MARE_CXX_FLAGS;
   j["batch"] = r.config.batch;
@@ -94,7 +102,10 @@ nlohmann::json to_json(const SweepResult& r) {
                     {"copy_floor_seconds", s.floor_seconds},
                     {"floor_ratio", s.floor_ratio},
                     {"speedup_vs_sorted", s.speedup_vs_sorted},
-                    {"gbytes_per_second", s.gbytes_per_second}});
+                    {"gbytes_per_second", s.gbytes_per_second},
+                    {"threads", s.threads},
+                    {"seconds_1thread", s.seconds_1thread},
+                    {"thread_speedup", s.thread_speedup}});
   if (on_gpu)
     for (size_t i = 0; i < rows.size(); ++i)
       rows[i]["copy_bandwidth_fraction"] = r.rows[i].copy_bandwidth_fraction;
@@ -119,7 +130,8 @@ std::string to_csv(const SweepResult& r) {
         "seconds,"
         "wall_seconds,cpu_seconds,seconds_min,seconds_max,copy_floor_seconds,floor_ratio,speedup_"
         "vs_sorted,"
-        "gbytes_per_second,eps_alloc_differs,eps_order_differs,eps_max_abs_diff\n";
+        "gbytes_per_second,eps_alloc_differs,eps_order_differs,eps_max_abs_diff,threads,seconds_"
+        "1thread,thread_speedup\n";
   for (const SweepRow& s : r.rows) {
     os << s.variant << "," << s.pass << "," << s.seq << "," << s.mem << "," << s.batch << ","
        << s.memories << "," << s.bytes << "," << s.calls_per_repetition << "," << s.repetitions
@@ -134,7 +146,7 @@ std::string to_csv(const SweepResult& r) {
          << d->eps.max_abs_diff;
     else
       os << ",,,";
-    os << "\n";
+    os << "," << s.threads << "," << s.seconds_1thread << "," << s.thread_speedup << "\n";
   }
   return os.str();
 }
@@ -162,6 +174,10 @@ void run_bench_allocation(const BenchAllocationOptions& o) {
     throw std::invalid_argument("bench allocation: --clock must be wall or cpu, got '" + o.clock +
                                 "'");
   config.cpu_clock = o.clock == "cpu";
+  if (config.cpu_clock && config.device == Device::cpu && threads() > 1)
+    throw std::invalid_argument(
+        "bench allocation: --clock cpu times this thread only, but the kernels run on " +
+        std::to_string(threads()) + " threads: add --threads 1, or use --clock wall");
   if (config.seqs.empty() || config.mems.empty())
     throw std::invalid_argument("bench allocation: --seq and --mem need at least one value");
   for (int64_t v : config.seqs)
@@ -192,6 +208,15 @@ void run_bench_allocation(const BenchAllocationOptions& o) {
 void add_bench_command(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Kernel benchmarks");
   bench->require_subcommand(1);
+  // `mare bench SUB --threads K`: an option of `bench` that every sub-command
+  // passes up (fallthrough, inherited by the sub-commands added below); its
+  // function runs before any sub-command's callback.
+  bench->fallthrough();
+  bench
+      ->add_option_function<int>(
+          "--threads", [](const int& k) { set_threads(k); },
+          "Kernel threads (default: MARE_THREADS, else every core)")
+      ->check(CLI::PositiveNumber);
   auto opts = std::make_shared<BenchAllocationOptions>();
   auto* alloc = bench->add_subcommand(
       "allocation",

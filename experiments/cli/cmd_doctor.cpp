@@ -1,5 +1,6 @@
 // `mare doctor`: what this machine and this build offer.
 #include <Eigen/Core>
+#include <cstdlib>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -7,6 +8,7 @@
 #include <thread>
 
 #include "experiments/cli/commands.h"
+#include "kernels/parallel.h"
 #include "kernels/tensor.h"
 #include "mare_build_info.h"
 #ifdef MARE_WITH_CUDA
@@ -57,9 +59,13 @@ std::string cuda_report() {
 void add_doctor_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("doctor", "Report CPU, threads, CUDA and library versions");
   cmd->callback([] {
+    const int kernel_threads = threads();  // a bad MARE_THREADS is refused before any output
     std::cout << "cpu            " << cpu_model() << "\n"
-              << "threads        " << std::thread::hardware_concurrency()
-              << " hardware; kernels run single-threaded (deterministic)\n"
+              << "threads        " << kernel_threads << " kernel threads ("
+              << (std::getenv("MARE_THREADS") ? "MARE_THREADS" : "every core") << "; "
+              << std::thread::hardware_concurrency()
+              << " hardware; --threads K on train and bench); results are the same bytes at "
+                 "any count\n"
               << "simd           " << Eigen::SimdInstructionSetsInUse() << "\n"
               << "cuda           " << cuda_report() << "eigen          " << MARE_EIGEN_VERSION
               << "\n"

@@ -16,6 +16,7 @@
 #include "experiments/re_trainer.h"
 #include "experiments/sequence_trainer.h"
 #include "experiments/trainer.h"
+#include "kernels/parallel.h"
 #include "models/registry.h"
 
 namespace mare::cli {
@@ -205,7 +206,17 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_flag("--force", opt->force, "Run again even if DIR/result.json exists");
-  cmd->callback([opt, extras, rel, cmd] {
+  auto thread_count = std::make_shared<int>(0);
+  cmd->add_option("--threads", *thread_count,
+                  "Kernel threads (default: MARE_THREADS, else every core); the results are the "
+                  "same bytes at any count, manifest.json and result.json record it")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([opt, extras, rel, cmd, thread_count] {
+    // --threads, else MARE_THREADS (a bad value is refused here, naming it), else every core.
+    if (*thread_count > 0)
+      set_threads(*thread_count);
+    else
+      threads();
     // A model serves one kind of task: say so rather than "unknown model".
     std::string base = resolve_model(opt->model).base;
     const ModelInfo* info = find_model(base);

@@ -16,14 +16,25 @@
 // reason.
 //   build/kernels/bench/bench_ops --device cuda --benchmark_out=ops_cuda.json
 //       --benchmark_out_format=json
+//
+// Threads (cpu): every benchmark runs on 1 thread and on all of them (the
+// last argument, `threads`; all = `--threads K`, else MARE_THREADS, else every
+// core), and a table of the 1-thread time, the K-thread time and their ratio
+// follows Google Benchmark's output on stdout.
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/bench/bench_device.h"
 #include "kernels/ops.h"
+#include "kernels/parallel.h"
 #include "kernels/random.h"
 
 namespace {
@@ -39,6 +50,14 @@ Tensor rnd(const Shape& s, uint64_t seed) {
 
 Tensor zeros(const Shape& s) {
   return Tensor::zeros(s, g_device);
+}
+
+// The thread counts every benchmark runs at (set in main): {1} or {1, K}.
+std::vector<int64_t> g_thread_counts{1};
+
+// The benchmark's last argument is its thread count.
+void use_threads(const benchmark::State& st, int index) {
+  set_threads(static_cast<int>(st.range(index)));
 }
 
 void set_flops(benchmark::State& st, double flops_per_iter) {
@@ -57,6 +76,7 @@ void set_bytes(benchmark::State& st, int64_t bytes_per_iter, double gpu_seconds)
 void BM_Matmul(benchmark::State& st) {
   const int64_t rows = 32 * st.range(0), d = st.range(1);
   const bool backward = st.range(2);
+  use_threads(st, 3);
   Tensor x = rnd({rows, d}, 1), w = rnd({d, d}, 2), g = rnd({rows, d}, 3);
   Tensor dx = zeros({rows, d}), dw = zeros({d, d});
   time_iterations(st, [&] {
@@ -69,6 +89,7 @@ void BM_Matmul(benchmark::State& st) {
 
 void BM_Softmax(benchmark::State& st) {
   const int64_t rows = 32 * 4 * st.range(0), cols = st.range(0);
+  use_threads(st, 1);
   Tensor x = rnd({rows, cols}, 4);
   const double gpu_s = time_iterations(st, [&] {
     Tensor y = softmax_forward(x);
@@ -79,6 +100,7 @@ void BM_Softmax(benchmark::State& st) {
 
 void BM_LayerNorm(benchmark::State& st) {
   const int64_t rows = 32 * st.range(0), d = st.range(1);
+  use_threads(st, 2);
   Tensor x = rnd({rows, d}, 5), gamma = rnd({d}, 6), beta = rnd({d}, 7);
   const double gpu_s = time_iterations(st, [&] {
     NormResult r = layer_norm_forward(x, gamma, beta);
@@ -89,6 +111,7 @@ void BM_LayerNorm(benchmark::State& st) {
 
 void BM_Conv1d(benchmark::State& st) {
   const int64_t b = 32, len = st.range(0), d = st.range(1), k = st.range(2);
+  use_threads(st, 3);
   Tensor x = rnd({b, len, d}, 8), w = rnd({k, d, d}, 9), bias = rnd({d}, 10);
   time_iterations(st, [&] {
     Tensor y = conv1d_forward(x, w, bias);
@@ -101,6 +124,7 @@ void BM_Attention(benchmark::State& st) {
   const int64_t b = 32, len = st.range(0), d = 300;
   const int heads = 4;
   const bool backward = st.range(1);
+  use_threads(st, 2);
   Tensor q = rnd({b, len, d}, 11), k = rnd({b, len, d}, 12), v = rnd({b, len, d}, 13);
   Tensor g = rnd({b, len, d}, 14), dq = zeros({b, len, d}), dk = zeros({b, len, d}),
          dv = zeros({b, len, d});
@@ -121,43 +145,104 @@ void register_benchmarks() {
     if (g_device == Device::cuda) b->UseManualTime();
     return b;
   };
+  const std::vector<int64_t>& t = g_thread_counts;
   reg("BM_Matmul", BM_Matmul)
-      ->ArgsProduct({{64, 512}, {100, 300}, {0, 1}})
-      ->ArgNames({"seq", "d", "bwd"})
+      ->ArgsProduct({{64, 512}, {100, 300}, {0, 1}, t})
+      ->ArgNames({"seq", "d", "bwd", "threads"})
       ->Unit(benchmark::kMillisecond);
   reg("BM_Softmax", BM_Softmax)
-      ->Arg(64)
-      ->Arg(256)
-      ->Arg(512)
-      ->ArgName("seq")
+      ->ArgsProduct({{64, 256, 512}, t})
+      ->ArgNames({"seq", "threads"})
       ->Unit(benchmark::kMillisecond);
   reg("BM_LayerNorm", BM_LayerNorm)
-      ->ArgsProduct({{64, 512}, {100, 300}})
-      ->ArgNames({"seq", "d"})
+      ->ArgsProduct({{64, 512}, {100, 300}, t})
+      ->ArgNames({"seq", "d", "threads"})
       ->Unit(benchmark::kMillisecond);
   reg("BM_Conv1d", BM_Conv1d)
-      ->ArgsProduct({{64, 256}, {100, 300}, {1, 5}})
-      ->ArgNames({"seq", "d", "k"})
+      ->ArgsProduct({{64, 256}, {100, 300}, {1, 5}, t})
+      ->ArgNames({"seq", "d", "k", "threads"})
       ->Unit(benchmark::kMillisecond);
   reg("BM_Attention", BM_Attention)
-      ->ArgsProduct({{64, 256}, {0, 1}})
-      ->ArgNames({"seq", "bwd"})
+      ->ArgsProduct({{64, 256}, {0, 1}, t})
+      ->ArgNames({"seq", "bwd", "threads"})
       ->Unit(benchmark::kMillisecond);
 }
+
+// Takes `--threads K` / `--threads=K` out of argv; 0 when absent.
+int take_threads_flag(int& argc, char** argv) {
+  std::string value;
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--threads") == 0) {
+      if (i + 1 >= argc) throw std::invalid_argument("--threads needs a value (a positive count)");
+      value = argv[++i];
+    } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
+      value = argv[i] + 10;
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  argc = out;
+  argv[argc] = nullptr;
+  if (value.empty()) return 0;
+  char* end = nullptr;
+  const long k = std::strtol(value.c_str(), &end, 10);
+  if (*end != '\0' || k < 1)
+    throw std::invalid_argument("--threads: expected a positive count, got '" + value + "'");
+  return static_cast<int>(k);
+}
+
+// The console output plus, at the end, each benchmark's 1-thread and K-thread
+// real time and their ratio (names that differ only in threads:1 / threads:K).
+class SpeedupReporter : public benchmark::ConsoleReporter {
+ public:
+  explicit SpeedupReporter(int k) : k_(k) {}
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs)
+      if (r.run_type == Run::RT_Iteration && !r.error_occurred)
+        times_[r.benchmark_name()] = r.GetAdjustedRealTime();
+    ConsoleReporter::ReportRuns(runs);
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    if (k_ < 2) return;
+    const std::string one = "threads:1", all = "threads:" + std::to_string(k_);
+    std::printf("\n%-52s %12s %12s %8s\n", "benchmark (ms per iteration)", "1 thread",
+                (std::to_string(k_) + " threads").c_str(), "speedup");
+    for (const auto& [name, t1] : times_) {
+      const size_t at = name.find(one);
+      if (at == std::string::npos || at + one.size() != name.size()) continue;
+      auto it = times_.find(name.substr(0, at) + all);
+      if (it == times_.end()) continue;
+      std::printf("%-52s %12.3f %12.3f %7.2fx\n", name.substr(0, at - 1).c_str(), t1, it->second,
+                  t1 / it->second);
+    }
+  }
+
+ private:
+  int k_;
+  std::map<std::string, double> times_;
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  int k = 1;
   try {
     setup_device(argc, argv);
+    const int flag = take_threads_flag(argc, argv);
+    k = g_device == Device::cuda ? 1 : flag > 0 ? flag : threads();
   } catch (const std::exception& e) {
     std::cerr << "bench_ops: " << e.what() << "\n";
     return 2;
   }
+  if (k > 1) g_thread_counts.push_back(k);
+  benchmark::AddCustomContext("mare_threads", std::to_string(k));
   register_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
+  SpeedupReporter reporter(k);
+  benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;
 }
