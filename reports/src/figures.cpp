@@ -256,7 +256,7 @@ struct Gnuplot {
 
 std::string script_for(const Figure& f, const std::string& png_terminal) {
   std::string s;
-  s += "# " + f.id + ": " + gp::comment(f.title) + "\n";
+  s += "# " + gp::comment(f.title) + "\n";
   s += "# Written by `mare report`. Data: " + f.id +
        ".dat, one block per series (blocks separated by two blank lines, selected with "
        "`index`).\n";
@@ -308,8 +308,7 @@ Artifact render(const Figure& f, const fs::path& out_dir, const Gnuplot& g) {
     a.missing = f.missing;
     return a;
   }
-  const std::string dat =
-      "# " + f.id + ": " + gp::comment(f.title) + "\n" + f.header + f.dat.text();
+  const std::string dat = "# " + gp::comment(f.title) + "\n" + f.header + f.dat.text();
   const std::string script = script_for(f, g.terminals.png);
 
   auto keep_data_only = [&](const std::string& why) {
