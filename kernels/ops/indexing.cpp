@@ -135,14 +135,18 @@ Tensor embedding_forward(const Tensor& table, const Tensor& ids) {
   std::vector<int64_t> os = ids.shape().vec();
   os.push_back(d);
   Tensor out = Tensor::empty(Shape(os));
-  for (int64_t n = 0, n_n = ids.numel(); n < n_n; ++n) {
-    int32_t id = ids.i32()[n];
-    if (id < 0 || id >= v)
-      throw std::out_of_range("embedding_forward: id " + std::to_string(id) + " at position " +
-                              std::to_string(n) + " is outside the table's " + std::to_string(v) +
-                              " rows");
-    std::memcpy(out.f32() + n * d, table.f32() + id * d, d * sizeof(float));
-  }
+  // Rows in chunks when large; a bad id throws from its chunk, and the pool
+  // rethrows the lowest chunk's, so the message names the first bad position.
+  for_items(ids.numel(), static_cast<double>(d), [&](int64_t first, int64_t last) {
+    for (int64_t n = first; n < last; ++n) {
+      int32_t id = ids.i32()[n];
+      if (id < 0 || id >= v)
+        throw std::out_of_range("embedding_forward: id " + std::to_string(id) + " at position " +
+                                std::to_string(n) + " is outside the table's " + std::to_string(v) +
+                                " rows");
+      std::memcpy(out.f32() + n * d, table.f32() + id * d, d * sizeof(float));
+    }
+  });
   return out;
 }
 
@@ -199,9 +203,11 @@ Tensor concat_forward(const std::vector<Tensor>& xs, int axis) {
   int64_t at = 0;
   for (const Tensor& x : xs) {
     AxisSplit s = split_at_axis(x.shape(), a, "concat_forward");
-    for (int64_t o = 0; o < s.outer; ++o)
-      std::memcpy(out.f32() + (o * so.size + at) * so.inner, x.f32() + o * s.size * s.inner,
-                  s.size * s.inner * sizeof(float));
+    for_items(s.outer, static_cast<double>(s.size * s.inner), [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o)
+        std::memcpy(out.f32() + (o * so.size + at) * so.inner, x.f32() + o * s.size * s.inner,
+                    s.size * s.inner * sizeof(float));
+    });
     at += s.size;
   }
   return out;
@@ -217,11 +223,13 @@ void concat_backward(std::vector<Tensor>& d_xs, const Tensor& d_out, int axis) {
   int64_t at = 0;
   for (Tensor& dx : d_xs) {
     AxisSplit s = split_at_axis(dx.shape(), a, "concat_backward");
-    for (int64_t o = 0; o < s.outer; ++o) {
-      const float* src = d_out.f32() + (o * so.size + at) * so.inner;
-      float* dst = dx.f32() + o * s.size * s.inner;
-      for (int64_t j = 0; j < s.size * s.inner; ++j) dst[j] += src[j];
-    }
+    for_items(s.outer, static_cast<double>(s.size * s.inner), [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        const float* src = d_out.f32() + (o * so.size + at) * so.inner;
+        float* dst = dx.f32() + o * s.size * s.inner;
+        for (int64_t j = 0; j < s.size * s.inner; ++j) dst[j] += src[j];
+      }
+    });
     at += s.size;
   }
 }
@@ -241,9 +249,11 @@ std::vector<Tensor> split_forward(const Tensor& x, const std::vector<int64_t>& s
   int64_t at = 0;
   for (int64_t size : sizes) {
     Tensor piece = Tensor::empty(with_extent(x.shape(), a, size));
-    for (int64_t o = 0; o < sx.outer; ++o)
-      std::memcpy(piece.f32() + o * size * sx.inner, x.f32() + (o * sx.size + at) * sx.inner,
-                  size * sx.inner * sizeof(float));
+    for_items(sx.outer, static_cast<double>(size * sx.inner), [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o)
+        std::memcpy(piece.f32() + o * size * sx.inner, x.f32() + (o * sx.size + at) * sx.inner,
+                    size * sx.inner * sizeof(float));
+    });
     out.push_back(piece);
     at += size;
   }
@@ -260,11 +270,13 @@ void split_backward(Tensor& d_x, const std::vector<Tensor>& d_outs, int axis) {
   int64_t at = 0;
   for (const Tensor& g : d_outs) {
     AxisSplit s = split_at_axis(g.shape(), a, "split_backward");
-    for (int64_t o = 0; o < sx.outer; ++o) {
-      const float* src = g.f32() + o * s.size * s.inner;
-      float* dst = d_x.f32() + (o * sx.size + at) * sx.inner;
-      for (int64_t j = 0; j < s.size * s.inner; ++j) dst[j] += src[j];
-    }
+    for_items(sx.outer, static_cast<double>(s.size * s.inner), [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        const float* src = g.f32() + o * s.size * s.inner;
+        float* dst = d_x.f32() + (o * sx.size + at) * sx.inner;
+        for (int64_t j = 0; j < s.size * s.inner; ++j) dst[j] += src[j];
+      }
+    });
     at += s.size;
   }
 }

@@ -98,5 +98,66 @@ TEST(LargeOpThreads, BatchedMatmulAndAttention) {
   }));
 }
 
+// An error raised inside a chunk reaches the caller, and it is the first bad
+// position's at every thread count (the pool rethrows the lowest chunk's).
+TEST(LargeOpThreads, ErrorsNameTheFirstBadPosition) {
+  ThreadScope scope(1e-9);
+  Tensor table = rnd({50, 16}, 1);
+  std::vector<int32_t> ids(4000, 3);
+  ids[1234] = 77;
+  ids[3900] = -1;
+  Tensor t = Tensor::from_indices(ids, {4000});
+  for (int k : thread_counts()) {
+    set_threads(k);
+    try {
+      embedding_forward(table, t);
+      ADD_FAILURE() << "no error at " << k << " threads";
+    } catch (const std::out_of_range& e) {
+      EXPECT_NE(std::string(e.what()).find("id 77 at position 1234"), std::string::npos)
+          << k << " threads: " << e.what();
+    }
+  }
+}
+
+TEST(LargeOpThreads, ConvNormsSoftmaxAndMemory) {
+  ThreadScope scope;
+  Tensor x = rnd({6, 97, 64}, 1), w = rnd({5, 64, 48}, 2), bias = rnd({48}, 3),
+         g = rnd({6, 97, 48}, 4);
+  EXPECT_TRUE(same_bytes_at_every_thread_count("conv1d", [&] {
+    Tensor y = conv1d_forward(x, w, bias);
+    Tensor dx = Tensor::zeros_like(x), dw = Tensor::zeros_like(w), db = Tensor::zeros_like(bias);
+    conv1d_backward(dx, dw, db, g, x, w);
+    return std::vector<Tensor>{y, dx, dw, db};
+  }));
+  Tensor rows = rnd({1031, 96}, 5), gamma = rnd({96}, 6), beta = rnd({96}, 7),
+         gr = rnd({1031, 96}, 8);
+  EXPECT_TRUE(same_bytes_at_every_thread_count("norms and softmax", [&] {
+    NormResult ln = layer_norm_forward(rows, gamma, beta);
+    Tensor dx = Tensor::zeros_like(rows), dg = Tensor::zeros_like(gamma),
+           db = Tensor::zeros_like(beta);
+    layer_norm_backward(dx, dg, db, gr, rows, gamma, ln.mean, ln.rstd);
+    Tensor rm = Tensor::zeros({96}), rv = Tensor::full({96}, 1.0f);
+    NormResult bn = batch_norm_forward(rows, gamma, beta, rm, rv, true);
+    Tensor bdx = Tensor::zeros_like(rows), bdg = Tensor::zeros_like(gamma),
+           bdb = Tensor::zeros_like(beta);
+    batch_norm_backward(bdx, bdg, bdb, gr, rows, gamma, bn.mean, bn.rstd, true);
+    Tensor sm = softmax_forward(rows), lsm = log_softmax_forward(rows);
+    Tensor dsm = Tensor::zeros_like(rows), dlsm = Tensor::zeros_like(rows);
+    softmax_backward(dsm, gr, sm);
+    log_softmax_backward(dlsm, gr, lsm);
+    return std::vector<Tensor>{ln.out, dx,  dg,  db, bn.out, rm,  rv,
+                               bdx,    bdg, bdb, sm, lsm,    dsm, dlsm};
+  }));
+  // Allocation over 2000 memories of 16 slots, every variant.
+  Tensor usage = random_tensor({2000, 16}, 9, 0.0f, 1.0f), da = rnd({2000, 16}, 10);
+  for (AllocationVariant v : allocation_variants())
+    EXPECT_TRUE(same_bytes_at_every_thread_count(std::string(to_string(v)), [&] {
+      Tensor a = allocation_forward(usage, v);
+      Tensor du = Tensor::zeros_like(usage);
+      allocation_backward(du, da, usage, v);
+      return std::vector<Tensor>{a, du};
+    }));
+}
+
 }  // namespace
 }  // namespace mare::test
