@@ -198,14 +198,21 @@ class SpeedupReporter : public benchmark::ConsoleReporter {
  public:
   explicit SpeedupReporter(int k) : k_(k) {}
   void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs)
-      if (r.run_type == Run::RT_Iteration && !r.error_occurred)
-        times_[r.benchmark_name()] = r.GetAdjustedRealTime();
+    // One time per benchmark: the median when repetitions give one, else the run's.
+    for (const Run& r : runs) {
+      if (r.error_occurred) continue;
+      const std::string name = r.run_name.str();
+      if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median")
+        medians_[name] = r.GetAdjustedRealTime();
+      else if (r.run_type == Run::RT_Iteration)
+        times_[name] = r.GetAdjustedRealTime();
+    }
     ConsoleReporter::ReportRuns(runs);
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
     if (k_ < 2) return;
+    for (const auto& [name, t] : medians_) times_[name] = t;
     const std::string one = "threads:1", all = "threads:" + std::to_string(k_);
     std::printf("\n%-52s %12s %12s %8s\n", "benchmark (ms per iteration)", "1 thread",
                 (std::to_string(k_) + " threads").c_str(), "speedup");
@@ -221,7 +228,7 @@ class SpeedupReporter : public benchmark::ConsoleReporter {
 
  private:
   int k_;
-  std::map<std::string, double> times_;
+  std::map<std::string, double> times_, medians_;
 };
 
 }  // namespace
