@@ -848,7 +848,7 @@ Table table_415(const ReportInputs& in, const Paper& paper) {
       if (r.contains("times_s") && r["times_s"].is_array())
         for (const json& x : r["times_s"]) times.push_back(x.get<double>());
       std::string ours;
-      if (times.size() >= 2)
+      if (!times.empty())
         ours = mean_sd(times, 3);
       else if (r.contains("mean_s") && r["mean_s"].is_number())
         ours = format_fixed(r["mean_s"].get<double>(), 3) +
@@ -857,7 +857,7 @@ Table table_415(const ReportInputs& in, const Paper& paper) {
                     : "");
       else
         ours = kNone;
-      const double mean = times.size() >= 2 ? stats::mean(times) : r.value("mean_s", std::nan(""));
+      const double mean = !times.empty() ? stats::mean(times) : r.value("mean_s", std::nan(""));
       std::string p = kNone, d = kNone;
       if (pubv.count({model, dataset})) {
         const auto& [m, s] = pubv[{model, dataset}];
