@@ -22,12 +22,16 @@
 
 namespace mare::nn {
 
+struct MemoryRecording;  // models/memory_mixer.h
+
 // What one forward pass needs besides its inputs.
 struct Context {
   bool training = false;
   uint64_t seed = 0;                       // the run's seed (dropout masks)
   uint64_t step = 0;                       // the training step (dropout masks differ per step)
   std::map<uint32_t, uint64_t> site_uses;  // dropout site -> uses in this pass
+  // When set, memory mixers append the state they leave (models/memory_mixer.h).
+  MemoryRecording* memory_recording = nullptr;
 };
 
 // Non-trainable state that must survive a checkpoint (batch-norm statistics).

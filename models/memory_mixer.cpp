@@ -7,6 +7,7 @@
 #include "kernels/ops.h"
 #include "models/functions.h"
 #include "models/functions_memory.h"
+#include "models/functions_memory_step.h"
 
 namespace mare::nn {
 
@@ -37,7 +38,7 @@ bool all_ones(const Tensor& run) {
 
 MemoryController::MemoryController(ParameterSet& ps, Buffers& buffers, const std::string& name,
                                    const MemoryConfig& config)
-    : c_(checked(name, config)) {
+    : name_(name), c_(checked(name, config)) {
   const int64_t d = c_.dim;
   mha_ = MultiHeadAttention(ps, name + ".attention", d, c_.heads);
   norm_ = Norm(ps, buffers, name + ".norm", d, c_.norm);
@@ -56,6 +57,7 @@ void MemoryController::begin(int64_t B, int64_t T, Context&) {
   T_ = T;
   s_ = {};
   started_ = false;
+  calls_ = 0;
 }
 
 ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const Tensor& running,
@@ -87,20 +89,28 @@ ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const
 
   // One memory step (SPEC §3 steps 1–11) on every token's memory.
   const MemoryState& p = s_;
-  const ag::MemoryInterface in = ag::interface_split(xi, R, W);
-  const ag::Var psi = ag::retention(in.free_gates, p.read_weights);
-  const ag::Var u = ag::usage(p.usage, p.write_weights, psi);
-  const ag::Var alloc = ag::allocation(u, c_.alloc);
-  const ag::Var cw =
-      ag::reshape(ag::content_weighting(p.memory, in.write_key, in.write_strength), {M, N});
-  const ag::Var ww = ag::write_weighting(alloc, cw, in.allocation_gate, in.write_gate);
-  const ag::Var mem = ag::memory_update(p.memory, ww, in.erase, in.write_vector);
-  const ag::Var links = ag::link_update(p.links, p.precedence, ww);
-  const ag::Var prec = ag::precedence_update(p.precedence, ww);
-  const ag::LinkWeightVars lw = ag::link_weights(links, p.read_weights);
-  const ag::Var cr = ag::content_weighting(mem, in.read_keys, in.read_strengths);
-  const ag::Var wr = ag::read_weights(in.read_modes, lw.backward, cr, lw.forward);
-  const ag::Var reads = ag::read_vectors(mem, wr);
+  ag::Var mem, u, ww, wr, prec, links, reads, alloc;
+  if (c_.fused && dev == Device::cpu) {
+    const ag::MemoryStepVars st = ag::memory_step(
+        xi, p.memory, p.usage, p.write_weights, p.read_weights, p.precedence, p.links, R, c_.alloc);
+    mem = st.memory, u = st.usage, ww = st.write_weights, wr = st.read_weights;
+    prec = st.precedence, links = st.links, reads = st.read_vectors, alloc = st.allocation;
+  } else {
+    const ag::MemoryInterface in = ag::interface_split(xi, R, W);
+    const ag::Var psi = ag::retention(in.free_gates, p.read_weights);
+    u = ag::usage(p.usage, p.write_weights, psi);
+    alloc = ag::allocation(u, c_.alloc);
+    const ag::Var cw =
+        ag::reshape(ag::content_weighting(p.memory, in.write_key, in.write_strength), {M, N});
+    ww = ag::write_weighting(alloc, cw, in.allocation_gate, in.write_gate);
+    mem = ag::memory_update(p.memory, ww, in.erase, in.write_vector);
+    links = ag::link_update(p.links, p.precedence, ww);
+    prec = ag::precedence_update(p.precedence, ww);
+    const ag::LinkWeightVars lw = ag::link_weights(links, p.read_weights);
+    const ag::Var cr = ag::content_weighting(mem, in.read_keys, in.read_strengths);
+    wr = ag::read_weights(in.read_modes, lw.backward, cr, lw.forward);
+    reads = ag::read_vectors(mem, wr);
+  }
 
   // Halted and padded tokens keep their state: next·run + prev·(1 − run), with
   // run ∈ {0, 1} exact in both terms.
@@ -129,6 +139,23 @@ ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const
     next.links = hold(links, p.links);
   }
   s_ = next;
+  if (ctx.memory_recording) {
+    auto cpu = [](const ag::Var& v) { return v->value.to(Device::cpu).clone(); };
+    MemoryRecording::Step r;
+    r.mixer = name_;
+    r.call = calls_;
+    r.B = B;
+    r.T = T;
+    r.run = run.to(Device::cpu).clone();
+    r.usage = cpu(s_.usage);
+    r.memory = cpu(s_.memory);
+    r.allocation = cpu(alloc);
+    r.write_weights = cpu(s_.write_weights);
+    r.read_weights = cpu(s_.read_weights);
+    r.read_vectors = cpu(s_.read_vectors);
+    ctx.memory_recording->steps.push_back(std::move(r));
+  }
+  ++calls_;
 
   // MCAM = ν + W_r [r_1; …; r_R] (eq. 3-17).
   return ag::add(nu, read_out_(ag::reshape(reads, {B, T, R * W})));

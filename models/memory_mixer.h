@@ -20,10 +20,16 @@
 // A token whose `running` entry is 0 (halted) or whose mask entry is 0
 // (padding) keeps its whole state unchanged in that call. Previous reads are
 // not fed back into the controller (SPEC §4.5 step 4).
+//
+// With Context::memory_recording set, every call appends the DNC state it
+// leaves (MemoryRecording, copied to the CPU): `mare inspect memory` reads it.
+// Recording only reads values: outputs and gradients are the same with and
+// without it, and when the pointer is null nothing is copied.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/memory/allocation.h"
 #include "models/layers.h"
@@ -38,6 +44,9 @@ struct MemoryConfig {
   int64_t read_heads = 2;  // R
   AllocationVariant alloc = AllocationVariant::sorted;
   Norm::Kind norm = Norm::Kind::batch;
+  // The memory step as one fused op on the CPU (kernels/memory/fused_step.h);
+  // false, or on the GPU: the composed ops of models/functions_memory.h.
+  bool fused = true;
   float dropout = 0.0f;       // on the attention branch, before Norm(X + MHA(X))
   uint32_t dropout_site = 6;  // its Philox stream (kStreamDropoutBase + site)
 };
@@ -51,6 +60,24 @@ struct MemoryState {
   ag::Var precedence;     // [M, N]
   ag::Var links;          // [M, N, N]
   ag::Var read_vectors;   // [M, R, W] (the latest reads; not part of the recurrence)
+};
+
+// The state of every memory after each call of a controller (one call per
+// iteration), on the CPU. Tensors are [M, ...] with M = B·T.
+struct MemoryRecording {
+  struct Step {
+    std::string mixer;     // the controller's parameter prefix ("block0.mixer")
+    int call = 0;          // 0-based call of that controller in this forward pass
+    int64_t B = 0, T = 0;  // M = B·T memories
+    Tensor run;            // [M] 1 where the memory stepped (token real and not halted)
+    Tensor usage;          // [M, N]
+    Tensor memory;         // [M, N, W]
+    Tensor allocation;     // [M, N] this call's allocation weighting
+    Tensor write_weights;  // [M, N]
+    Tensor read_weights;   // [M, R, N]
+    Tensor read_vectors;   // [M, R, W] this call's reads
+  };
+  std::vector<Step> steps;  // in call order
 };
 
 class MemoryController : public TokenMixer {
@@ -69,7 +96,9 @@ class MemoryController : public TokenMixer {
   const MemoryState& state() const { return s_; }
 
  private:
+  std::string name_;
   MemoryConfig c_;
+  int calls_ = 0;  // calls since begin()
   MultiHeadAttention mha_;
   Norm norm_;
   Linear nu_, xi_, read_out_;

@@ -205,6 +205,8 @@ void run_bench_allocation(const BenchAllocationOptions& o) {
 
 }  // namespace
 
+void add_bench_iteration_command(CLI::App& bench);  // bench_iteration.cpp
+
 void add_bench_command(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Kernel benchmarks");
   bench->require_subcommand(1);
@@ -258,6 +260,7 @@ void add_bench_command(CLI::App& app) {
     opts->clock_given = clock_opt->count() > 0;
     run_bench_allocation(*opts);
   });
+  add_bench_iteration_command(*bench);
 }
 
 }  // namespace mare::cli

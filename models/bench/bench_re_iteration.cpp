@@ -5,6 +5,8 @@
 // cost), the loss read back (the trainer's divergence check), backward, and an
 // Adam step with L2 1e-4 and global-norm clipping 3 (thesis Table 4.1) — on a
 // synthetic batch (models/ may not read data files or include experiments/).
+// The batch and the step live in re_iteration_setup.h, shared with
+// `mare bench iteration` (the same step as a JSON-writing command).
 //
 // The batch: 32 documents at the SemEval 2018 shape (T = 96 tokens) or the
 // BioCreative CDR shape (T = 398), random word/n-gram/char/entity-tag ids from a
@@ -13,8 +15,8 @@
 // tokens. Class weights off, gold entity tags an input, RE steps only (the
 // trainer's NER steps are a different, cheaper head).
 //
-// Configurations: cnn, bran, utre (Table 4.6 row 1), UTRE (utre+ngram+transition)
-// and UTRE-CPD, each at the paper size (d 300, heads 4) and at the default
+// Configurations: cnn, bran, utre (Table 4.6 row 1), UTRE (utre+ngram+transition),
+// UTRE-CPD, NTCRE and NTCRE-CPD, each at the paper size (d 300, heads 4) and at the default
 // profile's small size (d 64, heads 4; cnn: d 64, filters 64). Names:
 //   re_iteration/<model>/<paper|small>/<semeval|cdr>
 // so `--benchmark_filter=/small/` or `=/paper/semeval` pick a group. The
@@ -62,8 +64,7 @@
 #include <vector>
 
 #include "kernels/bench/bench_device.h"
-#include "kernels/random.h"
-#include "models/functions.h"
+#include "models/bench/re_iteration_setup.h"
 #include "models/optim.h"
 #include "models/re_model.h"
 #include "models/registry.h"
@@ -74,126 +75,8 @@ using namespace mare;
 using namespace mare::bench;
 using Clock = std::chrono::steady_clock;
 
-constexpr uint64_t kSeed = 20181;
-constexpr int64_t kBatch = 32;
-constexpr int64_t kPairsPerDoc = 2;
-constexpr int64_t kGrams = 8;  // n-gram slots per token
-constexpr int64_t kChars = 12;
-
-struct DataShape {
-  const char* name;
-  int64_t T;
-  int64_t relations;  // with NULL
-};
-// SemEval 2018 task 7: six relations + NULL; CDR: CID + NULL (thesis Table 4.15's
-// mean lengths).
-constexpr DataShape kShapes[] = {{"semeval", 96, 7}, {"cdr", 398, 2}};
-
-ReVocabSizes vocab(const DataShape& s) {
-  ReVocabSizes v;
-  v.words = 20000;
-  v.ngrams = 5000;
-  v.chars = 100;
-  v.entity_tags = 6;  // pad, O, B/I of two entity types
-  v.ner_tags = 5;
-  v.relations = s.relations;
-  v.max_distance = s.T;
-  return v;
-}
-
-Tensor ids(const std::vector<int32_t>& v, const Shape& shape) {
-  return Tensor::from_indices(v, shape).to(g_device);
-}
-
-// The synthetic batch (layout of models/re_batch.h), the same bytes every run.
-ReBatch synthetic_batch(const DataShape& s, const ReVocabSizes& v) {
-  PhiloxStream rng(kSeed, 7);
-  auto below = [&](int64_t n) { return static_cast<int64_t>(rng.below(static_cast<uint32_t>(n))); };
-  const int64_t B = kBatch, T = s.T, N = B * T;
-  ReBatch b;
-  b.B = B;
-  b.T = T;
-  std::vector<int32_t> words(N, 0), tags(N, 0), ner(N, -1), grams(N * kGrams, 0),
-      chars(N * kChars, 0);
-  std::vector<float> mask(N, 0.0f);
-  std::vector<int64_t> len(B);
-  for (int64_t d = 0; d < B; ++d) {
-    len[d] = d == 0 ? T : T - below(T / 10 + 1);
-    for (int64_t i = 0; i < len[d]; ++i) {
-      const int64_t r = d * T + i;
-      mask[r] = 1.0f;
-      words[r] = static_cast<int32_t>(1 + below(v.words - 1));
-      tags[r] = 1;  // O
-      ner[r] = 0;
-      const int64_t g = 3 + below(kGrams - 2), c = 2 + below(kChars - 1);
-      for (int64_t k = 0; k < g; ++k)
-        grams[r * kGrams + k] = static_cast<int32_t>(1 + below(v.ngrams - 1));
-      for (int64_t k = 0; k < c; ++k)
-        chars[r * kChars + k] = static_cast<int32_t>(1 + below(v.chars - 1));
-    }
-  }
-  // Pairs: head of type 0, tail of type 1, each entity 1–2 mentions of 1–3 tokens.
-  std::vector<int32_t> pair_doc, labels, head_off{0}, head_rows, tail_off{0}, tail_rows, head_pos,
-      tail_pos;
-  auto mention_set = [&](int64_t d, int type, std::vector<int32_t>& rows,
-                         std::vector<int64_t>& starts) {
-    const int64_t m = 1 + below(2);
-    for (int64_t k = 0; k < m; ++k) {
-      const int64_t w = 1 + below(3), at = below(len[d] - w + 1);
-      starts.push_back(at);
-      for (int64_t i = at; i < at + w; ++i) {
-        const int64_t r = d * T + i;
-        rows.push_back(static_cast<int32_t>(r));
-        tags[r] = static_cast<int32_t>(2 + 2 * type + (i == at ? 0 : 1));
-        ner[r] = static_cast<int32_t>(1 + 2 * type + (i == at ? 0 : 1));
-      }
-    }
-  };
-  for (int64_t d = 0; d < B; ++d) {
-    for (int64_t p = 0; p < kPairsPerDoc; ++p) {
-      std::vector<int64_t> hs, ts;
-      mention_set(d, 0, head_rows, hs);
-      mention_set(d, 1, tail_rows, ts);
-      head_off.push_back(static_cast<int32_t>(head_rows.size()));
-      tail_off.push_back(static_cast<int32_t>(tail_rows.size()));
-      // Closest head/tail mention starts, as the data loader picks them.
-      int64_t bh = hs[0], bt = ts[0];
-      for (int64_t h : hs)
-        for (int64_t t : ts)
-          if (std::abs(h - t) < std::abs(bh - bt)) bh = h, bt = t;
-      pair_doc.push_back(static_cast<int32_t>(d));
-      labels.push_back(static_cast<int32_t>(below(s.relations)));
-      head_pos.push_back(static_cast<int32_t>(bh));
-      tail_pos.push_back(static_cast<int32_t>(bt));
-      b.distance.push_back(static_cast<int>(std::abs(bh - bt)));
-      b.example_index.push_back(static_cast<int64_t>(b.example_index.size()));
-    }
-  }
-  const int64_t P = static_cast<int64_t>(pair_doc.size());
-  b.words = ids(words, {B, T});
-  b.mask = Tensor::from_vector(mask, {B, T}).to(g_device);
-  b.ngrams = ids(grams, {N, kGrams});
-  b.chars = ids(chars, {N, kChars});
-  b.entity_tags = ids(tags, {B, T});
-  b.ner_targets = ids(ner, {N});
-  b.P = P;
-  b.pair_doc = ids(pair_doc, {P});
-  b.labels = ids(labels, {P});
-  b.head_offsets = ids(head_off, {P + 1});
-  b.head_rows = ids(head_rows, {static_cast<int64_t>(head_rows.size())});
-  b.tail_offsets = ids(tail_off, {P + 1});
-  b.tail_rows = ids(tail_rows, {static_cast<int64_t>(tail_rows.size())});
-  b.head_pos = ids(head_pos, {P});
-  b.tail_pos = ids(tail_pos, {P});
-  return b;
-}
-
-int64_t real_tokens(const ReBatch& b) {
-  const Tensor m = b.mask.to(Device::cpu);
-  int64_t n = 0;
-  for (int64_t i = 0; i < m.numel(); ++i) n += m.f32()[i] > 0;
-  return n;
-}
+using DataShape = ReDataShape;
+constexpr const ReDataShape (&kShapes)[2] = kReShapes;
 
 // ---- resident memory (Linux /proc) -------------------------------------------
 
@@ -235,51 +118,27 @@ struct PeakRss {
 
 // ---- the benchmark -----------------------------------------------------------
 
-void sync_device() {
-#ifdef MARE_WITH_CUDA
-  if (g_device == Device::cuda) cuda::synchronize();
-#endif
-}
-
-// The trainer's RE step (experiments/re_trainer.cpp), lr 5e-4. Returns the
-// halting's mean iterations per real token (0 without halting).
-double train_step(ReModel& model, Adam& adam, const ReBatch& batch, uint64_t step) {
-  nn::Context ctx;
-  ctx.training = true;
-  ctx.seed = kSeed;
-  ctx.step = step;
-  for (const ag::Var& p : model.parameters().all()) p->grad = Tensor();
-  ReOutput out = model.forward(batch, ReTask::relations, ctx);
-  ag::Var loss = ag::cross_entropy(out.pair_logits, batch.labels);
-  if (out.aux_loss) loss = ag::add(loss, out.aux_loss);
-  benchmark::DoNotOptimize(loss->value.item());
-  ag::backward(loss);
-  adam.step(5e-4f);
-  sync_device();
-  return out.mean_steps;
-}
-
 void BM_ReIteration(benchmark::State& st, const std::string& model_name, const DataShape& shape) {
   PeakRss rss;
   rss.start();
   try {
     ReModelConfig cfg;
-    cfg.sizes = vocab(shape);
-    std::unique_ptr<ReModel> model = build_re_model(resolve_model(model_name), cfg, kSeed);
+    cfg.sizes = re_bench_vocab(shape);
+    std::unique_ptr<ReModel> model = build_re_model(resolve_model(model_name), cfg, kReBenchSeed);
     if (g_device != Device::cpu) model->to(g_device);
     Adam adam(model->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
-    const ReBatch batch = synthetic_batch(shape, cfg.sizes);
+    const ReBatch batch = synthetic_re_batch(shape, cfg.sizes, g_device);
     const int64_t tokens = real_tokens(batch);
 
     uint64_t step = 0;
     auto t0 = Clock::now();
-    train_step(*model, adam, batch, step++);
+    re_training_step(*model, adam, batch, step++);
     const double first = std::chrono::duration<double>(Clock::now() - t0).count();
     std::vector<double> seconds;
     double steps_sum = 0.0;
     for (auto _ : st) {
       t0 = Clock::now();
-      steps_sum += train_step(*model, adam, batch, step++);
+      steps_sum += re_training_step(*model, adam, batch, step++).mean_steps;
       seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     }
     std::sort(seconds.begin(), seconds.end());
@@ -313,6 +172,8 @@ constexpr Config kConfigs[] = {
     {"utre", "utre+d=300+heads=4", "utre+d=64+heads=4"},
     {"UTRE", "UTRE+d=300+heads=4", "UTRE+d=64+heads=4"},
     {"UTRE-CPD", "UTRE-CPD+d=300+heads=4", "UTRE-CPD+d=64+heads=4"},
+    {"NTCRE", "NTCRE+d=300+heads=4", "NTCRE+d=64+heads=4"},
+    {"NTCRE-CPD", "NTCRE-CPD+d=300+heads=4", "NTCRE-CPD+d=64+heads=4"},
 };
 
 // Rows whose single iteration takes more than 20 s on the 2-core development

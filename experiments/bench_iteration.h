@@ -1,0 +1,48 @@
+// `mare bench iteration`: seconds per training iteration of UTRE, NTCRE,
+// UTRE-CPD and NTCRE-CPD at the thesis Table 4.15 shapes (SemEval 2018, T 96;
+// BioCreative CDR, T 398), every iteration's time kept (thesis Figure 4.11),
+// and the NTCRE-x / UTRE-x ratio of the means (SPEC §10; the JSON layout is the
+// `mare bench iteration` contract of the session notes).
+//
+// One iteration is the trainer's RE step (models/bench/re_iteration_setup.h,
+// shared with bench_re_iteration): forward on a synthetic batch, cross-entropy
+// plus the ponder cost, backward, L2 1e-4, clipping at norm 3, Adam. Sizes:
+// `paper` = d 300, 4 heads, batch 32 (thesis Table 4.1); `default` = d 32,
+// 4 heads, batch 32 (the main job's default profile; minutes, not hours, on a
+// laptop). `alloc` variants add one NTCRE row per variant
+// (`NTCRE+alloc=V`); UTRE rows have no allocation (null).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/tensor.h"
+
+namespace mare {
+
+struct IterationBenchOptions {
+  std::vector<std::string> models{"UTRE", "NTCRE", "UTRE-CPD", "NTCRE-CPD"};
+  std::string shape = "both";       // semeval | cdr | both
+  std::string size = "default";     // paper | default
+  int iterations = 5;               // timed iterations per row
+  int warmup = 1;                   // untimed iterations before them
+  std::vector<std::string> allocs;  // NTCRE allocation variants; empty: the model's default
+  Device device = Device::cpu;
+};
+
+// Mean, median and sample standard deviation (n − 1; 0 for one value).
+struct TimeSummary {
+  double mean = 0, median = 0, sd = 0;
+};
+TimeSummary summarize_times(std::vector<double> seconds);
+
+// Runs every row and returns the contract's JSON (plus context fields). One
+// progress line per row goes to `progress` when given. Throws
+// std::invalid_argument naming the option for a bad value.
+nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostream* progress);
+
+}  // namespace mare

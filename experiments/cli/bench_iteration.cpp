@@ -1,0 +1,77 @@
+// `mare bench iteration` (registered by cmd_bench.cpp under `mare bench`):
+// seconds per training iteration of UTRE/NTCRE(-CPD) at the thesis Table 4.15
+// shapes (experiments/bench_iteration.h), one progress line per row on stderr,
+// a table on stdout, the rows as JSON (written to a temporary file and renamed).
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+#include "experiments/bench_iteration.h"
+#include "experiments/cli/commands.h"
+#include "experiments/run_dir.h"
+
+namespace mare::cli {
+
+namespace {
+
+struct Options {
+  IterationBenchOptions bench;
+  std::string device = "cpu";
+  std::string json_path;
+};
+
+void run(const Options& o) {
+  if (o.device != "cpu" && o.device != "cuda")
+    throw std::invalid_argument("bench iteration: unknown --device '" + o.device +
+                                "' (expected cpu or cuda)");
+  IterationBenchOptions b = o.bench;
+  b.device = parse_device(o.device);
+  const nlohmann::json j = run_iteration_bench(b, &std::cerr);
+  std::cout << "model\tshape\talloc\tmean_s\tmedian_s\tsd_s\tratio\n";
+  for (const nlohmann::json& r : j["rows"]) {
+    std::cout << r["model"].get<std::string>() << "\t" << r["shape"].get<std::string>() << "\t"
+              << (r["alloc"].is_null() ? std::string("-") : r["alloc"].get<std::string>())
+              << std::fixed << std::setprecision(4) << "\t" << r["mean_s"].get<double>() << "\t"
+              << r["median_s"].get<double>() << "\t" << r["sd_s"].get<double>() << "\t";
+    if (r["ratio"].is_null())
+      std::cout << "-";
+    else
+      std::cout << std::setprecision(3) << r["ratio"].get<double>();
+    std::cout << "\n";
+  }
+  if (!o.json_path.empty()) {
+    atomic_write(o.json_path, json_text(j));
+    std::cout << "wrote " << o.json_path << "\n";
+  }
+}
+
+}  // namespace
+
+void add_bench_iteration_command(CLI::App& bench) {
+  auto o = std::make_shared<Options>();
+  auto* it = bench.add_subcommand(
+      "iteration",
+      "Seconds per training iteration of UTRE, NTCRE, UTRE-CPD, NTCRE-CPD at the thesis Table "
+      "4.15 shapes, with the NTCRE-x / UTRE-x ratios");
+  it->add_option("--models", o->bench.models, "Models (registry names or aliases)")
+      ->delimiter(',')
+      ->capture_default_str();
+  it->add_option("--shape", o->bench.shape, "semeval (T 96), cdr (T 398) or both")
+      ->capture_default_str();
+  it->add_option("--size", o->bench.size,
+                 "paper (d 300, 4 heads, batch 32) or default (d 32, 4 heads, batch 32)")
+      ->capture_default_str();
+  it->add_option("--iterations", o->bench.iterations, "Timed iterations per row")
+      ->capture_default_str();
+  it->add_option("--warmup", o->bench.warmup, "Untimed iterations before them")
+      ->capture_default_str();
+  it->add_option("--alloc", o->bench.allocs,
+                 "NTCRE allocation variants, one row each: sorted, parallel, parallel-eps, rank, "
+                 "parallel-block (default: the model's, sorted)")
+      ->delimiter(',');
+  it->add_option("--device", o->device, "cpu or cuda")->capture_default_str();
+  it->add_option("--json", o->json_path, "Write the rows as JSON to FILE");
+  it->callback([o] { run(*o); });
+}
+
+}  // namespace mare::cli
