@@ -274,6 +274,9 @@ std::string compare_markdown(const CompareReport& rep) {
       std::string hl = "–";
       if (sr && std::isfinite(sr->estimate))
         hl = fmt(sr->estimate) + " [" + fmt(sr->conf_int[0]) + ", " + fmt(sr->conf_int[1]) + "]";
+      // R lowers the level when few pairs cannot reach it: say which level the bounds have.
+      if (sr && std::isfinite(sr->estimate) && std::fabs(sr->conf_level - o.conf_level) > 1e-9)
+        hl += " at " + fmt(100 * sr->conf_level, "%.3g") + "%";
       s += "| " + md(c.a) + " | " + md(c.b) + " | " + fmt(sr ? sr->p_value : kNaN) + " | " +
            fmt(c.p_signed_rank_holm) + " | " + std::to_string(c.n_paired) + " | " +
            std::to_string(c.dropped) + " | " + pm(c.mean_a, c.sd_a) + " (" + std::to_string(c.n_a) +
@@ -283,13 +286,15 @@ std::string compare_markdown(const CompareReport& rep) {
            fmt(c.vargha_delaney_a, "%.3f") + " |\n";
     }
     if (g.comparisons.empty()) s += "\n(no pair of cells with completed runs)\n";
-    s += "\np: Wilcoxon signed-rank test of a − b paired by seed (n seeds with a completed run in "
-         "both cells); Holm over the " +
-         std::to_string(g.comparisons.size()) +
-         " pairs of this table; dropped: runs of a and b outside the paired test; mean ± sd "
-         "(runs) over each cell's completed runs; V: signed-rank statistic; HL: Hodges–Lehmann "
-         "estimate of a − b with its confidence interval; rank-sum: Mann–Whitney test over all "
-         "completed runs; A: Vargha–Delaney A = P(a > b) + ½ P(a = b).\n";
+    s +=
+        "\np: Wilcoxon signed-rank test of a − b paired by seed (n seeds with a completed run in "
+        "both cells); Holm over the " +
+        std::to_string(g.comparisons.size()) +
+        " pairs of this table; dropped: runs of a and b outside the paired test; mean ± sd "
+        "(runs) over each cell's completed runs; V: signed-rank statistic; HL: Hodges–Lehmann "
+        "estimate of a − b with its confidence interval (at the achievable level where fewer pairs "
+        "cannot reach the requested one); rank-sum: Mann–Whitney test over all "
+        "completed runs; A: Vargha–Delaney A = P(a > b) + ½ P(a = b).\n";
     std::vector<std::string> notes;
     for (const CellSample& c : g.cells) {
       if (c.excluded.empty()) continue;

@@ -110,6 +110,7 @@ CorpusStatistics corpus_statistics(const std::string& source, int max_tokens) {
 
 nlohmann::json to_json(const CorpusStatistics& s) {
   nlohmann::json j;
+  j["command"] = "data stats";
   j["source"] = s.source;
   j["kind"] = s.kind;
   j["directory"] = s.directory;

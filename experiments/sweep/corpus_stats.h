@@ -17,7 +17,8 @@
 //   median, max and counts within 50/100/200/300/500 tokens; what the token cut lost.
 //
 // JSON (--json FILE, written atomically; read by `mare report`):
-//   {"source", "kind", "directory", "max_tokens" (0: no cut), "relation_classes" [NULL
+//   {"command": "data stats", "source", "kind", "directory", "max_tokens" (0: no cut),
+//   "relation_classes" [NULL
 //    first], "entity_types", "split_order": ["train", "valid", "test"],
 //    "splits": {"<split>": {"documents", "sentences",
 //      "tokens": {"total", "mean", "median", "min", "max", "per_document": [...]},

@@ -301,6 +301,18 @@ TEST(Compare, OutputsMarkdownCsvJson) {
   EXPECT_NE(md.find("| a | b | p | p (Holm) | n | dropped |"), std::string::npos) << md;
   EXPECT_NE(md.find("| A | B | 0.0625 | 0.1875 | 5 | 1 |"), std::string::npos) << md;
   EXPECT_NE(md.find("- C: left out 1 failed, 1 no value"), std::string::npos) << md;
+  // Two pairs cannot give a 95 % interval: R lowers the level, and the table says so.
+  const std::string two =
+      "sweep,table,profile,cell,seed,id,status,test_f1,dir\n"
+      "s,,,A,1,a,completed,0.5,d\ns,,,A,2,b,completed,0.75,d\n"
+      "s,,,B,1,c,completed,0.25,d\ns,,,B,2,d,completed,0.375,d\n";
+  const std::string md_two = sweep::compare_markdown(run(two, metric()));
+  EXPECT_NE(md_two.find("[0.25, 0.375] at 50%"), std::string::npos) << md_two;
+  // Five pairs reach 95 % (no note); the approximate interval of P − Q with its zero
+  // does not (R widens alpha until the data bracket the quantiles).
+  const std::size_t ab_row = md.find("| A | B |");
+  EXPECT_EQ(md.substr(ab_row, md.find('\n', ab_row) - ab_row).find("% |"), std::string::npos);
+  EXPECT_NE(md.find("] at 80% |"), std::string::npos) << md;
   sweep::write_compare(rep, (tmp / "out" / "cmp").string());
   EXPECT_EQ(slurp_file(tmp / "out" / "cmp.md"), md);
   const sweep::CsvTable t = sweep::read_csv(tmp / "out" / "cmp.csv");
