@@ -208,7 +208,6 @@ void read_collect_csv(const fs::path& p, const CsvTable& t, ReportInputs& out) {
     r.profile = row[2];
     r.cell = row[3];
     double seed = 0;
-    std::string why;
     if (!parse_double(row[4], seed) || seed != std::floor(seed))
       throw InputError(where + ": column seed: expected an integer, found '" + row[4] + "'");
     r.seed = static_cast<int64_t>(seed);
@@ -394,11 +393,25 @@ ReportInputs load_inputs(const std::vector<fs::path>& paths) {
   for (const fs::path& p : paths) w.given(p);
 
   // One run found twice (a tree and a collect CSV of it): keep the first run-directory copy.
+  // A collect row also names its directory (column dir): a legacy run, which has no id in
+  // its directory, is matched by that path.
   std::vector<RunRecord> kept;
   std::map<std::tuple<std::string, std::string, int64_t, std::string>, std::size_t> seen;
+  std::set<fs::path> dirs;
   std::stable_partition(in.runs.begin(), in.runs.end(),
                         [](const RunRecord& r) { return !r.dir.empty(); });
+  auto canonical = [](const fs::path& p) {
+    std::error_code ec;
+    fs::path c = fs::weakly_canonical(p, ec);
+    return ec ? p.lexically_normal() : c;
+  };
   for (RunRecord& r : in.runs) {
+    if (!r.dir.empty()) {
+      dirs.insert(canonical(r.dir));
+    } else if (r.params.is_object() && r.params.contains("_dir") &&
+               dirs.count(canonical(r.params["_dir"].get<std::string>()))) {
+      continue;
+    }
     if (!r.id.empty()) {
       auto key = std::make_tuple(r.sweep, r.cell, r.seed, r.id);
       if (seen.count(key)) continue;

@@ -101,6 +101,17 @@ TEST(ReportInputs, TheSameRunFoundTwiceIsKeptOnce) {
   EXPECT_EQ(in.runs.size(), 16u);
 }
 
+TEST(ReportInputs, ALegacyRunInATreeAndInACollectCsvIsKeptOnce) {
+  mare::test::TempDir tmp("report_dup");
+  const fs::path run = fixtures() / "cdr/bran-synth-cdr-seed1";
+  write_file_atomic(tmp / "c.csv",
+                    "sweep,table,profile,cell,seed,id,status,test_f1,dir\n"
+                    ",,,bran-synth-cdr,1,1234abcd1234abcd,completed,0.5," +
+                        run.string() + "\n");
+  EXPECT_EQ(load_inputs({run, tmp / "c.csv"}).runs.size(), 1u);
+  EXPECT_EQ(load_inputs({tmp / "c.csv"}).runs.size(), 1u);
+}
+
 TEST(ReportInputs, CollectRowsKeepQuotedFieldsAndNumbers) {
   const ReportInputs in = load_inputs({fixtures() / "semeval.csv"});
   ASSERT_EQ(in.runs.size(), 2u);
