@@ -140,7 +140,7 @@ uint64_t fnv1a(const std::string& s) {
 }
 
 std::string legacy_cell(const fs::path& dir) {
-  fs::path abs = fs::weakly_canonical(fs::absolute(dir));
+  fs::path abs = fs::absolute(dir).lexically_normal();  // names as found, links kept
   if (abs.filename().empty()) abs = abs.parent_path();
   const std::string name = abs.filename().string();
   static const std::regex seed_dir("^seed[0-9]+([^0-9].*)?$");

@@ -171,7 +171,8 @@ CompareReport compare_cells(const CsvTable& t, const CompareOptions& o) {
   std::vector<CompareGroup> groups;
   std::map<std::pair<std::string, std::string>, std::size_t> group_index;
   std::map<std::tuple<std::size_t, std::string>, std::size_t> cell_index;
-  std::map<std::tuple<std::size_t, std::size_t, int64_t>, std::size_t> seed_line;
+  std::map<std::tuple<std::size_t, std::size_t, int64_t>, std::size_t> seed_row;
+  const int c_profile = t.column("profile");
   std::set<std::string> all_cells;
   std::map<std::string, int> excluded_total;
   int used = 0;
@@ -207,12 +208,18 @@ CompareReport compare_cells(const CsvTable& t, const CompareOptions& o) {
       throw CompareError(where + ": column " + o.metric + ": expected a number, got '" +
                          row[c_metric] + "' (" + why + ")");
     const auto seed = static_cast<int64_t>(seed_value);
-    auto [sit, snew] =
-        seed_line.emplace(std::make_tuple(git->second, cit->second, seed), t.lines[r]);
-    if (!snew)
+    auto [sit, snew] = seed_row.emplace(std::make_tuple(git->second, cit->second, seed), r);
+    if (!snew) {
+      std::string hint;
+      // Two profiles of one sweep in one table is the likely cause: say so.
+      if (c_profile >= 0 && t.rows[sit->second][c_profile] != row[c_profile])
+        hint = " (profiles " + t.rows[sit->second][c_profile] + " and " + row[c_profile] +
+               ": compare one profile at a time)";
       throw CompareError(where + ": cell " + cell.cell + " has a second completed run of seed " +
                          std::to_string(seed) + " (the first is on line " +
-                         std::to_string(sit->second) + "); pairing by seed needs one run per seed");
+                         std::to_string(t.lines[sit->second]) +
+                         "); pairing by seed needs one run per seed" + hint);
+    }
     cell.values[seed] = value;
     ++used;
   }

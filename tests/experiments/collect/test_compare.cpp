@@ -286,6 +286,9 @@ TEST(Compare, Errors) {
   expect_error(
       header + "s,,,A,1,x,completed,0.5,d\ns,,,A,1,y,completed,0.6,d\n", metric(),
       {"results.csv:3: cell A has a second completed run of seed 1", "first is on line 2"});
+  const std::string profiled = "sweep,table,profile,cell,seed,id,status,test_f1,dir\n";
+  expect_error(profiled + "s,,smoke,A,1,x,completed,0.5,d\ns,,paper,A,1,y,completed,0.6,d\n",
+               metric(), {"(profiles smoke and paper: compare one profile at a time)"});
   expect_error(header + "s,,,A,1,x,completed,high,d\n", metric(),
                {"results.csv:2: column test_f1: expected a number, got 'high'"});
   expect_error(header + "s,,,A,one,x,completed,0.5,d\n", metric(),
