@@ -1,4 +1,4 @@
-# fig5.1: Fig. 5.1: convergence on the addition problem (batch > 10)
+# Fig. 5.1: convergence on the addition problem (batch > 10)
 # Written by `mare report`. Data: fig5.1.dat, one block per series (blocks separated by two blank lines, selected with `index`).
 # Re-plot in this directory with `gnuplot -d fig5.1.gp`: writes fig5.1.png and fig5.1.svg.
 DAT = "fig5.1.dat"

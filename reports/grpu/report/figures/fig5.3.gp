@@ -1,4 +1,4 @@
-# fig5.3: Fig. 5.3: convergence on the addition problem with conditionals
+# Fig. 5.3: convergence on the addition problem with conditionals
 # Written by `mare report`. Data: fig5.3.dat, one block per series (blocks separated by two blank lines, selected with `index`).
 # Re-plot in this directory with `gnuplot -d fig5.3.gp`: writes fig5.3.png and fig5.3.svg.
 DAT = "fig5.3.dat"

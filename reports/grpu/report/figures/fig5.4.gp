@@ -1,4 +1,4 @@
-# fig5.4: Fig. 5.4: convergence of the new addition experiment (batch <= 10)
+# Fig. 5.4: convergence of the new addition experiment (batch <= 10)
 # Written by `mare report`. Data: fig5.4.dat, one block per series (blocks separated by two blank lines, selected with `index`).
 # Re-plot in this directory with `gnuplot -d fig5.4.gp`: writes fig5.4.png and fig5.4.svg.
 DAT = "fig5.4.dat"
