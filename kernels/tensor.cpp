@@ -9,6 +9,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "kernels/parallel.h"
 #ifdef MARE_WITH_CUDA
 #include "kernels/cuda/runtime.h"
 #endif
@@ -131,10 +132,23 @@ bool cuda_available() {
 #endif
 }
 
+// Host fills and copies of large blocks run in chunks of 64 KiB on the kernel
+// threads (kernels/parallel.h): zeroing gradients and first-touching fresh
+// activations is a good part of a training step. Bytes are bytes: the result
+// does not depend on the chunks.
+constexpr size_t kChunkBytes = size_t{1} << 16;
+constexpr size_t kSplitBytes = size_t{1} << 19;
+
 static void copy_bytes(void* dst, Device dd, const void* src, Device sd, size_t n) {
   if (n == 0) return;
   if (dd == Device::cpu && sd == Device::cpu) {
-    std::memcpy(dst, src, n);
+    if (n < kSplitBytes) {
+      std::memcpy(dst, src, n);
+      return;
+    }
+    parallel_for_chunks(static_cast<int64_t>(n), kChunkBytes, [&](int64_t b, int64_t e) {
+      std::memcpy(static_cast<char*>(dst) + b, static_cast<const char*>(src) + b, e - b);
+    });
     return;
   }
 #ifdef MARE_WITH_CUDA
@@ -220,10 +234,18 @@ void Tensor::copy_from(const Tensor& src) {
 void Tensor::fill(float value) {
   check_defined(*this, "fill");
   if (device_ == Device::cpu) {
-    if (dtype_ == DType::f32)
-      std::fill_n(f32(), numel(), value);
+    const int64_t n = numel();
+    const int64_t grain = static_cast<int64_t>(kChunkBytes / 4);
+    auto fill_range = [&](int64_t b, int64_t e) {
+      if (dtype_ == DType::f32)
+        std::fill_n(f32() + b, e - b, value);
+      else
+        std::fill_n(i32() + b, e - b, static_cast<int32_t>(value));
+    };
+    if (nbytes() < kSplitBytes)
+      fill_range(0, n);
     else
-      std::fill_n(i32(), numel(), static_cast<int32_t>(value));
+      parallel_for_chunks(n, grain, fill_range);
     return;
   }
 #ifdef MARE_WITH_CUDA
