@@ -218,7 +218,7 @@ void add_bench_command(CLI::App& app) {
       ->add_option_function<int>(
           "--threads", [](const int& k) { set_threads(k); },
           "Kernel threads (default: MARE_THREADS, else every core)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 4096));
   auto opts = std::make_shared<BenchAllocationOptions>();
   auto* alloc = bench->add_subcommand(
       "allocation",

@@ -210,7 +210,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--threads", *thread_count,
                   "Kernel threads (default: MARE_THREADS, else every core); the results are the "
                   "same bytes at any count, manifest.json and result.json record it")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 4096));
   cmd->callback([opt, extras, rel, cmd, thread_count] {
     // --threads, else MARE_THREADS (a bad value is refused here, naming it), else every core.
     if (*thread_count > 0)
