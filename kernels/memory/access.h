@@ -9,7 +9,8 @@
 //
 // Rule of the kernel layer: forward returns new tensors; backward ACCUMULATES
 // (+=) into the gradient tensors it is given and skips any that is undefined.
-// Everything runs single-threaded, memory by memory, in a fixed order.
+// Memories run in chunks on the kernel threads (kernels/parallel.h), each memory
+// in a fixed order: the same bytes at any thread count.
 #pragma once
 
 #include "kernels/tensor.h"

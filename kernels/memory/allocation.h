@@ -34,7 +34,8 @@
 //                 `parallel` (same factors, same order), forward and
 //                 backward. Made for small N, where per-memory work is too
 //                 short for a sort or a scalar loop to amortise.
-// On the CPU all variants are single-threaded and deterministic, and run with subnormals
+// On the CPU all variants run memories in chunks on the kernel threads, are
+// deterministic (the same bytes at any thread count), and run with subnormals
 // flushed to zero (see allocation.cpp). The same variants run on the GPU under
 // the same names (kernels/cuda/allocation.cu; see kernels/memory/README.md).
 #pragma once

@@ -5,11 +5,11 @@
 // allocates differently from `sorted`. Shared by `mare bench allocation` and
 // the Google Benchmark binary kernels/bench/bench_allocation.
 //
-// Timing protocol (rule of this file): one thread; a sweep point's inputs are
-// built before anything is timed; per (point, pass) each contestant's first
-// call is a warm-up, timed only to size a repetition to at least
-// `min_rep_seconds` of back-to-back calls, and not recorded; then
-// `repetitions` rounds in which every variant's repetition is preceded by a
+// Timing protocol (rule of this file): the variants on threads() threads (each
+// repetition also on 1 thread when that is more; the copy always on one); a sweep point's inputs
+// are built before anything is timed; per (point, pass) each contestant's first call is a warm-up,
+// timed only to size a repetition to at least `min_rep_seconds` of back-to-back calls, and not
+// recorded; then `repetitions` rounds in which every variant's repetition is preceded by a
 // repetition of the copy floor (interleaved, so that noise from a shared
 // machine hits them alike; the floor is sampled repetitions × variants
 // times). Reported: the median over repetitions of seconds per call, with min
