@@ -1,0 +1,551 @@
+// The sweep runner (experiments/sweep/runner.h) end to end: every sweep here is a real
+// `mare sweep` process whose runs are `mare train` children. The plans are sweep.json
+// files written from C++ (tiny GRPU and xor runs of a fraction of a second), so that a
+// test can also hold runs a spec would refuse (a bad option, a NaN learning rate).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "experiments/sweep/runner.h"
+#include "tests/temp_dir.h"
+
+namespace mare::sweep {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+json read_json(const fs::path& p) {
+  return json::parse(slurp(p));
+}
+
+int64_t lines(const fs::path& p) {
+  std::ifstream in(p);
+  int64_t n = 0;
+  for (std::string l; std::getline(in, l);) ++n;
+  return n;
+}
+
+std::string hex16(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+RunPlan make_run(const std::string& cell, int64_t seed, std::vector<std::string> command) {
+  RunPlan r;
+  r.cell = cell;
+  r.seed = seed;
+  r.id = hex16(cell + "/" + std::to_string(seed));
+  r.dir = cell + "/seed" + std::to_string(seed) + "-" + r.id.substr(0, 8);
+  r.kind = "train";
+  r.params = {{"cell", cell}};
+  r.command = std::move(command);
+  r.done_file = "result.json";
+  return r;
+}
+
+RunPlan grpu_run(const std::string& cell, int hidden, int64_t seed, int epochs) {
+  return make_run(cell, seed,
+                  {"train", "--model", "grpu+hidden=" + std::to_string(hidden), "--task",
+                   "addition", "--seed", std::to_string(seed), "--epochs", std::to_string(epochs),
+                   "--samples", "20", "--test-samples", "10", "--batch", "10", "--out", "{run}"});
+}
+
+RunPlan xor_run(const std::string& cell, int64_t seed, std::vector<std::string> extra = {}) {
+  std::vector<std::string> c = {
+      "train", "--model", "mlp", "--task", "xor", "--seed", std::to_string(seed), "--epochs", "3"};
+  c.insert(c.end(), extra.begin(), extra.end());
+  c.push_back("--out");
+  c.push_back("{run}");
+  return make_run(cell, seed, c);
+}
+
+SweepPlan make_plan(const std::string& name, std::vector<RunPlan> runs) {
+  SweepPlan p;
+  p.spec_path = name + ".yaml";
+  p.name = name;
+  p.table = "";
+  p.profile = "smoke";
+  p.runs = std::move(runs);
+  return p;
+}
+
+fs::path write_plan(const fs::path& dir, const SweepPlan& plan) {
+  fs::create_directories(dir);
+  fs::path p = dir / (plan.name + ".json");
+  std::ofstream(p) << plan_json(plan).dump(2);
+  return p;
+}
+
+// A `mare` process with stdout and stderr to `log`.
+pid_t spawn_mare(const std::vector<std::string>& args, const fs::path& log) {
+  std::vector<std::string> a = {MARE_CLI_BINARY};
+  a.insert(a.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : a) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    FILE* f = std::freopen(log.c_str(), "a", stdout);
+    if (f) ::dup2(::fileno(stdout), 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Exit status as a shell reports it: the code, or 128 + the signal.
+int wait_exit(pid_t pid) {
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int run_mare(const std::vector<std::string>& args, const fs::path& log) {
+  return wait_exit(spawn_mare(args, log));
+}
+
+// Waits up to `seconds` for a condition.
+template <class F>
+bool eventually(F f, double seconds) {
+  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  while (Clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return f();
+}
+
+// Processes whose command line mentions `text` (leftover runs of a killed sweep).
+std::vector<std::string> processes_mentioning(const std::string& text) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmd = slurp(e.path() / "cmdline");
+    for (char& c : cmd)
+      if (c == '\0') c = ' ';
+    if (cmd.find(text) != std::string::npos) found.push_back(name + ": " + cmd);
+  }
+  return found;
+}
+
+std::string status_of(const fs::path& run) {
+  return read_json(run / "status.json")["status"];
+}
+
+// ---- shards -------------------------------------------------------------------
+
+TEST(SweepShards, DisjointAndTheirUnionIsTheSweep) {
+  for (size_t runs : {0u, 1u, 7u, 20u})
+    for (int n = 1; n <= 8; ++n) {
+      std::vector<int> owner(runs, 0);
+      for (int i = 1; i <= n; ++i)
+        for (size_t k : shard_runs(runs, {i, n})) {
+          ASSERT_LT(k, runs);
+          EXPECT_EQ(owner[k], 0) << "run " << k << " in shards " << owner[k] << " and " << i;
+          owner[k] = i;
+        }
+      for (size_t k = 0; k < runs; ++k) EXPECT_NE(owner[k], 0) << "run " << k << " of " << n;
+    }
+  EXPECT_EQ(shard_runs(7, {2, 3}), (std::vector<size_t>{1, 4}));
+  EXPECT_EQ(parse_shard("3/8").index, 3);
+  EXPECT_EQ(parse_shard("3/8").count, 8);
+  for (const char* bad : {"0/3", "4/3", "3", "a/b", "1/0", "-1/3", "/3", "1/"})
+    EXPECT_THROW(parse_shard(bad), std::invalid_argument) << bad;
+}
+
+TEST(SweepShards, ConcurrentShardsRunEachRunOnceAndShareTheData) {
+  const test::TempDir t("sweep_shards");
+  std::vector<RunPlan> runs;
+  for (int s = 1; s <= 7; ++s) runs.push_back(xor_run("x", s));
+  SweepPlan plan = make_plan("shards", runs);
+  // Data no run names: every shard generates it, at the same time; the renames race.
+  DataNeed need;
+  need.generator = "synth-cdr";
+  need.seed = 3;
+  need.docs = 4;
+  need.dir = "data/synth-cdr-seed3-docs4";
+  need.command = {"data", "generate", "synth-cdr", "--docs", "4", "--seed", "3", "--out", "{out}"};
+  plan.data.push_back(need);
+  const fs::path spec = write_plan(t / "spec", plan);
+  const fs::path root = t / "root";
+  std::vector<pid_t> pids;
+  for (int i = 1; i <= 3; ++i)
+    pids.push_back(spawn_mare(
+        {"sweep", spec.string(), "--out", root.string(), "--shard", std::to_string(i) + "/3"},
+        t / ("shard" + std::to_string(i) + ".log")));
+  for (size_t i = 0; i < pids.size(); ++i)
+    EXPECT_EQ(wait_exit(pids[i]), 0) << slurp(t / ("shard" + std::to_string(i + 1) + ".log"));
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const fs::path dir = root / runs[k].dir;
+    ASSERT_TRUE(fs::exists(dir / "status.json")) << dir;
+    EXPECT_EQ(status_of(dir), "completed");
+    EXPECT_EQ(lines(dir / "attempts.jsonl"), 1) << dir;
+    EXPECT_EQ(read_json(dir / "attempts.jsonl")["shard"], std::to_string(k % 3 + 1) + "/3");
+    EXPECT_EQ(read_json(dir / "run.json")["id"], runs[k].id);
+  }
+  for (const char* f : {"train.pubtator", "valid.pubtator", "test.pubtator"})
+    EXPECT_TRUE(fs::exists(root / need.dir / f)) << f;
+  for (const auto& e : fs::directory_iterator(root / "data"))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+  // The same data as one generation alone.
+  ASSERT_EQ(run_mare({"data", "generate", "synth-cdr", "--docs", "4", "--seed", "3", "--out",
+                      (t / "alone").string()},
+                     t / "alone.log"),
+            0);
+  EXPECT_EQ(slurp(root / need.dir / "train.pubtator"), slurp(t / "alone" / "train.pubtator"));
+  EXPECT_EQ(read_json(root / "sweep.json"), plan_json(plan));
+
+  // A shard's dry run lists its runs only, all done.
+  const fs::path dry = t / "dry.log";
+  ASSERT_EQ(
+      run_mare({"sweep", spec.string(), "--out", root.string(), "--shard", "2/3", "--dry-run"},
+               dry),
+      0);
+  const std::string listing = slurp(dry);
+  for (size_t k = 0; k < runs.size(); ++k)
+    EXPECT_EQ(listing.find(runs[k].dir) != std::string::npos, k % 3 == 1) << listing;
+  EXPECT_NE(listing.find("\tdone\t"), std::string::npos) << listing;
+  EXPECT_EQ(listing.find("\ttodo\t"), std::string::npos) << listing;
+}
+
+// ---- the kill test ------------------------------------------------------------
+
+// SIGKILL at seeded random times, at least 20 times, resuming each time: every run ends
+// once, with the same result.json, metrics.jsonl and checkpoint.bin bytes as an
+// uninterrupted sweep, and no run of a killed sweep lives on.
+TEST(SweepKill, KilledAtRandomTimesResumesToTheSameBytes) {
+  const test::TempDir t("sweep_kill");
+  constexpr int kEpochs = 120;
+  std::vector<RunPlan> runs;
+  for (int s = 1; s <= 3; ++s) runs.push_back(grpu_run("h6", 6, s, kEpochs));
+  for (int s = 1; s <= 3; ++s) runs.push_back(grpu_run("h4", 4, s, kEpochs));
+  const SweepPlan plan = make_plan("kill", runs);
+  const fs::path spec = write_plan(t / "spec", plan);
+  const fs::path ref = t / "ref", killed = t / "killed";
+  const std::vector<std::string> common = {"sweep", spec.string(), "--jobs", "2", "--out"};
+  auto args = [&](const fs::path& root) {
+    auto a = common;
+    a.push_back(root.string());
+    return a;
+  };
+
+  const auto t0 = Clock::now();
+  ASSERT_EQ(run_mare(args(ref), t / "ref.log"), 0) << slurp(t / "ref.log");
+  const double t_ref = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  std::mt19937 rng(20261124);
+  int kills = 0, sweeps = 0;
+  for (;;) {
+    ASSERT_LT(++sweeps, 400) << "the sweep does not finish";
+    // The first 20 kills come at most t_ref / 15 after the start (20 of them cannot run
+    // the whole sweep); then the sweep is given longer and longer until it finishes.
+    const double hi =
+        kills < 20 ? std::max(0.05, t_ref / 15) : std::max(0.2, t_ref * (kills - 18) / 4);
+    const double delay = std::uniform_real_distribution<double>(0.01, hi)(rng);
+    const pid_t pid = spawn_mare(args(killed), t / "killed.log");
+    const auto until = Clock::now() + std::chrono::duration<double>(delay);
+    int st = 0;
+    pid_t r = 0;
+    while ((r = ::waitpid(pid, &st, WNOHANG)) == 0 && Clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (r == pid) {
+      ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << slurp(t / "killed.log");
+      break;
+    }
+    ::kill(pid, SIGKILL);
+    wait_exit(pid);
+    ++kills;
+  }
+  EXPECT_GE(kills, 20);
+
+  int64_t attempts = 0;
+  for (const RunPlan& run : runs) {
+    const fs::path a = ref / run.dir, b = killed / run.dir;
+    ASSERT_TRUE(fs::exists(b / "result.json")) << b;
+    for (const char* f : {"result.json", "metrics.jsonl", "checkpoint.bin"})
+      EXPECT_EQ(slurp(a / f), slurp(b / f)) << f << " of " << run.dir;
+    EXPECT_EQ(lines(b / "metrics.jsonl"), kEpochs) << run.dir;
+    EXPECT_EQ(status_of(b), "completed");
+    // A finished run is never started again (mare train would announce it).
+    EXPECT_EQ(slurp(b / "stderr.log").find("already finished"), std::string::npos) << b;
+    EXPECT_LE(lines(b / "stdout.log") - lines(b / "attempts.jsonl"), 2) << b;
+    attempts += lines(b / "attempts.jsonl");
+  }
+  // Most kills hit runs under way (each epoch of a run checkpoints).
+  EXPECT_GT(attempts, static_cast<int64_t>(runs.size()) + 10) << "few runs were interrupted";
+  EXPECT_TRUE(eventually([&] { return processes_mentioning(killed.string()).empty(); }, 5))
+      << processes_mentioning(killed.string()).front();
+  std::cerr << "[ kill test ] " << kills << " kills in " << sweeps << " sweeps, " << attempts
+            << " run starts for " << runs.size() << " runs; uninterrupted sweep " << t_ref
+            << " s\n";
+
+  // And once more: everything is skipped.
+  ASSERT_EQ(run_mare(args(killed), t / "again.log"), 0);
+  EXPECT_NE(slurp(t / "again.log").find("6 skipped"), std::string::npos) << slurp(t / "again.log");
+}
+
+// ---- lock, signals --------------------------------------------------------------
+
+TEST(SweepLockTest, ShardsShareTheRootAndExcludeTheirTwins) {
+  const test::TempDir t("sweep_lock");
+  {
+    SweepLock whole(t.path(), {1, 1});
+    try {
+      SweepLock again(t.path(), {1, 1});
+      FAIL() << "a second whole sweep got the lock";
+    } catch (const SweepLocked& e) {
+      EXPECT_NE(std::string(e.what()).find(".sweep.lock"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("pid " + std::to_string(::getpid())), std::string::npos)
+          << e.what();
+    }
+    EXPECT_THROW(SweepLock(t.path(), {2, 3}), SweepLocked);
+  }
+  {
+    SweepLock a(t.path(), {1, 2});
+    SweepLock b(t.path(), {2, 2});
+    try {
+      SweepLock twin(t.path(), {2, 2});
+      FAIL() << "shard 2/2 twice";
+    } catch (const SweepLocked& e) {
+      EXPECT_NE(std::string(e.what()).find(".sweep-2of2.lock"), std::string::npos) << e.what();
+    }
+    try {
+      SweepLock whole(t.path(), {1, 1});
+      FAIL() << "a whole sweep beside running shards";
+    } catch (const SweepLocked& e) {
+      EXPECT_NE(std::string(e.what()).find(".sweep-1of2.lock"), std::string::npos) << e.what();
+    }
+  }
+  SweepLock after(t.path(), {1, 1});  // all released
+}
+
+TEST(SweepLockTest, SecondSweepIsRefusedAndSigintInterrupts) {
+  const test::TempDir t("sweep_lock2");
+  const SweepPlan plan = make_plan("long", {grpu_run("g", 6, 1, 2000)});
+  const fs::path spec = write_plan(t / "spec", plan), root = t / "root";
+  const pid_t first = spawn_mare({"sweep", spec.string(), "--out", root.string()}, t / "1.log");
+  const fs::path run = root / plan.runs[0].dir;
+  ASSERT_TRUE(eventually([&] { return fs::exists(run / "last.ckpt"); }, 30)) << slurp(t / "1.log");
+  for (const std::string shard : {"1/1", "1/2"}) {
+    const fs::path log = t / ("2-" + shard.substr(0, 1) + ".log");
+    const auto t0 = Clock::now();
+    EXPECT_EQ(run_mare({"sweep", spec.string(), "--out", root.string(), "--shard", shard}, log), 2);
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
+    const std::string msg = slurp(log);
+    EXPECT_NE(msg.find((root / ".sweep.lock").string()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("pid " + std::to_string(first)), std::string::npos) << msg;
+  }
+  ::kill(first, SIGINT);
+  EXPECT_EQ(wait_exit(first), 130) << slurp(t / "1.log");
+  const json st = read_json(run / "status.json");
+  EXPECT_EQ(st["status"], "interrupted");
+  EXPECT_EQ(st["signal"], SIGINT);
+  EXPECT_EQ(st["attempt"], 1);
+  EXPECT_NE(slurp(t / "1.log").find("run the same command again to resume"), std::string::npos);
+  EXPECT_TRUE(processes_mentioning(run.string()).empty());
+}
+
+// SIGTERM: both running runs are interrupted; the next sweep resumes them from their
+// last.ckpt to the bytes of an uninterrupted sweep.
+TEST(SweepSignals, SigtermInterruptsAndTheNextSweepResumes) {
+  const test::TempDir t("sweep_term");
+  const SweepPlan plan = make_plan(
+      "term", {grpu_run("a", 6, 1, 150), grpu_run("b", 6, 2, 150), grpu_run("c", 4, 3, 20)});
+  const fs::path spec = write_plan(t / "spec", plan), root = t / "root", ref = t / "ref";
+  const std::vector<std::string> args = {"sweep", spec.string(), "--jobs", "2", "--out"};
+  auto with = [&](const fs::path& r) {
+    auto a = args;
+    a.push_back(r.string());
+    return a;
+  };
+  const pid_t pid = spawn_mare(with(root), t / "1.log");
+  ASSERT_TRUE(eventually(
+      [&] {
+        return fs::exists(root / plan.runs[0].dir / "last.ckpt") &&
+               fs::exists(root / plan.runs[1].dir / "last.ckpt");
+      },
+      30));
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(wait_exit(pid), 143) << slurp(t / "1.log");
+  for (int k : {0, 1}) {
+    const json st = read_json(root / plan.runs[k].dir / "status.json");
+    EXPECT_EQ(st["status"], "interrupted");
+    EXPECT_EQ(st["signal"], SIGTERM);
+    EXPECT_FALSE(fs::exists(root / plan.runs[k].dir / "result.json"));
+  }
+  EXPECT_FALSE(fs::exists(root / plan.runs[2].dir)) << "a run started after the signal";
+  EXPECT_NE(slurp(t / "1.log").find("1 not started"), std::string::npos) << slurp(t / "1.log");
+
+  ASSERT_EQ(run_mare(with(root), t / "2.log"), 0) << slurp(t / "2.log");
+  ASSERT_EQ(run_mare(with(ref), t / "ref.log"), 0) << slurp(t / "ref.log");
+  for (const RunPlan& run : plan.runs) {
+    EXPECT_EQ(status_of(root / run.dir), "completed");
+    for (const char* f : {"result.json", "metrics.jsonl"})
+      EXPECT_EQ(slurp(root / run.dir / f), slurp(ref / run.dir / f)) << f << " of " << run.dir;
+  }
+  EXPECT_EQ(read_json(root / plan.runs[0].dir / "status.json")["attempt"], 2);
+}
+
+// ---- failures ------------------------------------------------------------------
+
+TEST(SweepFailures, RecordedAndTheOthersFinish) {
+  const test::TempDir t("sweep_fail");
+  const SweepPlan plan =
+      make_plan("fail", {xor_run("ok", 1), xor_run("nan", 1, {"--lr", "nan"}),
+                         xor_run("bad", 1, {"--no-such-option"}), xor_run("ok", 2)});
+  const fs::path spec = write_plan(t / "spec", plan), root = t / "root";
+  const std::vector<std::string> args = {"sweep", spec.string(), "--out", root.string()};
+  ASSERT_EQ(run_mare(args, t / "1.log"), 1) << slurp(t / "1.log");
+  const fs::path ok1 = root / plan.runs[0].dir, nan = root / plan.runs[1].dir,
+                 bad = root / plan.runs[2].dir, ok2 = root / plan.runs[3].dir;
+  EXPECT_EQ(status_of(ok1), "completed");
+  EXPECT_EQ(status_of(nan), "diverged");
+  EXPECT_EQ(status_of(ok2), "completed");
+  const json st = read_json(bad / "status.json");
+  EXPECT_EQ(st["status"], "failed");
+  EXPECT_EQ(st["exit_code"], 2);
+  EXPECT_TRUE(st["signal"].is_null());
+  EXPECT_NE(st["stderr_tail"].get<std::string>().find("--no-such-option"), std::string::npos)
+      << st.dump();
+  EXPECT_EQ(st["stderr_tail"].get<std::string>().find("== mare sweep"), std::string::npos);
+  const std::string summary = slurp(t / "1.log");
+  EXPECT_NE(summary.find("1 failed"), std::string::npos) << summary;
+  EXPECT_NE(summary.find(bad.string()), std::string::npos) << summary;
+  EXPECT_NE(summary.find("| mare: error"), std::string::npos) << summary;
+  const json rj = read_json(ok1 / "run.json");
+  EXPECT_EQ(rj["cell"], "ok");
+  EXPECT_EQ(rj["command"].back(), "{run}");
+
+  // Again: the failed run is kept (not started), the others skipped.
+  ASSERT_EQ(run_mare(args, t / "2.log"), 1);
+  EXPECT_EQ(lines(bad / "attempts.jsonl"), 1);
+  EXPECT_EQ(lines(ok1 / "attempts.jsonl"), 1);
+  EXPECT_NE(slurp(t / "2.log").find("3 skipped"), std::string::npos) << slurp(t / "2.log");
+  // --retry-failed runs it again (and it fails again).
+  auto retry = args;
+  retry.push_back("--retry-failed");
+  ASSERT_EQ(run_mare(retry, t / "3.log"), 1);
+  EXPECT_EQ(lines(bad / "attempts.jsonl"), 2);
+  EXPECT_EQ(read_json(bad / "status.json")["attempt"], 2);
+  EXPECT_EQ(lines(nan / "attempts.jsonl"), 1);
+}
+
+TEST(SweepFailures, ARunKilledFromOutsideIsCrashed) {
+  const test::TempDir t("sweep_crash");
+  const SweepPlan plan = make_plan("crash", {grpu_run("g", 6, 1, 2000), xor_run("x", 1)});
+  const fs::path spec = write_plan(t / "spec", plan), root = t / "root";
+  const pid_t pid = spawn_mare({"sweep", spec.string(), "--out", root.string()}, t / "1.log");
+  const fs::path run = root / plan.runs[0].dir;
+  ASSERT_TRUE(eventually([&] { return fs::exists(run / "last.ckpt"); }, 30));
+  std::vector<std::string> procs;
+  ASSERT_TRUE(eventually(
+      [&] { return !(procs = processes_mentioning("--out " + run.string())).empty(); }, 5));
+  ::kill(std::stoi(procs.front()), SIGKILL);
+  EXPECT_EQ(wait_exit(pid), 1) << slurp(t / "1.log");
+  const json st = read_json(run / "status.json");
+  EXPECT_EQ(st["status"], "crashed");
+  EXPECT_EQ(st["signal"], SIGKILL);
+  EXPECT_EQ(status_of(root / plan.runs[1].dir), "completed");
+}
+
+// ---- plan, dry run, Slurm script --------------------------------------------------
+
+TEST(SweepPlanFile, DryRunRunsNothingAndEmitSlurmWritesTheArray) {
+  const test::TempDir t("sweep_dry");
+  const SweepPlan plan = make_plan("dry", {xor_run("a", 1), xor_run("a", 2), xor_run("b", 1)});
+  const fs::path spec = write_plan(t / "spec", plan), root = t / "root";
+  EXPECT_EQ(plan_json(plan_from_json(plan_json(plan), "x")), plan_json(plan));
+  ASSERT_EQ(run_mare({"sweep", spec.string(), "--out", root.string(), "--dry-run"}, t / "d.log"),
+            0);
+  const std::string listing = slurp(t / "d.log");
+  for (const RunPlan& r : plan.runs)
+    EXPECT_NE(listing.find(r.cell + "\t" + std::to_string(r.seed) + "\t" + r.dir + "\ttodo\t"),
+              std::string::npos)
+        << listing;
+  EXPECT_NE(listing.find("--out " + (root / plan.runs[0].dir).string()), std::string::npos)
+      << listing;
+  EXPECT_FALSE(fs::exists(root / plan.runs[0].dir));
+  // A plan keeps its profile: another one is refused.
+  EXPECT_EQ(
+      run_mare({"sweep", spec.string(), "--out", root.string(), "--profile", "paper", "--dry-run"},
+               t / "p.log"),
+      2);
+
+  ASSERT_EQ(run_mare({"sweep", spec.string(), "--out", root.string(), "--emit", "slurm",
+                      "--slurm-cpus", "2", "--slurm-arg=--partition=debug"},
+                     t / "s.log"),
+            0);
+  const std::string script = slurp(root / "sweep.sbatch");
+  EXPECT_NE(script.find("#SBATCH --array=1-3\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("#SBATCH --cpus-per-task=2\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("#SBATCH --partition=debug\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("#SBATCH --output=" + (root / "slurm").string()), std::string::npos);
+  EXPECT_NE(script.find(fs::canonical(MARE_CLI_BINARY).string() + " sweep " +
+                        fs::absolute(spec).string()),
+            std::string::npos)
+      << script;
+  EXPECT_NE(script.find("--shard \"${SLURM_ARRAY_TASK_ID}/3\""), std::string::npos) << script;
+  EXPECT_NE(slurp(t / "s.log").find("sbatch " + (root / "sweep.sbatch").string()),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(root / plan.runs[0].dir));
+}
+
+// A YAML spec (experiments/sweep/spec.h) runs to the directories load_sweep plans, with
+// the run.json it describes; another profile is another set of runs.
+TEST(SweepPlanFile, YamlSpecRunsItsPlan) {
+  const test::TempDir t("sweep_yaml");
+  const fs::path spec = t / "xor.yaml", root = t / "root";
+  std::ofstream(spec) << "name: xorsweep\ncommand: train\nmodel: mlp\ntask: xor\nepochs: 3\n"
+                         "seeds: [1, 2, 3]\n"
+                         "profiles: {smoke: {}, default: {epochs: 4}, paper: {}}\n";
+  const SweepPlan plan = load_sweep(spec.string(), "smoke");
+  ASSERT_EQ(plan.runs.size(), 3u);
+  ASSERT_EQ(run_mare({"sweep", spec.string(), "--out", root.string(), "--profile", "smoke",
+                      "--jobs", "2"},
+                     t / "1.log"),
+            0)
+      << slurp(t / "1.log");
+  for (const RunPlan& r : plan.runs) {
+    EXPECT_EQ(status_of(root / r.dir), "completed") << r.dir;
+    EXPECT_EQ(read_json(root / r.dir / "run.json"), plan.run_json(r));
+  }
+  EXPECT_EQ(read_json(root / "sweep.json"), plan_json(plan));
+  // The default profile (4 epochs): three more runs beside them.
+  ASSERT_EQ(run_mare({"sweep", spec.string(), "--out", root.string()}, t / "2.log"), 0);
+  for (const RunPlan& r : load_sweep(spec.string(), "default").runs) {
+    EXPECT_EQ(status_of(root / r.dir), "completed") << r.dir;
+    EXPECT_EQ(lines(root / r.dir / "metrics.jsonl"), 4);
+  }
+  for (const RunPlan& r : plan.runs) EXPECT_EQ(lines(root / r.dir / "metrics.jsonl"), 3);
+}
+
+}  // namespace
+}  // namespace mare::sweep
