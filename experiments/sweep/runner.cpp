@@ -676,7 +676,7 @@ std::string counts(const SweepSummary& s, size_t running, double elapsed, size_t
 void Sweep::progress() {
   if (!o_.log || !o_.tty) return;
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0_).count();
-  *o_.log << "\r\033[K[sweep " << o_.shard.text() << "] "
+  *o_.log << "\r\033[K[sweep" << (o_.shard.whole() ? "" : " " + o_.shard.text()) << "] "
           << counts(s_, running_.size(), elapsed, finished_now_, s_.not_started);
   o_.log->flush();
   progress_shown_ = true;

@@ -528,11 +528,15 @@ TEST(SweepPlanFile, YamlSpecRunsItsPlan) {
                          "profiles: {smoke: {}, default: {epochs: 4}, paper: {}}\n";
   const SweepPlan plan = load_sweep(spec.string(), "smoke");
   ASSERT_EQ(plan.runs.size(), 3u);
-  ASSERT_EQ(run_mare({"sweep", spec.string(), "--out", root.string(), "--profile", "smoke",
-                      "--jobs", "2"},
-                     t / "1.log"),
-            0)
-      << slurp(t / "1.log");
+  // 4 cores for 2 jobs: each run gets MARE_THREADS=2 (result.json records the threads).
+  ::setenv("MARE_THREADS", "4", 1);
+  const int status = run_mare(
+      {"sweep", spec.string(), "--out", root.string(), "--profile", "smoke", "--jobs", "2"},
+      t / "1.log");
+  ::unsetenv("MARE_THREADS");
+  ASSERT_EQ(status, 0) << slurp(t / "1.log");
+  for (const RunPlan& r : plan.runs)
+    EXPECT_EQ(read_json(root / r.dir / "result.json")["threads"], 2) << r.dir;
   for (const RunPlan& r : plan.runs) {
     EXPECT_EQ(status_of(root / r.dir), "completed") << r.dir;
     EXPECT_EQ(read_json(root / r.dir / "run.json"), plan.run_json(r));
