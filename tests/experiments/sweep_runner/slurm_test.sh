@@ -183,5 +183,5 @@ if "$MARE" collect --help >/dev/null 2>&1; then
   [ "$(grep -c ',completed,' "$S/results.csv")" -eq 6 ] || fail "not every row completed: $(cat "$S/results.csv")"
   echo "mare collect: 6 completed rows"
 fi
-echo "PASS: 6 runs in 4 array tasks of job, data generated once"
+echo "PASS: 6 runs done once each by 4 array tasks; the data they generated at once is whole"
 exit 0
