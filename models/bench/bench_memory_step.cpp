@@ -11,6 +11,7 @@
 //                         first call (NTCRE-CPD: frozen memories are blended)
 //   mixer/controller_composed  NTCRE's mixer with the composed memory step
 //   parts/projections     Norm + ν + ξ + W_r alone (the controller's linear layers)
+//   parts/projections_one_gemm  the same with ν and ξ as one GEMM, split after
 //   parts/memory_step     the memory step alone (interface split, SPEC §3 steps
 //                         1–11) on a given interface vector, state carried over
 //                         the calls, through the composed ops of models/functions_memory.h
@@ -104,13 +105,15 @@ void BM_Controller(benchmark::State& st, int64_t d, int64_t T, bool halting, boo
   });
 }
 
-void BM_Projections(benchmark::State& st, int64_t d, int64_t T) {
+// fused_gemm: ν and ξ as one GEMM (d -> d + |ξ|) split afterwards, the
+// "one interface projection instead of two" option.
+void BM_Projections(benchmark::State& st, int64_t d, int64_t T, bool fused_gemm) {
   ParameterSet ps(1);
   nn::Buffers buffers;
   const int64_t W = d, width = interface_width(kReadHeads, W);
   nn::Norm norm(ps, buffers, "norm", d, nn::Norm::Kind::batch);
   nn::Linear nu(ps, "nu", d, d), xi(ps, "xi", d, width),
-      read_out(ps, "read_out", kReadHeads * W, d, false);
+      read_out(ps, "read_out", kReadHeads * W, d, false), both(ps, "nu_xi", d, d + width);
   const Tensor mask = real_mask(kBatch, T), target = random_tensor({kBatch, T, d}, 2),
                target_xi = random_tensor({kBatch, T, width}, 3);
   const ag::Var x0 = ag::leaf(random_tensor({kBatch, T, d}, 1));
@@ -121,9 +124,16 @@ void BM_Projections(benchmark::State& st, int64_t d, int64_t T) {
     ag::Var x = x0, loss;
     for (int c = 0; c < kCalls; ++c) {
       const ag::Var a = norm(x, mask, ctx);
-      const ag::Var l = ag::mse(xi(a), ag::constant(target_xi));
+      ag::Var n, z;
+      if (fused_gemm) {
+        const std::vector<ag::Var> parts = ag::split(both(a), {d, width}, 2);
+        n = parts[0], z = parts[1];
+      } else {
+        n = nu(a), z = xi(a);
+      }
+      const ag::Var l = ag::mse(z, ag::constant(target_xi));
       loss = loss ? ag::add(loss, l) : l;
-      x = ag::add(nu(a), read_out(reads));
+      x = ag::add(n, read_out(reads));
     }
     ag::backward(ag::add(loss, ag::mse(x, ag::constant(target))));
   });
@@ -209,7 +219,10 @@ void register_all() {
           [d, T](benchmark::State& st) { BM_Controller(st, d, T, true, true); });
       reg("mixer/controller_composed" + tail,
           [d, T](benchmark::State& st) { BM_Controller(st, d, T, false, false); });
-      reg("parts/projections" + tail, [d, T](benchmark::State& st) { BM_Projections(st, d, T); });
+      reg("parts/projections" + tail,
+          [d, T](benchmark::State& st) { BM_Projections(st, d, T, false); });
+      reg("parts/projections_one_gemm" + tail,
+          [d, T](benchmark::State& st) { BM_Projections(st, d, T, true); });
       reg("parts/memory_step" + tail,
           [d, T](benchmark::State& st) { memory_bench(st, d, T, composed_step); });
       reg("parts/memory_step_fused" + tail,
