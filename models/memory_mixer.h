@@ -4,8 +4,10 @@
 //
 // Per call (one iteration t), with X the block input [B, T, d]:
 //   A   = Norm(X + MHA(X))                                   (eq. 3-15)
-//   ν   = W_ν A,  ξ = W_ξ A  (one interface per token, [B·T, |ξ|])
-//   one memory step of SPEC §3 (steps 1–11) on the tokens' memories
+//   ν   = W_ν A,  ξ = W_ξ A  (one interface per token, [B·T, |ξ|]; one GEMM
+//         against [W_ν W_ξ], the two parameters concatenated per call)
+//   one memory step of SPEC §3 (steps 1–11) on the tokens' memories (on the
+//         CPU the fused op of kernels/memory/fused_step.h)
 //   out = MCAM = ν + W_r [r_1; …; r_R]                        (eq. 3-17)
 // The encoder's block (models/re_models.cpp) then applies
 // A' = Norm(X + MCAM) and H = A' + Transition(A'). Two differences from SPEC

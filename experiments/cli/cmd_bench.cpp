@@ -7,7 +7,8 @@
 // the floor) and adds the device's measured copy bandwidth: to the header, as
 // a table per pass, and to the JSON (top level and per row); the CSV keeps its
 // columns on both devices. Without the CUDA backend or without a GPU it fails
-// with the reason.
+// with the reason. `mare bench iteration` is registered here and lives in
+// bench_iteration.cpp.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>

@@ -5,9 +5,9 @@
 // of which walks every [M, N, W] tensor again and keeps its own intermediates
 // (the composed step at the paper size moves ~1 GB a call through memory).
 //
-// Same equations, same order of operations per element as the composed ops
-// (content weighting accumulates in double like content_weighting_forward);
-// the allocation (step 4) is the allocation kernel of allocation.h itself, run
+// Same equations as the composed ops, to rounding (not bit for bit: the
+// content lookups' double sums run over eight interleaved partial sums); the
+// allocation (step 4) is the allocation kernel of allocation.h itself, run
 // on all memories between the two passes of each direction, so every variant
 // behaves exactly as in the composed step. The tests compare forward and
 // backward with the composed ops, and a double-precision instantiation of the
