@@ -115,12 +115,13 @@ void write_heatmaps(const fs::path& out, const std::vector<nn::MemoryRecording::
     const char* field;
     const char* title;
     const char* ylabel;
+    bool unit;  // values in [0, 1]: one colour scale for every panel
   };
-  const Plot plots[] = {{"usage", "Usage per token", "slot"},
-                        {"memory", "Memory contents per token", "slot x word"},
-                        {"write_weights", "Write weights per token", "slot"},
-                        {"read_weights", "Read weights per token", "head x slot"},
-                        {"read_vectors", "Read vectors per token", "head x word"}};
+  const Plot plots[] = {{"usage", "Usage per token", "slot", true},
+                        {"memory", "Memory contents per token", "slot x word", false},
+                        {"write_weights", "Write weights per token", "slot", true},
+                        {"read_weights", "Read weights per token", "head x slot", true},
+                        {"read_vectors", "Read vectors per token", "head x word", false}};
   const int K = static_cast<int>(steps.size());
   for (const Plot& p : plots) {
     const Field* f = nullptr;
@@ -148,13 +149,13 @@ void write_heatmaps(const fs::path& out, const std::vector<nn::MemoryRecording::
              << "set output '" << partial.string() << "'\n"
              << "set multiplot layout " << K << ",1 title '" << p.title << "'\n"
              << "set xlabel 'token'\nset ylabel '" << p.ylabel << "'\n"
-             << "set palette rgbformulae 22,13,10\nunset key\nset xrange [-0.5:" << T - 0.5
-             << "]\n";
+             << "set palette rgbformulae 22,13,10\nunset key\nset xrange [-0.5:" << T - 0.5 << "]\n"
+             << (p.unit ? "set cbrange [0:1]\n" : "set autoscale cb\n");
       for (int t = 0; t < K; ++t) {
         const Tensor& x = steps[t].*(f->tensor);
         const int64_t rows = x.numel() / x.dim(0);
-        script << "set title 'iteration " << t + 1 << "'\nset yrange [-0.5:" << rows - 0.5
-               << "]\nplot '"
+        script << (rows <= 16 ? "set ytics 1\n" : "set ytics autofreq\n") << "set title 'iteration "
+               << t + 1 << "'\nset yrange [-0.5:" << rows - 0.5 << "]\nplot '"
                << (tmp / (std::string(p.field) + "_" + std::to_string(t) + ".dat")).string()
                << "' matrix with image\n";
       }
