@@ -68,6 +68,17 @@ run_tests() {
   log "fuzzing the loaders (short, seeded corpus)"
   tests/fuzz/run_fuzz.sh
 
+  # The sweep pipeline end to end on the smoke profile: Table 4.6's grid x 2 seeds,
+  # collected, compared (Table 4.7's shape) and reported.
+  log "smoke sweep: mare sweep table4.6 --profile smoke, collect, compare, report"
+  local smoke="$BUILD_DIR/smoke-sweep"
+  rm -rf "$smoke"
+  "$BUILD_DIR/mare" sweep experiments/specs/table4.6.yaml --profile smoke --out "$smoke/table4.6" --jobs "$JOBS"
+  "$BUILD_DIR/mare" collect "$smoke" --out "$smoke/results.csv"
+  "$BUILD_DIR/mare" compare "$smoke/results.csv" --metric test_f1 --baseline bran
+  "$BUILD_DIR/mare" report "$smoke" --out "$smoke/report" >/dev/null
+  test -s "$smoke/report/index.html" && test -s "$smoke/report/tables/table4.7.md"
+
   # The kernel, model and data suites again under AddressSanitizer and UBSan, in their
   # own build directory (CPU only, no benchmarks, only these three test binaries, -O1
   # with assertions on: at -O3 the sanitized Eigen code alone took ~4x longer to compile,
@@ -94,31 +105,45 @@ run_tests() {
 }
 
 run_main() {
-  local out="$ROOT/results" mare="$BUILD_DIR/mare"
-  mkdir -p "$out/runs" "$out/bench" "$out/data"
+  local out="$ROOT/results" mare="$BUILD_DIR/mare" failed=() spec
+  mkdir -p "$out/runs" "$out/bench" "$out/data" "$out/sweeps"
   log "end-to-end proof: mlp on xor (seed 1) -> results/runs/mlp-xor-seed1"
   "$mare" train --model mlp --task xor --seed 1 --out "$out/runs/mlp-xor-seed1"
 
-  log "synthetic corpora in the real formats, with the oracle F1 -> results/data/"
+  log "synthetic corpora in the real formats, with the oracle F1 and their statistics -> results/data/"
+  local g
   for g in synth-cdr synth-ctd synth-semeval; do
     "$mare" data generate "$g" --out "$out/data/$g" --seed 1
   done
+  "$mare" data stats "synth-cdr:$out/data/synth-cdr" --json "$out/data/synth-cdr.stats.json" >/dev/null
+  "$mare" data stats "bran-tsv:$out/data/synth-ctd" --json "$out/data/synth-ctd.stats.json" >/dev/null
+  "$mare" data stats "semeval:$out/data/synth-semeval" --json "$out/data/synth-semeval.stats.json" >/dev/null
 
-  # Relation extraction on the synthetic CDR corpus at the default profile (d 32,
-  # 300 steps of batch 32, RE only, balanced batches; minutes on 2 cores). Each run
-  # prints its test P/R/F1 beside the corpus's rule-based oracle, the majority class
-  # and "every pair CID". A finished run is skipped when run_all.sh runs again.
-  log "relation extraction on synth-cdr (default profile) -> results/runs/"
-  local re_opts=(--data "synth-cdr:$out/data/synth-cdr" --seed 1 --steps 300 --eval-every 100
-    --batching balanced)
-  local model
-  for model in "bran+d=32+heads=4+iterations=2+ner_prob=0" "UTRE-CPD+d=32+heads=4+ner_prob=0" \
-    "NTCRE-CPD+d=32+heads=4+ner_prob=0"; do
-    "$mare" train --model "$model" "${re_opts[@]}" \
-      --out "$out/runs/${model%%+*}-synth-cdr-seed1"
+  # Every table's spec at its default profile (experiments/specs/*.yaml), one sweep tree
+  # each. Training sweeps run two runs at once (one kernel thread each); the benchmark
+  # sweeps run alone, on every core. A finished run is skipped when this runs again; a
+  # failed run is recorded and the rest go on (the job fails at the end).
+  for spec in table5.1 table4.12 table4.10 table4.13 table4.5 table4.6 table4.14 table4.15; do
+    local jobs=2
+    case "$spec" in table4.14 | table4.15) jobs=1 ;; esac
+    log "sweep $spec (default profile, --jobs $jobs) -> results/sweeps/$spec"
+    "$mare" sweep "experiments/specs/$spec.yaml" --profile default --out "$out/sweeps/$spec" \
+      --jobs "$jobs" || failed+=("$spec")
   done
+  log "all runs in one table -> results/results.csv; Table 4.7's comparisons against BRAN"
+  "$mare" collect "$out/sweeps" "$out/runs" --out "$out/results.csv"
+  "$mare" compare "$out/results.csv" --metric test_f1 --baseline bran --out "$out/compare_test_f1" ||
+    failed+=(compare)
 
-  log "op benchmarks -> results/bench/ops.json"
+  # Thesis Figs 4.2/4.3 from the NTCRE-CPD run of Table 4.6 (seed 1), first test document.
+  local ntcre
+  ntcre=$(find "$out/sweeps/table4.6/NTCRE-CPD" -maxdepth 1 -name 'seed1-*' -type d 2>/dev/null | head -n 1)
+  if [ -n "$ntcre" ] && [ -f "$ntcre/result.json" ]; then
+    log "NTCRE memory on one document -> results/inspect/ntcre-cpd"
+    "$mare" inspect memory "$ntcre" --doc 0 --out "$out/inspect/ntcre-cpd" >/dev/null || failed+=(inspect)
+  fi
+
+  log "op benchmarks (1 thread and all) -> results/bench/ops.json"
   "$BUILD_DIR/kernels/bench/bench_ops" --benchmark_out="$out/bench/ops.json" \
     --benchmark_out_format=json --benchmark_min_time=0.05
 
@@ -134,11 +159,25 @@ run_main() {
     log "allocation kernels on cuda -> results/bench/allocation_cuda.{json,csv}"
     "$mare" bench allocation --device cuda --json "$out/bench/allocation_cuda.json" \
       --csv "$out/bench/allocation_cuda.csv"
+    log "training iterations on cuda -> results/bench/iteration_cuda.json"
+    "$mare" bench iteration --device cuda --size paper --shape both --iterations 10 \
+      --json "$out/bench/iteration_cuda.json" || failed+=(iteration_cuda)
   else
     log "no GPU (or no CUDA backend in this build): the cuda benchmarks are skipped"
   fi
 
-  log "done: results are under results/"
+  log "the report: every table and figure beside the published values -> results/report/"
+  local inputs=("$out/sweeps" "$out/runs" "$out/data"/*.stats.json "$out/bench"/allocation*.json)
+  [ -d "$out/inspect/ntcre-cpd" ] && inputs+=("$out/inspect/ntcre-cpd")
+  [ -f "$out/bench/iteration_cuda.json" ] && inputs+=("$out/bench/iteration_cuda.json")
+  "$mare" report "${inputs[@]}" --out "$out/report"
+
+  if ((${#failed[@]})); then
+    echo "run_all.sh: these steps had failed runs (see their run directories): ${failed[*]}" >&2
+    echo "report index: $out/report/index.html"
+    exit 1
+  fi
+  log "done: report index: $out/report/index.html (and index.md); results under results/"
 }
 
 ensure_packages
