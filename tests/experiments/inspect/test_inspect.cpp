@@ -181,7 +181,12 @@ Outcome run_mare(const std::vector<std::string>& args) {
 }
 
 const fs::path& scratch() {
-  static const fs::path dir = test::process_temp_dir() / "inspect";
+  // Created here: under ctest's shards a test may run without the ones that made it.
+  static const fs::path dir = [] {
+    fs::path d = test::process_temp_dir() / "inspect";
+    fs::create_directories(d);
+    return d;
+  }();
   return dir;
 }
 
