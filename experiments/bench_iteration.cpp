@@ -20,6 +20,7 @@
 #include "models/optim.h"
 #include "models/re_model.h"
 #include "models/registry.h"
+#include "stats/descriptive.h"
 
 namespace mare {
 
@@ -74,15 +75,9 @@ std::string fmt(double v, int precision = 3) {
 TimeSummary summarize_times(std::vector<double> s) {
   TimeSummary r;
   if (s.empty()) return r;
-  const size_t n = s.size();
-  double sum = 0;
-  for (double v : s) sum += v;
-  r.mean = sum / static_cast<double>(n);
-  double ss = 0;
-  for (double v : s) ss += (v - r.mean) * (v - r.mean);
-  r.sd = n > 1 ? std::sqrt(ss / static_cast<double>(n - 1)) : 0.0;
-  std::sort(s.begin(), s.end());
-  r.median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  r.mean = stats::mean(s);
+  r.median = stats::median(s);
+  r.sd = s.size() > 1 ? stats::sd(s) : 0.0;  // one timed iteration: no spread (R: NA)
   return r;
 }
 

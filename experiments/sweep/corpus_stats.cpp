@@ -7,6 +7,7 @@
 
 #include "experiments/re_data.h"
 #include "experiments/re_metrics.h"
+#include "stats/descriptive.h"
 
 namespace mare::sweep {
 namespace {
@@ -54,14 +55,13 @@ SplitStats split_stats(const ReCorpus& c, const ReSplit& s) {
   return r;
 }
 
-// R's quantile type 7 median of integers; NaN when empty.
-double median_of(std::vector<int> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (static_cast<double>(v[n / 2 - 1]) + v[n / 2]) / 2.0;
+// stats/descriptive.h's median of counts; NaN when empty (written as null).
+double median_of(const std::vector<int>& v) {
+  return v.empty() ? NAN : stats::median(std::vector<double>(v.begin(), v.end()));
 }
 
+// The plain sum / n (stats::mean refines it R's way, which moves the last digit of the
+// JSON these files have been written with).
 double mean_of(const std::vector<int>& v) {
   if (v.empty()) return NAN;
   double s = 0;
