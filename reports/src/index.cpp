@@ -40,6 +40,20 @@ const fs::path* picture(const Artifact& a) {
   return png;
 }
 
+// The links to an item's files (none: no line) and its provenance line, in HTML.
+std::string files_and_provenance_html(const Artifact& a) {
+  std::string s;
+  if (!a.files.empty()) {
+    s += "<p>Files:";
+    for (const fs::path& f : a.files)
+      s += " <a href=\"" + href(f) + "\">" + html_escape(f.filename().string()) + "</a>";
+    s += "</p>\n";
+  }
+  const std::string prov = provenance_line(a.provenance);
+  if (!prov.empty()) s += "<p class=\"prov\">" + html_escape(prov) + "</p>\n";
+  return s;
+}
+
 }  // namespace
 
 std::string index_markdown(const IndexContent& c) {
@@ -118,13 +132,7 @@ std::string index_html(const IndexContent& c) {
       s += table_html(c.tables[i]);
       for (const std::string& n : c.tables[i].notes) s += "<p>" + html_escape(n) + "</p>\n";
     }
-    s += "<p>Files:";
-    for (const fs::path& f : a.files)
-      s += " <a href=\"" + href(f) + "\">" + html_escape(f.filename().string()) + "</a>";
-    s += "</p>\n";
-    const std::string prov = provenance_line(a.provenance);
-    if (!prov.empty()) s += "<p class=\"prov\">" + html_escape(prov) + "</p>\n";
-    s += "</section>\n";
+    s += files_and_provenance_html(a) + "</section>\n";
   }
   s += "<h2>Figures</h2>\n";
   for (const Artifact& a : c.figures) {
@@ -134,15 +142,7 @@ std::string index_html(const IndexContent& c) {
       s += "<p class=\"missing\">Not made: " + html_escape(a.missing) + "</p>\n";
     if (const fs::path* pic = a.missing.empty() ? picture(a) : nullptr)
       s += "<p><img src=\"" + href(*pic) + "\" alt=\"" + html_escape(title) + "\"></p>\n";
-    if (!a.files.empty()) {
-      s += "<p>Files:";
-      for (const fs::path& f : a.files)
-        s += " <a href=\"" + href(f) + "\">" + html_escape(f.filename().string()) + "</a>";
-      s += "</p>\n";
-    }
-    const std::string prov = provenance_line(a.provenance);
-    if (!prov.empty()) s += "<p class=\"prov\">" + html_escape(prov) + "</p>\n";
-    s += "</section>\n";
+    s += files_and_provenance_html(a) + "</section>\n";
   }
   s += "</body>\n</html>\n";
   return s;
