@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "kernels/ops/common.h"
+#include "kernels/ops/gemm_count.h"
 #include "kernels/parallel.h"
 
 namespace mare {
@@ -45,6 +46,8 @@ AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor
   MARE_CUDA_DISPATCH("attention_forward", attention_forward(q, k, v, heads, key_mask), &q, &k, &v,
                      &key_mask);
   AttentionResult r{Tensor::empty({d.b, d.i, d.d}), Tensor::empty({d.b, d.heads, d.i, d.j})};
+  count_gemm(d.b * d.heads * d.i, d.j, d.dk);  // Q·Kᵀ
+  count_gemm(d.b * d.heads * d.i, d.dk, d.j);  // P·V
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.dk));
   const float neg_inf = -std::numeric_limits<float>::infinity();
   // Pairs of (batch, head), about i·j·(2·dk + 20) flops each.
@@ -101,6 +104,10 @@ void attention_backward(Tensor& d_q, Tensor& d_k, Tensor& d_v, const Tensor& d_o
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.dk));
   const int64_t pairs = d.b * d.heads;
   const double cost = static_cast<double>(d.i) * d.j * (4 * d.dk + 6);
+  count_gemm(pairs * d.i, d.j, d.dk);                     // d_P = d_O·Vᵀ
+  if (d_v.defined()) count_gemm(pairs * d.j, d.dk, d.i);  // Pᵀ·d_O
+  if (d_q.defined()) count_gemm(pairs * d.i, d.dk, d.j);  // d_S·K
+  if (d_k.defined()) count_gemm(pairs * d.j, d.dk, d.i);  // d_Sᵀ·Q
   parallel_for_chunks(pairs, grain_for(pairs, cost), [&](int64_t begin, int64_t end) {
     MatRM dp(d.i, d.j);
     for (int64_t bh = begin; bh < end; ++bh) {

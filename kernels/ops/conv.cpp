@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/ops/common.h"
+#include "kernels/ops/gemm_count.h"
 
 namespace mare {
 using namespace detail;
@@ -35,6 +36,17 @@ void check_odd_kernel(int64_t k, const char* op) {
         std::string(op) + ": kernel size must be odd for same padding, got " + std::to_string(k));
 }
 
+// Rows that the kernel's taps multiply, summed over the taps (each tap is a
+// [rows, cin] × [cin, cout] product per batch item).
+int64_t tap_rows(int64_t kernel, int64_t len) {
+  int64_t rows = 0;
+  for (int64_t k = 0; k < kernel; ++k) {
+    const TapRange t = tap_range(k, kernel, len);
+    rows += std::max<int64_t>(0, t.end - t.begin);
+  }
+  return rows;
+}
+
 }  // namespace
 
 Tensor conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& bias) {
@@ -49,6 +61,7 @@ Tensor conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& bias) {
   if (bias.defined()) check_shape(bias, {cout}, "conv1d_forward: bias");
   MARE_CUDA_DISPATCH("conv1d_forward", conv1d_forward(x, w, bias), &x, &w, &bias);
   Tensor out = Tensor::zeros({b, len, cout});
+  count_gemm(b * tap_rows(kernel, len), cout, cin);
   const double item_cost = static_cast<double>(len) * cin * cout * kernel;
   for_items(b, item_cost, [&](int64_t first, int64_t last) {
     for (int64_t n = first; n < last; ++n) {
@@ -84,6 +97,8 @@ void conv1d_backward(Tensor& d_x, Tensor& d_w, Tensor& d_bias, const Tensor& d_o
   MARE_CUDA_DISPATCH("conv1d_backward", conv1d_backward(d_x, d_w, d_bias, d_out, x, w), &d_x, &d_w,
                      &d_bias, &d_out, &x, &w);
   const double item_cost = static_cast<double>(len) * cin * cout * kernel;
+  if (d_x.defined()) count_gemm(b * tap_rows(kernel, len), cin, cout);
+  if (d_w.defined()) count_gemm(cin, cout, b * tap_rows(kernel, len));
   // d_x: each batch item its own rows.
   if (d_x.defined())
     for_items(b, item_cost, [&](int64_t first, int64_t last) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "kernels/ops/common.h"
+#include "kernels/ops/gemm_count.h"
 #include "kernels/parallel.h"
 
 namespace mare {
@@ -43,6 +44,7 @@ constexpr int64_t kMaxBlocks = 32;
 // thread count (a block's bytes may differ from those of one unsplit product:
 // Eigen's kernels pick their paths by block size, not by thread count).
 void gemm(float* out, const float* a, const float* b, Dims d, bool ta, bool tb, bool accumulate) {
+  count_gemm(d.m, d.n, d.k);
   MapRM o(out, d.m, d.n);
   CMapRM A(a, ta ? d.k : d.m, ta ? d.m : d.k);
   CMapRM B(b, tb ? d.n : d.k, tb ? d.k : d.n);
