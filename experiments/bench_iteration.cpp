@@ -1,22 +1,26 @@
 #include "experiments/bench_iteration.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <iomanip>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
-#include <time.h>
-
+#include "experiments/grpu_tasks.h"
 #include "experiments/run_dir.h"
 #include "kernels/memory/allocation.h"
 #include "kernels/memory/allocation_sweep.h"  // benchmark_device_unavailable
 #include "kernels/parallel.h"
 #include "mare_build_info.h"
+#include "models/bench/gemm_bound.h"
 #include "models/bench/re_iteration_setup.h"
+#include "models/functions.h"
+#include "models/grpu.h"
 #include "models/optim.h"
 #include "models/re_model.h"
 #include "models/registry.h"
@@ -27,13 +31,96 @@ namespace mare {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
 // CPU time of the whole process (every thread), seconds: on a shared machine
 // wall time includes waiting for a core, CPU time does not.
-double process_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+using bench::process_cpu_seconds;
+
+// The thesis's GRPU setting (Table 5.1 row 1): the addition task's full
+// lengths (50–55 steps), batch 100, Adam lr 1e-4 without clipping.
+constexpr int64_t kSeqBatch = 100;
+constexpr float kSeqLr = 1e-4f;
+
+// One training step: the loss (read back) and halting's mean steps (0 without).
+struct StepOut {
+  double loss = 0, mean_steps = 0;
+};
+using StepFn = std::function<StepOut(uint64_t step)>;
+
+// Builds a fresh model (the same seed: the same bytes) and returns its step.
+using RowFactory = std::function<StepFn()>;
+
+struct RowTiming {
+  std::vector<double> warm, times, cpu_times, flops;
+  double steps_sum = 0, last_loss = 0;
+};
+
+RowTiming time_row(const IterationBenchOptions& opt, const std::string& what,
+                   const StepFn& step_fn) {
+  RowTiming r;
+  uint64_t step = 0;
+  for (int i = 0; i < opt.warmup + opt.iterations; ++i) {
+    uint64_t flops = 0;
+    const auto t0 = Clock::now();
+    const double c0 = process_cpu_seconds();
+    const StepOut s = bench::count_gemm_flops(flops, [&] { return step_fn(step++); });
+    const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double cpu = process_cpu_seconds() - c0;
+    if (!std::isfinite(s.loss))
+      throw std::runtime_error("bench iteration: " + what +
+                               ": the loss is not finite at iteration " + std::to_string(i));
+    r.last_loss = s.loss;
+    if (i < opt.warmup) {
+      r.warm.push_back(sec);
+    } else {
+      r.times.push_back(sec);
+      r.cpu_times.push_back(cpu);
+      r.flops.push_back(static_cast<double>(flops));
+      r.steps_sum += s.mean_steps;
+    }
+  }
+  return r;
+}
+
+// The GEMM throughputs of the bound, measured now at the current thread count:
+// the model's dominant shape (the bound's) and the 1024³ square (the peak).
+struct Rates {
+  bench::GemmRate dominant, square;
+};
+Rates measure_rates(int64_t rows, int64_t k, int64_t n, Device device) {
+  return {bench::measure_gemm_rate(rows, k, n, device),
+          bench::measure_gemm_rate(1024, 1024, 1024, device)};
+}
+
+// The time fields of one run of a row, and its GEMM bound.
+nlohmann::json timing_fields(const RowTiming& t, const Rates& rates, int threads_used) {
+  const TimeSummary w = summarize_times(t.times), c = summarize_times(t.cpu_times);
+  nlohmann::json j = {{"threads", threads_used},    {"times_s", t.times},
+                      {"warmup_s", t.warm},         {"mean_s", w.mean},
+                      {"median_s", w.median},       {"sd_s", w.sd},
+                      {"cpu_times_s", t.cpu_times}, {"cpu_mean_s", c.mean},
+                      {"cpu_median_s", c.median},   {"cpu_sd_s", c.sd}};
+  const double flops = stats::median(t.flops);
+  j["gemm_flops"] = static_cast<uint64_t>(flops);
+  j["gemm_gflop"] = flops / 1e9;
+  j["gemm_shape"] = rates.dominant.shape();
+  j["gemm_gflops_per_s"] = rates.dominant.gflops;
+  j["gemm_gflops_per_s_cpu"] = rates.dominant.gflops_cpu;
+  j["gemm_square_gflops_per_s"] = rates.square.gflops;
+  if (flops > 0) {
+    const double bound = flops / (rates.dominant.gflops * 1e9);
+    const double bound_cpu = flops / (rates.dominant.gflops_cpu * 1e9);
+    const double bound_square = flops / (rates.square.gflops * 1e9);
+    j["bound_s"] = bound;
+    j["bound_cpu_s"] = bound_cpu;
+    j["bound_square_s"] = bound_square;
+    j["bound_ratio"] = w.median / bound;
+    j["bound_ratio_cpu"] = c.median / bound_cpu;
+    j["bound_ratio_square"] = w.median / bound_square;
+  } else {  // nothing counted (the GPU's kernels are not counted)
+    j["bound_s"] = j["bound_cpu_s"] = j["bound_square_s"] = nullptr;
+    j["bound_ratio"] = j["bound_ratio_cpu"] = j["bound_ratio_square"] = nullptr;
+  }
+  return j;
 }
 
 struct SizeInfo {
@@ -95,6 +182,7 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
   // Every row's registry name, checked before anything runs.
   struct Row {
     std::string label, name, alloc;  // alloc empty: none (UTRE) or the model's default
+    bool sequence = false;           // a sequence model (the GRPU): one `addition` row
   };
   std::vector<Row> rows;
   const std::string suffix =
@@ -103,24 +191,32 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
     const ModelSpec spec = resolve_model(m);  // unknown model or switch: names the valid ones
     const ModelInfo* info = find_model(spec.base);
     if (!info || info->task_kind != "relation")
-      throw std::invalid_argument("bench iteration: --models: '" + m +
-                                  "' is not a relation-extraction model");
+      throw std::invalid_argument(
+          "bench iteration: --models: '" + m + "' is not a relation-extraction model" +
+          (info && info->task_kind == "sequence" ? std::string(" (the GRPU's row: --grpu)")
+                                                 : std::string()));
+    // cnn has no heads switch.
+    const std::string row_suffix = spec.base == "cnn" ? "+d=" + std::to_string(size.d) : suffix;
     if (spec.base == "ntcre" && !opt.allocs.empty()) {
-      for (const std::string& a : opt.allocs) rows.push_back({m, m + suffix + "+alloc=" + a, a});
+      for (const std::string& a : opt.allocs)
+        rows.push_back({m, m + row_suffix + "+alloc=" + a, a});
     } else {
       const std::string alloc =
           spec.base == "ntcre"
               ? (spec.switches.count("alloc") ? spec.switches.at("alloc") : std::string("sorted"))
               : std::string();
-      rows.push_back({m, m + suffix, alloc});
+      rows.push_back({m, m + row_suffix, alloc});
     }
   }
+  if (opt.grpu) rows.push_back({"grpu", "grpu", "", true});
   for (const Row& r : rows) resolve_model(r.name);
 
+  const int main_threads = opt.device == Device::cpu ? threads() : 1;  // kernels/parallel.h
+  const bool speedup = opt.speedup && opt.device == Device::cpu && main_threads > 1;
   nlohmann::json out;
   out["benchmark"] = "iteration";
   out["device"] = to_string(opt.device);
-  out["threads"] = opt.device == Device::cpu ? threads() : 1;  // kernels/parallel.h
+  out["threads"] = main_threads;
   out["hardware_threads"] = std::thread::hardware_concurrency();
   out["size"] = opt.size;
   out["d"] = size.d;
@@ -132,71 +228,106 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
   out["build"] = std::string(MARE_BUILD_TYPE) + ", " + MARE_CXX_COMPILER + ", " + MARE_CXX_FLAGS;
   out["step"] =
       "the trainer's RE step: forward, cross-entropy + ponder cost, backward, L2 1e-4, clip 3, "
-      "Adam lr 5e-4; synthetic batch (models/bench/re_iteration_setup.h); wall clock";
+      "Adam lr 5e-4; synthetic batch (models/bench/re_iteration_setup.h); wall clock. Sequence "
+      "models (grpu): the sequence trainer's step on the addition task, batch 100, 50-55 steps, "
+      "MSE, Adam lr 1e-4";
   out["ratio"] =
       "mean_s of the NTCRE-x row over mean_s of the UTRE-x row of the same shape (ratio_median: "
       "medians; ratio_cpu: process CPU time, the fairer one on a shared machine)";
+  out["gemm_bound"] =
+      "gemm_flops: the GEMM flops (2mnk per product: matmuls, attention's products, conv taps, "
+      "recurrent cells) of one timed iteration as the CPU kernels count them (median over the "
+      "timed iterations); gemm_gflops_per_s: bench_ops's matmul forward+backward at the model's "
+      "dominant shape (gemm_shape), measured just before the row at the same thread count "
+      "(median rep; _cpu: on process CPU time); bound_s = gemm_flops / that rate; bound_ratio = "
+      "median_s / bound_s (bound_ratio_cpu: cpu_median_s / bound_cpu_s); the _square fields use "
+      "a 1024^3 GEMM's rate instead (the core's peak)";
+  if (speedup)
+    out["speedup"] =
+        "every row also ran at 1 thread (threads_1: the same fields); speedup = its median_s over "
+        "the row's median_s at `threads`";
+
+  // The rows of one shape (or the sequence rows, shape null): each run at the
+  // main thread count, then (speedup) again at one thread from a fresh model.
+  auto run_row = [&](const Row& r, const std::string& shape_name, int64_t shape_T,
+                     const RowFactory& factory, int64_t parameters, int64_t real_tokens,
+                     int64_t batch, int64_t d, std::array<int64_t, 3> gemm_shape) {
+    const std::string what = r.name + " on " + shape_name;
+    auto run_at = [&](int k) {
+      if (opt.device == Device::cpu) set_threads(k);
+      const Rates rates = measure_rates(gemm_shape[0], gemm_shape[1], gemm_shape[2], opt.device);
+      const RowTiming t = time_row(opt, what, factory());
+      return std::make_pair(t, rates);
+    };
+    const auto [t, rates] = run_at(main_threads);
+    nlohmann::json j = {{"model", r.label},
+                        {"registry_name", r.name},
+                        {"shape", shape_name},
+                        {"tokens", shape_T},
+                        {"real_tokens", real_tokens},
+                        {"batch", batch},
+                        {"d", d},
+                        {"alloc", r.alloc.empty() ? nlohmann::json() : nlohmann::json(r.alloc)},
+                        {"parameters", parameters}};
+    j.update(timing_fields(t, rates, main_threads));
+    j["mean_steps"] = t.steps_sum / static_cast<double>(t.times.size());
+    j["last_loss"] = t.last_loss;
+    j["ratio"] = nullptr;
+    if (speedup) {
+      const auto [t1, rates1] = run_at(1);
+      j["threads_1"] = timing_fields(t1, rates1, 1);
+      j["speedup"] = j["threads_1"]["median_s"].get<double>() / j["median_s"].get<double>();
+      set_threads(main_threads);
+    }
+    if (progress) {
+      *progress << "bench iteration: " << r.name << " " << shape_name << " (T " << shape_T
+                << "): mean " << fmt(j["mean_s"].get<double>()) << " s, median "
+                << fmt(j["median_s"].get<double>()) << " s, sd " << fmt(j["sd_s"].get<double>())
+                << " s (CPU mean " << fmt(j["cpu_mean_s"].get<double>()) << " s) over "
+                << t.times.size() << " iterations";
+      if (!j["bound_s"].is_null())
+        *progress << "; GEMM " << fmt(j["gemm_gflop"].get<double>(), 1) << " GFLOP at "
+                  << fmt(j["gemm_gflops_per_s"].get<double>(), 1) << " GFLOP/s: bound "
+                  << fmt(j["bound_s"].get<double>()) << " s, ratio "
+                  << fmt(j["bound_ratio"].get<double>(), 2);
+      if (speedup)
+        *progress << "; 1 thread median " << fmt(j["threads_1"]["median_s"].get<double>())
+                  << " s (ratio " << fmt(j["threads_1"]["bound_ratio"].get<double>(), 2)
+                  << "), speedup " << fmt(j["speedup"].get<double>(), 2);
+      *progress << std::endl;
+    }
+    return j;
+  };
 
   nlohmann::json jrows = nlohmann::json::array();
   for (const bench::ReDataShape* shape : shapes) {
     const size_t first_row = jrows.size();
     for (const Row& r : rows) {
+      if (r.sequence) continue;
       ReModelConfig cfg;
       cfg.sizes = bench::re_bench_vocab(*shape);
-      std::unique_ptr<ReModel> model =
-          build_re_model(resolve_model(r.name), cfg, bench::kReBenchSeed);
-      if (opt.device != Device::cpu) model->to(opt.device);
-      Adam adam(model->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
       const ReBatch batch = bench::synthetic_re_batch(*shape, cfg.sizes, opt.device, size.batch);
-      uint64_t step = 0;
-      std::vector<double> warm, times, cpu_times;
-      double steps_sum = 0, last_loss = 0;
-      for (int i = 0; i < opt.warmup + opt.iterations; ++i) {
-        const auto t0 = Clock::now();
-        const double c0 = process_cpu_seconds();
-        const bench::ReStepResult s = bench::re_training_step(*model, adam, batch, step++);
-        const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
-        const double cpu = process_cpu_seconds() - c0;
-        if (!std::isfinite(s.loss))
-          throw std::runtime_error("bench iteration: " + r.name + " on " + shape->name +
-                                   ": the loss is not finite at iteration " + std::to_string(i));
-        last_loss = s.loss;
-        if (i < opt.warmup) {
-          warm.push_back(sec);
-        } else {
-          times.push_back(sec);
-          cpu_times.push_back(cpu);
-          steps_sum += s.mean_steps;
-        }
-      }
-      const TimeSummary t = summarize_times(times), c = summarize_times(cpu_times);
-      nlohmann::json j = {{"model", r.label},
-                          {"registry_name", r.name},
-                          {"shape", shape->name},
-                          {"tokens", shape->T},
-                          {"real_tokens", bench::real_tokens(batch)},
-                          {"batch", size.batch},
-                          {"d", size.d},
-                          {"alloc", r.alloc.empty() ? nlohmann::json() : nlohmann::json(r.alloc)},
-                          {"parameters", model->parameters().count()},
-                          {"times_s", times},
-                          {"warmup_s", warm},
-                          {"mean_s", t.mean},
-                          {"median_s", t.median},
-                          {"sd_s", t.sd},
-                          {"cpu_times_s", cpu_times},
-                          {"cpu_mean_s", c.mean},
-                          {"cpu_median_s", c.median},
-                          {"cpu_sd_s", c.sd},
-                          {"mean_steps", steps_sum / static_cast<double>(times.size())},
-                          {"last_loss", last_loss},
-                          {"ratio", nullptr}};
-      jrows.push_back(j);
-      if (progress)
-        *progress << "bench iteration: " << r.name << " " << shape->name << " (T " << shape->T
-                  << "): mean " << fmt(t.mean) << " s, median " << fmt(t.median) << " s, sd "
-                  << fmt(t.sd) << " s (CPU mean " << fmt(c.mean) << " s) over " << times.size()
-                  << " iterations" << std::endl;
+      std::unique_ptr<ReModel> model;
+      std::unique_ptr<Adam> adam;
+      auto factory = [&]() -> StepFn {
+        adam.reset();
+        model.reset();
+        model = build_re_model(resolve_model(r.name), cfg, bench::kReBenchSeed);
+        if (opt.device != Device::cpu) model->to(opt.device);
+        adam =
+            std::make_unique<Adam>(model->parameters(), AdamConfig{.l2 = 1e-4f, .clip_norm = 3.0f});
+        return [&](uint64_t step) {
+          const bench::ReStepResult s = bench::re_training_step(*model, *adam, batch, step);
+          return StepOut{s.loss, s.mean_steps};
+        };
+      };
+      factory();  // the parameter count before the row runs
+      const int64_t parameters = model->parameters().count();
+      jrows.push_back(run_row(r, shape->name, shape->T, factory, parameters,
+                              bench::real_tokens(batch), size.batch, size.d,
+                              {size.batch * shape->T, size.d, size.d}));
+      adam.reset();
+      model.reset();
     }
     // NTCRE-x over UTRE-x of this shape (the first UTRE-x row when several).
     for (size_t i = first_row; i < jrows.size(); ++i) {
@@ -212,6 +343,51 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
           break;
         }
     }
+  }
+  // Sequence models: the addition task at the thesis's size, whatever --shape/--size.
+  for (const Row& r : rows) {
+    if (!r.sequence) continue;
+    const ModelSpec spec = resolve_model(r.name);
+    const SequenceTask task =
+        make_sequence_task("addition", bench::kReBenchSeed, kSeqBatch, 1, false);
+    std::vector<int64_t> idx(kSeqBatch);
+    for (int64_t i = 0; i < kSeqBatch; ++i) idx[i] = i;
+    Tensor target;
+    SequenceBatch batch = make_sequence_batch(task.train[0], idx, 0, kSeqBatch, &target);
+    const int64_t T = batch.values.dim(0);
+    int64_t real = 0;
+    for (int64_t i = 0; i < batch.mask.numel(); ++i) real += batch.mask.f32()[i] > 0;
+    if (opt.device != Device::cpu) {
+      batch.values = batch.values.to(opt.device);
+      batch.controls = batch.controls.to(opt.device);
+      batch.mask = batch.mask.to(opt.device);
+      target = target.to(opt.device);
+    }
+    std::unique_ptr<SequenceModel> model;
+    std::unique_ptr<Adam> adam;
+    auto factory = [&]() -> StepFn {
+      adam.reset();
+      model.reset();
+      model = build_sequence_model(spec, task.shape, bench::kReBenchSeed);
+      if (opt.device != Device::cpu) model->parameters().to(opt.device);
+      adam = std::make_unique<Adam>(model->parameters(), AdamConfig{});
+      return [&](uint64_t) {
+        model->parameters().zero_grad();
+        ag::Var loss = ag::mse(model->forward(batch), ag::constant(target));
+        StepOut s{loss->value.item(), 0.0};
+        ag::backward(loss);
+        adam->step(kSeqLr);
+        return s;
+      };
+    };
+    factory();
+    const int64_t parameters = model->parameters().count();
+    // The dominant GEMM: the gates' [B, Ic + H] × [Ic + H, 2(H + K)].
+    int64_t H = 100, K = 2;
+    if (const auto* g = dynamic_cast<const GrpuModel*>(model.get()))
+      H = g->hidden(), K = g->config().fields();
+    jrows.push_back(run_row(r, "addition", T, factory, parameters, real, kSeqBatch, H,
+                            {kSeqBatch, 1 + H, 2 * (H + K)}));
   }
   out["rows"] = jrows;
   return out;

@@ -10,7 +10,17 @@
 // `paper` = d 300, 4 heads, batch 32 (thesis Table 4.1); `default` = d 32,
 // 4 heads, batch 32 (the main job's default profile; minutes, not hours, on a
 // laptop). `alloc` variants add one NTCRE row per variant
-// (`NTCRE+alloc=V`); UTRE rows have no allocation (null).
+// (`NTCRE+alloc=V`); UTRE rows have no allocation (null). Any relation model
+// can be a row (cnn, bran, utre, ...); `grpu` adds the GRPU's row (shape
+// `addition`: the thesis's addition task, batch 100, 50–55 steps, H 100, MSE,
+// Adam lr 1e-4; the same whatever --size and --shape).
+//
+// Every row also carries its GEMM bound (models/bench/gemm_bound.h): the
+// iteration's GEMM flops as the kernels count them, the GEMM throughput of the
+// model's dominant shape measured in the same process at the same thread count
+// just before the row, the time those flops take at it (bound_s) and the
+// iteration's median over it (bound_ratio). `speedup` runs every row again at
+// one thread (`threads_1`) and gives the 1-thread / K-thread median ratio.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +42,8 @@ struct IterationBenchOptions {
   int warmup = 1;                   // untimed iterations before them
   std::vector<std::string> allocs;  // NTCRE allocation variants; empty: the model's default
   Device device = Device::cpu;
+  bool grpu = false;     // add the GRPU's row (shape `addition`)
+  bool speedup = false;  // also run every row at 1 thread (when threads() > 1)
 };
 
 // Mean, median and sample standard deviation (n − 1; 0 for one value).

@@ -1,10 +1,12 @@
 // `mare bench iteration` (registered by cmd_bench.cpp under `mare bench`):
 // seconds per training iteration of UTRE/NTCRE(-CPD) at the thesis Table 4.15
-// shapes (experiments/bench_iteration.h), one progress line per row on stderr,
+// shapes (experiments/bench_iteration.h), with each row's GEMM bound (and with
+// --speedup its 1-thread run), one progress line per row on stderr,
 // a table on stdout, the rows as JSON (written to a temporary file and renamed).
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "experiments/bench_iteration.h"
 #include "experiments/cli/commands.h"
@@ -27,7 +29,19 @@ void run(const Options& o) {
   IterationBenchOptions b = o.bench;
   b.device = parse_device(o.device);
   const nlohmann::json j = run_iteration_bench(b, &std::cerr);
-  std::cout << "model\tshape\talloc\tmean_s\tmedian_s\tsd_s\tratio\n";
+  std::cout << "model\tshape\talloc\tmean_s\tmedian_s\tsd_s\tratio\tthreads\tgemm_gflop\t"
+               "gemm_gflops_per_s\tbound_s\tbound_ratio";
+  const bool speedup = j.contains("speedup");
+  if (speedup) std::cout << "\t1t_median_s\t1t_bound_s\t1t_bound_ratio\tspeedup";
+  std::cout << "\n";
+  auto num = [](const nlohmann::json& v, int precision) {
+    std::ostringstream s;
+    if (v.is_null())
+      s << "-";
+    else
+      s << std::fixed << std::setprecision(precision) << v.get<double>();
+    return s.str();
+  };
   for (const nlohmann::json& r : j["rows"]) {
     std::cout << r["model"].get<std::string>() << "\t" << r["shape"].get<std::string>() << "\t"
               << (r["alloc"].is_null() ? std::string("-") : r["alloc"].get<std::string>())
@@ -37,6 +51,14 @@ void run(const Options& o) {
       std::cout << "-";
     else
       std::cout << std::setprecision(3) << r["ratio"].get<double>();
+    std::cout << "\t" << r["threads"].get<int>() << "\t" << num(r["gemm_gflop"], 2) << "\t"
+              << num(r["gemm_gflops_per_s"], 1) << "\t" << num(r["bound_s"], 4) << "\t"
+              << num(r["bound_ratio"], 2);
+    if (speedup && r.contains("threads_1")) {
+      const nlohmann::json& o = r["threads_1"];
+      std::cout << "\t" << num(o["median_s"], 4) << "\t" << num(o["bound_s"], 4) << "\t"
+                << num(o["bound_ratio"], 2) << "\t" << num(r["speedup"], 2);
+    }
     std::cout << "\n";
   }
   if (!o.json_path.empty()) {
@@ -51,8 +73,10 @@ void add_bench_iteration_command(CLI::App& bench) {
   auto o = std::make_shared<Options>();
   auto* it = bench.add_subcommand(
       "iteration",
-      "Seconds per training iteration of UTRE, NTCRE, UTRE-CPD, NTCRE-CPD at the thesis Table "
-      "4.15 shapes, with the NTCRE-x / UTRE-x ratios");
+      "Seconds per training iteration of UTRE, NTCRE, UTRE-CPD, NTCRE-CPD (or any relation model; "
+      "--grpu: the GRPU) at the thesis Table 4.15 shapes, with the NTCRE-x / UTRE-x ratios and "
+      "each "
+      "iteration's GEMM flops, GEMM bound and time / bound");
   it->add_option("--models", o->bench.models, "Models (registry names or aliases)")
       ->delimiter(',')
       ->capture_default_str();
@@ -70,6 +94,12 @@ void add_bench_iteration_command(CLI::App& bench) {
                  "parallel-block (default: the model's, sorted)")
       ->delimiter(',');
   it->add_option("--device", o->device, "cpu or cuda")->capture_default_str();
+  it->add_flag("--grpu", o->bench.grpu,
+               "Add the GRPU's training iteration (the addition task: batch 100, 50-55 steps, H "
+               "100, Adam lr 1e-4)");
+  it->add_flag("--speedup", o->bench.speedup,
+               "Also run every row at 1 thread (threads_1 in the JSON) and report the 1-thread / "
+               "K-thread speedup (with --threads K > 1, or MARE_THREADS, or every core)");
   it->add_option("--json", o->json_path, "Write the rows as JSON to FILE");
   it->callback([o] { run(*o); });
 }

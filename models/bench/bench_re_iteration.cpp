@@ -26,6 +26,11 @@
 // a filter the program runs everything else: `--benchmark_filter=.` runs all).
 //
 // Counters: items_per_second (items = real tokens of the batch per iteration),
+// the GEMM bound (gemm_bound.h; issue 17): gemm_gflop (the GEMM flops of one
+// iteration as the kernels count them, the median over the timed iterations),
+// gemm_gflops_per_s (bench_ops's matmul forward+backward at [B·T, d] × [d, d],
+// measured after the warm-up at the same thread count), bound_s (the one over
+// the other), bound_ratio (iter_median_s / bound_s) and threads;
 // parameters, iter_{min,median,max}_s (the distribution of the timed
 // iterations, Figure 4.11; `--benchmark_repetitions=N` gives Google Benchmark's
 // own aggregates on top), mean_steps (UTRE-CPD: halting's mean iterations
@@ -64,6 +69,8 @@
 #include <vector>
 
 #include "kernels/bench/bench_device.h"
+#include "kernels/parallel.h"
+#include "models/bench/gemm_bound.h"
 #include "models/bench/re_iteration_setup.h"
 #include "models/optim.h"
 #include "models/re_model.h"
@@ -118,6 +125,12 @@ struct PeakRss {
 
 // ---- the benchmark -----------------------------------------------------------
 
+// d of a registry name's "+d=N" switch (the bound's [B·T, d] × [d, d] GEMM).
+int64_t bound_d(const std::string& name) {
+  const size_t at = name.find("+d=");
+  return at == std::string::npos ? 300 : std::strtoll(name.c_str() + at + 3, nullptr, 10);
+}
+
 void BM_ReIteration(benchmark::State& st, const std::string& model_name, const DataShape& shape) {
   PeakRss rss;
   rss.start();
@@ -134,12 +147,19 @@ void BM_ReIteration(benchmark::State& st, const std::string& model_name, const D
     auto t0 = Clock::now();
     re_training_step(*model, adam, batch, step++);
     const double first = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::vector<double> seconds;
+    // The GEMM bound's rate (gemm_bound.h), after the warm-up, at this thread count.
+    const int64_t d = bound_d(model_name);
+    const GemmRate rate = measure_gemm_rate(batch.B * batch.T, d, d, g_device);
+    std::vector<double> seconds, flops;
     double steps_sum = 0.0;
     for (auto _ : st) {
+      uint64_t f = 0;
       t0 = Clock::now();
-      steps_sum += re_training_step(*model, adam, batch, step++).mean_steps;
+      steps_sum += count_gemm_flops(f, [&] {
+                     return re_training_step(*model, adam, batch, step++);
+                   }).mean_steps;
       seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      flops.push_back(static_cast<double>(f));
     }
     std::sort(seconds.begin(), seconds.end());
     const size_t n = seconds.size();
@@ -154,7 +174,16 @@ void BM_ReIteration(benchmark::State& st, const std::string& model_name, const D
           n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
       st.counters["iter_max_s"] = seconds.back();
       if (steps_sum > 0) st.counters["mean_steps"] = steps_sum / static_cast<double>(n);
+      const double gf = median_of(flops);
+      st.counters["gemm_gflop"] = gf / 1e9;
+      st.counters["gemm_gflops_per_s"] = rate.gflops;
+      if (gf > 0) {
+        const double bound = gf / (rate.gflops * 1e9);
+        st.counters["bound_s"] = bound;
+        st.counters["bound_ratio"] = st.counters["iter_median_s"] / bound;
+      }
     }
+    st.counters["threads"] = g_device == Device::cpu ? threads() : 1;
     rss.report(st);
   } catch (const std::exception& e) {
     st.SkipWithError(e.what());
