@@ -134,21 +134,29 @@ NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
   if (training) {
     const int64_t n = active_rows(m, rows);
     std::vector<double> mu(c, 0.0), var(c, 0.0);
+    const float* px = x.f32();
     reduce_rows(rows, 1.0 * c, c, std::array<double*, 1>{mu.data()},
                 [&](int64_t begin, int64_t end, std::array<double*, 1> acc) {
+                  double* __restrict a = acc[0];
                   for (int64_t i = begin; i < end; ++i)
-                    if (active(i))
-                      for (int64_t j = 0; j < c; ++j) acc[0][j] += x.f32()[i * c + j];
+                    if (active(i)) {
+                      const float* xi = px + i * c;
+                      for (int64_t j = 0; j < c; ++j) a[j] += xi[j];
+                    }
                 });
     for (int64_t j = 0; j < c; ++j) mu[j] = n ? mu[j] / n : 0.0;
+    const double* pmu = mu.data();
     reduce_rows(rows, 3.0 * c, c, std::array<double*, 1>{var.data()},
                 [&](int64_t begin, int64_t end, std::array<double*, 1> acc) {
+                  double* __restrict a = acc[0];
                   for (int64_t i = begin; i < end; ++i)
-                    if (active(i))
+                    if (active(i)) {
+                      const float* xi = px + i * c;
                       for (int64_t j = 0; j < c; ++j) {
-                        double d = x.f32()[i * c + j] - mu[j];
-                        acc[0][j] += d * d;
+                        double d = xi[j] - pmu[j];
+                        a[j] += d * d;
                       }
+                    }
                 });
     for (int64_t j = 0; j < c; ++j) {
       double biased = n ? var[j] / n : 0.0;
@@ -202,15 +210,21 @@ void batch_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Ten
   auto active = [m](int64_t i) { return !m || m[i] != 0.0f; };
   const int64_t n = active_rows(m, rows);
   std::vector<double> sum_g(c, 0.0), sum_gx(c, 0.0);
+  // Pointers and per-channel constants hoisted out of the loops: the same
+  // expressions as per element, so the same bits.
+  const float *px = x.f32(), *pdy = d_out.f32(), *pmean = mean.f32(), *prstd = rstd.f32(),
+              *pgamma = gamma.f32();
   reduce_rows(rows, 5.0 * c, c, std::array<double*, 2>{sum_g.data(), sum_gx.data()},
               [&](int64_t begin, int64_t end, std::array<double*, 2> acc) {
+                double* __restrict a0 = acc[0], * __restrict a1 = acc[1];
                 for (int64_t i = begin; i < end; ++i) {
                   if (!active(i)) continue;
+                  const float *xi = px + i * c, *dyi = pdy + i * c;
                   for (int64_t j = 0; j < c; ++j) {
-                    float xhat = (x.f32()[i * c + j] - mean.f32()[j]) * rstd.f32()[j];
-                    float dy = d_out.f32()[i * c + j];
-                    acc[0][j] += dy;
-                    acc[1][j] += dy * xhat;
+                    float xhat = (xi[j] - pmean[j]) * prstd[j];
+                    float dy = dyi[j];
+                    a0[j] += dy;
+                    a1[j] += dy * xhat;
                   }
                 }
               });
@@ -219,19 +233,26 @@ void batch_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Ten
     if (d_beta.defined()) d_beta.f32()[j] += static_cast<float>(sum_g[j]);
   }
   if (!d_x.defined()) return;
+  std::vector<float> k(c), mean_g(c), mean_gx(c);
+  for (int64_t j = 0; j < c; ++j) {
+    k[j] = pgamma[j] * prstd[j];
+    mean_g[j] = static_cast<float>(sum_g[j] / n);
+    mean_gx[j] = static_cast<float>(sum_gx[j] / n);
+  }
+  const float *pk = k.data(), *pmg = mean_g.data(), *pmgx = mean_gx.data();
+  float* pdx = d_x.f32();
   for_items(rows, 8.0 * c, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       if (!active(i)) continue;  // masked rows: no gradient
+      const float *xi = px + i * c, *dyi = pdy + i * c;
+      float* dxi = pdx + i * c;
+      if (!training) {
+        for (int64_t j = 0; j < c; ++j) dxi[j] += pk[j] * dyi[j];
+        continue;
+      }
       for (int64_t j = 0; j < c; ++j) {
-        float k = gamma.f32()[j] * rstd.f32()[j];
-        float dy = d_out.f32()[i * c + j];
-        if (!training) {
-          d_x.f32()[i * c + j] += k * dy;
-          continue;
-        }
-        float xhat = (x.f32()[i * c + j] - mean.f32()[j]) * rstd.f32()[j];
-        d_x.f32()[i * c + j] +=
-            k * (dy - static_cast<float>(sum_g[j] / n) - xhat * static_cast<float>(sum_gx[j] / n));
+        float xhat = (xi[j] - pmean[j]) * prstd[j];
+        dxi[j] += pk[j] * (dyi[j] - pmg[j] - xhat * pmgx[j]);
       }
     }
   });
