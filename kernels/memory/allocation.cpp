@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
@@ -94,18 +95,6 @@ void sort_order(const float* uh, int64_t n, int32_t* order) {
   std::sort(order, order + n, [uh](int32_t a, int32_t b) { return precedes(uh[a], a, uh[b], b); });
 }
 
-// Free list of one memory by ranks: rank[n] = #{k : g[n][k]} (branch-free
-// counting, the comparisons of the mask formulation), order[rank[n]] = n.
-void rank_order(const float* uh, int64_t n, int32_t* order) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float ui = uh[i];
-    int32_t r = 0;
-    for (int64_t k = 0; k < i; ++k) r += uh[k] <= ui;
-    for (int64_t k = i + 1; k < n; ++k) r += uh[k] < ui;
-    order[r] = static_cast<int32_t>(i);
-  }
-}
-
 // a[φ_j] = (1 − s_j) · Π_{k<j} s_k for a given free list.
 inline void ordered_product(const float* uh, const int32_t* order, int64_t n, float* a) {
   float p = 1.0f;
@@ -134,30 +123,22 @@ inline void ordered_product_backward(const float* uh, const int32_t* order, int6
   }
 }
 
-template <bool kByRank>
 void ordered_forward(const float* u, float* a, int64_t rows, int64_t n) {
   std::vector<float> uh(n);
   std::vector<int32_t> order(n);
   for (int64_t m = 0; m < rows; ++m) {
     for (int64_t i = 0; i < n; ++i) uh[i] = hat(u[m * n + i]);
-    if constexpr (kByRank)
-      rank_order(uh.data(), n, order.data());
-    else
-      sort_order(uh.data(), n, order.data());
+    sort_order(uh.data(), n, order.data());
     ordered_product(uh.data(), order.data(), n, a + m * n);
   }
 }
 
-template <bool kByRank>
 void ordered_backward(const float* u, const float* d_a, float* d_u, int64_t rows, int64_t n) {
   std::vector<float> uh(n), prefix(n);
   std::vector<int32_t> order(n);
   for (int64_t m = 0; m < rows; ++m) {
     for (int64_t i = 0; i < n; ++i) uh[i] = hat(u[m * n + i]);
-    if constexpr (kByRank)
-      rank_order(uh.data(), n, order.data());
-    else
-      sort_order(uh.data(), n, order.data());
+    sort_order(uh.data(), n, order.data());
     ordered_product_backward(uh.data(), order.data(), n, d_a + m * n, d_u + m * n, prefix.data());
   }
 }
@@ -272,40 +253,450 @@ void mask_backward(const float* u, const float* d_a, float* d_u, int64_t rows, i
 }
 
 // ------------------------------------------------------------- parallel-block
-// `parallel` on kLanes memories at once, slot-major: uh[k * kLanes + l] is û of
-// slot k of memory m0 + l. Every inner loop runs over the lanes, so the
-// compiler turns it into SIMD compares, selects and products. The products
-// multiply the same factors in the same order as mask_forward_row (factors of
-// exactly 1 are skipped, which does not change a float product), hence the
-// results are bit-identical to `parallel`. Padding lanes of the last block hold
-// û = ε and are never written back.
+// `parallel` on kLanes = 16 memories at once, slot-major ("lane blocks"):
+// vector h[k] holds û of slot k of the 16 memories, one memory per lane, so
+// every compare, select and product is one SIMD operation across memories
+// (GCC vector extensions: 512-bit registers on AVX-512 builds, the same code
+// as pairs or quads of narrower registers elsewhere). The products multiply the
+// same factors in the same order as mask_forward_row / mask_backward_row
+// (factors of exactly 1 are skipped, which does not change a float product),
+// hence the results are bit-identical to `parallel`. Padding lanes of the last
+// block hold u = 0 and are never written back.
 constexpr int64_t kLanes = 16;
+using vf = float __attribute__((vector_size(kLanes * sizeof(float))));
 
-// uh: [N, kLanes] slot-major block; lanes valid rows starting at m0.
-void load_block(const float* u, int64_t m0, int64_t lanes, int64_t n, float* uh) {
-  for (int64_t l = 0; l < kLanes; ++l) {
-    const float* um = u + (m0 + std::min(l, lanes - 1)) * n;
-    for (int64_t k = 0; k < n; ++k) uh[k * kLanes + l] = l < lanes ? hat(um[k]) : kEps;
-  }
+inline vf splat(float x) {
+  return vf{} + x;
 }
 
-// p[i][l] = Π_k φ[i][k] for every slot i of a block, k outermost: each
-// product still takes its factors in ascending k. uh, p: [N, kLanes].
-void block_products(const float* __restrict uh, int64_t n, float* __restrict p) {
-  for (int64_t i = 0; i < n * kLanes; ++i) p[i] = 1.0f;
-  for (int64_t k = 0; k < n; ++k) {
-    const float* __restrict uk = uh + k * kLanes;
-    for (int64_t i = 0; i < k; ++i)  // k after i: strictly smaller usage precedes
-      for (int64_t l = 0; l < kLanes; ++l)
-        p[i * kLanes + l] *= uk[l] < uh[i * kLanes + l] ? uk[l] : 1.0f;
-    for (int64_t i = k + 1; i < n; ++i)  // k before i: ties precede too
-      for (int64_t l = 0; l < kLanes; ++l)
-        p[i * kLanes + l] *= uk[l] <= uh[i * kLanes + l] ? uk[l] : 1.0f;
+#if defined(__AVX512F__)
+// In-register transpositions between 16 memories of N slots (memory-major, as
+// stored) and N lane vectors (slot-major). N = 4: four registers of four
+// memories each; N = 16: a 16 × 16 transpose (an involution).
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int g = 0; g < 4; ++g) {  // s[4g + q], 128-bit lane L: rows 4g..4g+3 of column 4L + q
+    r[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int q = 0; q < 4; ++q) {
+    const __m512 x = _mm512_shuffle_f32x4(r[q], r[4 + q], 0x44),
+                 y = _mm512_shuffle_f32x4(r[8 + q], r[12 + q], 0x44),
+                 x2 = _mm512_shuffle_f32x4(r[q], r[4 + q], 0xEE),
+                 y2 = _mm512_shuffle_f32x4(r[8 + q], r[12 + q], 0xEE);
+    t[q] = _mm512_shuffle_f32x4(x, y, 0x88);
+    t[4 + q] = _mm512_shuffle_f32x4(x, y, 0xDD);
+    t[8 + q] = _mm512_shuffle_f32x4(x2, y2, 0x88);
+    t[12 + q] = _mm512_shuffle_f32x4(x2, y2, 0xDD);
+  }
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+// a[j]: memories 4j..4j+3 as stored -> r[k]: slot k of memories 0..15.
+inline void to_lanes4(const __m512 a[4], __m512 r[4]) {
+  const __m512i ilo = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29),
+                ihi = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
+  const __m512 x0 = _mm512_permutex2var_ps(a[0], ilo, a[1]),
+               x1 = _mm512_permutex2var_ps(a[0], ihi, a[1]),
+               y0 = _mm512_permutex2var_ps(a[2], ilo, a[3]),
+               y1 = _mm512_permutex2var_ps(a[2], ihi, a[3]);
+  r[0] = _mm512_shuffle_f32x4(x0, y0, 0x44);
+  r[1] = _mm512_shuffle_f32x4(x0, y0, 0xEE);
+  r[2] = _mm512_shuffle_f32x4(x1, y1, 0x44);
+  r[3] = _mm512_shuffle_f32x4(x1, y1, 0xEE);
+}
+
+// The inverse of to_lanes4.
+inline void from_lanes4(const __m512 r[4], __m512 a[4]) {
+  // memory l (of four), slot k <- lane (k & 1)·8 + l + (k >> 1)·16 of (x, y)
+  const __m512i j0 = _mm512_setr_epi32(0, 8, 16, 24, 1, 9, 17, 25, 2, 10, 18, 26, 3, 11, 19, 27),
+                j1 = _mm512_setr_epi32(4, 12, 20, 28, 5, 13, 21, 29, 6, 14, 22, 30, 7, 15, 23, 31);
+  const __m512 x0 = _mm512_shuffle_f32x4(r[0], r[1], 0x44),
+               y0 = _mm512_shuffle_f32x4(r[0], r[1], 0xEE),
+               x1 = _mm512_shuffle_f32x4(r[2], r[3], 0x44),
+               y1 = _mm512_shuffle_f32x4(r[2], r[3], 0xEE);
+  a[0] = _mm512_permutex2var_ps(x0, j0, x1);
+  a[1] = _mm512_permutex2var_ps(x0, j1, x1);
+  a[2] = _mm512_permutex2var_ps(y0, j0, y1);
+  a[3] = _mm512_permutex2var_ps(y0, j1, y1);
+}
+#endif
+
+// x[k] (lane l) = src[l·n + k] for the first `lanes` memories, 0 in the others.
+void to_lanes(const float* src, int64_t lanes, int64_t n, vf* x) {
+#if defined(__AVX512F__)
+  if (lanes == kLanes && n == 4) {
+    __m512 a[4], r[4];
+    for (int j = 0; j < 4; ++j) a[j] = _mm512_loadu_ps(src + 16 * j);
+    to_lanes4(a, r);
+    for (int k = 0; k < 4; ++k) std::memcpy(&x[k], &r[k], sizeof(vf));
+    return;
+  }
+  if (lanes == kLanes && n % 16 == 0) {
+    for (int64_t k0 = 0; k0 < n; k0 += 16) {
+      __m512 r[16];
+      for (int l = 0; l < 16; ++l) r[l] = _mm512_loadu_ps(src + l * n + k0);
+      transpose16(r);
+      for (int k = 0; k < 16; ++k) std::memcpy(&x[k0 + k], &r[k], sizeof(vf));
+    }
+    return;
+  }
+#endif
+  for (int64_t k = 0; k < n; ++k) x[k] = splat(0.0f);
+  for (int64_t l = 0; l < lanes; ++l)
+    for (int64_t k = 0; k < n; ++k) x[k][l] = src[l * n + k];
+}
+
+// dst[l·n + k] = x[k] (lane l) for the first `lanes` memories.
+void from_lanes(const vf* x, int64_t lanes, int64_t n, float* dst) {
+#if defined(__AVX512F__)
+  if (lanes == kLanes && n == 4) {
+    __m512 a[4], r[4];
+    for (int k = 0; k < 4; ++k) std::memcpy(&r[k], &x[k], sizeof(vf));
+    from_lanes4(r, a);
+    for (int j = 0; j < 4; ++j) _mm512_storeu_ps(dst + 16 * j, a[j]);
+    return;
+  }
+  if (lanes == kLanes && n % 16 == 0) {
+    for (int64_t k0 = 0; k0 < n; k0 += 16) {
+      __m512 r[16];
+      for (int k = 0; k < 16; ++k) std::memcpy(&r[k], &x[k0 + k], sizeof(vf));
+      transpose16(r);
+      for (int l = 0; l < 16; ++l) _mm512_storeu_ps(dst + l * n + k0, r[l]);
+    }
+    return;
+  }
+#endif
+  for (int64_t l = 0; l < lanes; ++l)
+    for (int64_t k = 0; k < n; ++k) dst[l * n + k] = x[k][l];
+}
+
+// û of a block, in place.
+inline void hat_lanes(vf* x, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) x[k] = splat(kEps) + splat(kOneMinusEps) * x[k];
+}
+
+// Rows i0 .. i0+T−1 of a block: out[i] = (1 − û[i]) · Π_k φ[i][k], the factors
+// in ascending k with T products advancing together (k outermost, the tile in
+// registers). Partners before the tile tie-break with ≤, after it with <; the
+// tile's own slots by their index.
+template <int T>
+inline void forward_tile(const vf* __restrict h, int64_t n, int64_t i0, vf* __restrict out) {
+  vf hi[T], p[T];
+  for (int t = 0; t < T; ++t) {
+    hi[t] = h[i0 + t];
+    p[t] = splat(1.0f);
+  }
+  for (int64_t k = 0; k < i0; ++k) {
+    const vf hk = h[k];
+    for (int t = 0; t < T; ++t) p[t] = hk <= hi[t] ? p[t] * hk : p[t];
+  }
+#pragma GCC unroll 16
+  for (int d = 0; d < T; ++d) {
+    const vf hk = h[i0 + d];
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      if (d < t) p[t] = hk <= hi[t] ? p[t] * hk : p[t];
+      if (d > t) p[t] = hk < hi[t] ? p[t] * hk : p[t];
+    }
+  }
+  for (int64_t k = i0 + T; k < n; ++k) {
+    const vf hk = h[k];
+    for (int t = 0; t < T; ++t) p[t] = hk < hi[t] ? p[t] * hk : p[t];
+  }
+  for (int t = 0; t < T; ++t) out[i0 + t] = (splat(1.0f) - hi[t]) * p[t];
+}
+
+// The forward of one block: h = û [N], out = a [N].
+template <int kN>
+inline void forward_lanes(const vf* __restrict h, int64_t n_runtime, vf* __restrict out) {
+  const int64_t n = kN > 0 ? kN : n_runtime;
+  int64_t i0 = 0;
+  if constexpr (kN > 0 && kN <= 8) {
+    forward_tile<kN>(h, n, 0, out);
+    return;
+  }
+  for (; i0 + 8 <= n; i0 += 8) forward_tile<8>(h, n, i0, out);
+  for (; i0 + 2 <= n; i0 += 2) forward_tile<2>(h, n, i0, out);
+  for (; i0 < n; ++i0) forward_tile<1>(h, n, i0, out);
+}
+
+template <int kN>
+void block_forward_lanes(const float* u, float* a, int64_t rows, int64_t n_runtime) {
+  const int64_t n = kN > 0 ? kN : n_runtime;
+  std::vector<vf> heap(kN > 0 ? 0 : 2 * n);
+  vf local[kN > 0 ? 2 * kN : 1];
+  vf* h = kN > 0 ? local : heap.data();
+  vf* out = h + n;
+  for (int64_t m0 = 0; m0 < rows; m0 += kLanes) {
+    const int64_t lanes = std::min(kLanes, rows - m0);
+    to_lanes(u + m0 * n, lanes, n, h);
+    hat_lanes(h, n);
+    forward_lanes<kN>(h, n, out);
+    from_lanes(out, lanes, n, a + m0 * n);
   }
 }
 
 #if defined(__AVX512F__)
-// Small memories, N in {4, 8, 16}: 16 / N whole memories per 512-bit register,
+// N = 4 in registers: the six pair comparisons once (g[k][i] = not g[i][k]
+// for i ≠ k), each row's first factor by a blend (1 · x = x), the others by
+// masked multiplies in ascending k, as mask_forward_row.
+void block_forward4_avx512(const float* u, float* a, int64_t rows) {
+  const __m512 one = _mm512_set1_ps(1.0f), eps = _mm512_set1_ps(kEps),
+               ome = _mm512_set1_ps(kOneMinusEps);
+  auto kernel = [&](const float* src, float* dst) {
+    __m512 x[4], h[4];
+    for (int j = 0; j < 4; ++j) x[j] = _mm512_loadu_ps(src + 16 * j);
+    to_lanes4(x, h);
+    for (int k = 0; k < 4; ++k) h[k] = _mm512_add_ps(eps, _mm512_mul_ps(ome, h[k]));
+    // lt[i][k] (i < k) = [û_k < û_i]: slot k precedes slot i; slot i precedes
+    // slot k exactly when it does not.
+    const __mmask16 l01 = _mm512_cmp_ps_mask(h[1], h[0], _CMP_LT_OQ),
+                    l02 = _mm512_cmp_ps_mask(h[2], h[0], _CMP_LT_OQ),
+                    l03 = _mm512_cmp_ps_mask(h[3], h[0], _CMP_LT_OQ),
+                    l12 = _mm512_cmp_ps_mask(h[2], h[1], _CMP_LT_OQ),
+                    l13 = _mm512_cmp_ps_mask(h[3], h[1], _CMP_LT_OQ),
+                    l23 = _mm512_cmp_ps_mask(h[3], h[2], _CMP_LT_OQ);
+    auto no = [](__mmask16 m) { return static_cast<__mmask16>(~m); };
+    __m512 p0 = _mm512_mask_blend_ps(l01, one, h[1]);
+    p0 = _mm512_mask_mul_ps(p0, l02, p0, h[2]);
+    p0 = _mm512_mask_mul_ps(p0, l03, p0, h[3]);
+    __m512 p1 = _mm512_mask_blend_ps(no(l01), one, h[0]);
+    p1 = _mm512_mask_mul_ps(p1, l12, p1, h[2]);
+    p1 = _mm512_mask_mul_ps(p1, l13, p1, h[3]);
+    __m512 p2 = _mm512_mask_blend_ps(no(l02), one, h[0]);
+    p2 = _mm512_mask_mul_ps(p2, no(l12), p2, h[1]);
+    p2 = _mm512_mask_mul_ps(p2, l23, p2, h[3]);
+    __m512 p3 = _mm512_mask_blend_ps(no(l03), one, h[0]);
+    p3 = _mm512_mask_mul_ps(p3, no(l13), p3, h[1]);
+    p3 = _mm512_mask_mul_ps(p3, no(l23), p3, h[2]);
+    const __m512 r[4] = {
+        _mm512_mul_ps(_mm512_sub_ps(one, h[0]), p0), _mm512_mul_ps(_mm512_sub_ps(one, h[1]), p1),
+        _mm512_mul_ps(_mm512_sub_ps(one, h[2]), p2), _mm512_mul_ps(_mm512_sub_ps(one, h[3]), p3)};
+    from_lanes4(r, x);
+    for (int j = 0; j < 4; ++j) _mm512_storeu_ps(dst + 16 * j, x[j]);
+  };
+  const int64_t full = rows / kLanes * kLanes;
+  for (int64_t m0 = 0; m0 < full; m0 += kLanes) kernel(u + 4 * m0, a + 4 * m0);
+  if (full < rows) block_forward_lanes<4>(u + 4 * full, a + 4 * full, rows - full, 4);
+}
+
+// N = 16 in registers: the 120 pair comparisons once, then every row's
+// product in ascending k (first factor by a blend), fully unrolled so that
+// the sixteen independent products interleave.
+void block_forward16_avx512(const float* u, float* a, int64_t rows) {
+  const __m512 one = _mm512_set1_ps(1.0f), eps = _mm512_set1_ps(kEps),
+               ome = _mm512_set1_ps(kOneMinusEps);
+  const int64_t full = rows / kLanes * kLanes;
+  for (int64_t m0 = 0; m0 < full; m0 += kLanes) {
+    __m512 h[16];
+    for (int l = 0; l < 16; ++l) h[l] = _mm512_loadu_ps(u + (m0 + l) * 16);
+    transpose16(h);
+    for (int k = 0; k < 16; ++k) h[k] = _mm512_add_ps(eps, _mm512_mul_ps(ome, h[k]));
+    __mmask16 lt[16][16];  // lt[i][k], i < k: [û_k < û_i]
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i)
+#pragma GCC unroll 16
+      for (int k = i + 1; k < 16; ++k) lt[i][k] = _mm512_cmp_ps_mask(h[k], h[i], _CMP_LT_OQ);
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      auto g = [&](int k) { return k > i ? lt[i][k] : static_cast<__mmask16>(~lt[k][i]); };
+      const int k0 = i == 0 ? 1 : 0;
+      __m512 p = _mm512_mask_blend_ps(g(k0), one, h[k0]);
+#pragma GCC unroll 16
+      for (int k = k0 + 1; k < 16; ++k)
+        if (k != i) p = _mm512_mask_mul_ps(p, g(k), p, h[k]);
+      r[i] = _mm512_mul_ps(_mm512_sub_ps(one, h[i]), p);
+    }
+    transpose16(r);
+    for (int l = 0; l < 16; ++l) _mm512_storeu_ps(a + (m0 + l) * 16, r[l]);
+  }
+  if (full < rows) block_forward_lanes<16>(u + 16 * full, a + 16 * full, rows - full, 16);
+}
+#endif
+
+// Backward of one block, rows i0 .. i0+T−1 of mask_backward_row at once: for
+// each row the prefix products pre[t][k] = Π_{k'<k} φ[i][k'] (ascending), the
+// diagonal term, then the suffix products (descending) with the terms
+//   dh[k] += g[i][k] · (c_i · (pre[k] · suffix)),  c_i = d_a[i](1 − û[i]),
+// rows in ascending order per lane (row i's diagonal term, then its k
+// descending), as mask_backward_row adds them.
+template <int T>
+inline void backward_tile(const vf* __restrict h, const vf* __restrict da, int64_t n, int64_t i0,
+                          vf* __restrict dh, vf* __restrict pre) {
+  vf hi[T], run[T];
+  for (int t = 0; t < T; ++t) {
+    hi[t] = h[i0 + t];
+    run[t] = splat(1.0f);
+  }
+  // Ascending k: pre[t·n + k] = the product before k.
+  for (int64_t k = 0; k < i0; ++k) {
+    const vf hk = h[k];
+    for (int t = 0; t < T; ++t) {
+      pre[t * n + k] = run[t];
+      run[t] = hk <= hi[t] ? run[t] * hk : run[t];
+    }
+  }
+#pragma GCC unroll 16
+  for (int d = 0; d < T; ++d) {
+    const vf hk = h[i0 + d];
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      pre[t * n + i0 + d] = run[t];
+      if (d < t) run[t] = hk <= hi[t] ? run[t] * hk : run[t];
+      if (d > t) run[t] = hk < hi[t] ? run[t] * hk : run[t];
+    }
+  }
+  for (int64_t k = i0 + T; k < n; ++k) {
+    const vf hk = h[k];
+    for (int t = 0; t < T; ++t) {
+      pre[t * n + k] = run[t];
+      run[t] = hk < hi[t] ? run[t] * hk : run[t];
+    }
+  }
+  // Descending k, the T rows together: every dh[k] receives at most one
+  // addition per row, here in row order t = 0 .. T−1, and the rows before and
+  // after the tile come from the tiles before and after it: the per-lane order
+  // of mask_backward_row.
+  vf c[T], suf[T];
+  for (int t = 0; t < T; ++t) {
+    c[t] = da[i0 + t] * (splat(1.0f) - hi[t]);
+    suf[t] = splat(1.0f);
+  }
+  auto step = [&](int t, int64_t k, const vf& hk, bool le) {
+    const auto g = le ? hk <= hi[t] : hk < hi[t];
+    const vf term = c[t] * (pre[t * n + k] * suf[t]);
+    dh[k] = g ? dh[k] + term : dh[k];
+    suf[t] = g ? suf[t] * hk : suf[t];
+  };
+  for (int64_t k = n - 1; k >= i0 + T; --k) {
+    const vf hk = h[k];
+    for (int t = 0; t < T; ++t) step(t, k, hk, false);
+  }
+  // The tile's own slots, k = i0+T−1 down to i0; at k = i0 + d, row d adds
+  // its diagonal term −d_a[i]·Π_k φ[i][k] there instead (after the rows
+  // before it, before the rows after it: row order per lane).
+#pragma GCC unroll 16
+  for (int d = T - 1; d >= 0; --d) {
+    const vf hk = h[i0 + d];
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      if (d < t) step(t, i0 + d, hk, true);
+      if (d == t) dh[i0 + d] = dh[i0 + d] - da[i0 + d] * run[d];
+      if (d > t) step(t, i0 + d, hk, false);
+    }
+  }
+  for (int64_t k = i0 - 1; k >= 0; --k) {
+    const vf hk = h[k];
+    for (int t = 0; t < T; ++t) step(t, k, hk, true);
+  }
+}
+
+template <int kN>
+void block_backward_lanes(const float* u, const float* d_a, float* d_u, int64_t rows,
+                          int64_t n_runtime) {
+  const int64_t n = kN > 0 ? kN : n_runtime;
+  constexpr int kTile = 4;
+  std::vector<vf> heap(kN > 0 ? 0 : (4 + kTile) * n);
+  vf local[kN > 0 ? (4 + kTile) * kN : 1];
+  vf* h = kN > 0 ? local : heap.data();
+  vf *da = h + n, *dh = da + n, *du = dh + n, *pre = du + n;
+  for (int64_t m0 = 0; m0 < rows; m0 += kLanes) {
+    const int64_t lanes = std::min(kLanes, rows - m0);
+    to_lanes(u + m0 * n, lanes, n, h);
+    hat_lanes(h, n);
+    to_lanes(d_a + m0 * n, lanes, n, da);
+    for (int64_t k = 0; k < n; ++k) dh[k] = splat(0.0f);
+    int64_t i0 = 0;
+    for (; i0 + kTile <= n; i0 += kTile) backward_tile<kTile>(h, da, n, i0, dh, pre);
+    for (; i0 < n; ++i0) backward_tile<1>(h, da, n, i0, dh, pre);
+    to_lanes(d_u + m0 * n, lanes, n, du);
+    for (int64_t k = 0; k < n; ++k) du[k] = du[k] + splat(kOneMinusEps) * dh[k];
+    from_lanes(du, lanes, n, d_u + m0 * n);
+  }
+}
+
+// ------------------------------------------------------------- rank on lane blocks
+// The ranks of 16 memories at once (lane l = memory m0 + l), each pair of
+// slots compared once: for i < k, g = [û_k < û_i] (slot k precedes slot i,
+// else slot i precedes slot k, ties to the lower index), rank[i] += g and
+// rank[k] += 1 − g. The counts are exact integers, so the free lists are
+// those of a per-memory count (rank[i] = #{k : slot k precedes slot i},
+// order[rank[i]] = i); the products then run per memory as for `sorted`.
+using vi = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
+
+void rank_lanes(const vf* __restrict h, int64_t n, vi* __restrict r) {
+  for (int64_t k = 0; k < n; ++k) r[k] = vi{};
+  for (int64_t i = 0; i < n; ++i) {
+    const vf hi = h[i];
+    vi ri = r[i];  // Σ_{i' < i} (g_{i'i} − 1) so far (comparisons give −1 / 0)
+    for (int64_t k = i + 1; k < n; ++k) {
+      const vi g = h[k] < hi;  // −1 where slot k precedes slot i
+      ri -= g;
+      r[k] += g;
+    }
+    r[i] = ri + static_cast<int32_t>(i);
+  }
+}
+
+// The products of `sorted` on lane blocks: the usages in free-list order
+// s[j] (lane l: û of slot φ_l[j], placed by the ranks), then the cumulative
+// product (forward) or the prefix products and the reverse sweep (backward)
+// of ordered_product / ordered_product_backward, the same operations per lane
+// in the same order, sixteen memories per vector operation.
+template <bool kBackward>
+void rank_blocks(const float* u, const float* d_a, float* d_u, float* a, int64_t rows, int64_t n) {
+  std::vector<vf> h(n), s(n), x(n), y(n), g(n);
+  std::vector<vi> r(n);
+  const vf one = splat(1.0f);
+  for (int64_t m0 = 0; m0 < rows; m0 += kLanes) {
+    const int64_t lanes = std::min(kLanes, rows - m0);
+    to_lanes(u + m0 * n, lanes, n, h.data());
+    hat_lanes(h.data(), n);
+    rank_lanes(h.data(), n, r.data());
+    for (int64_t i = 0; i < n; ++i)  // padding lanes (u = 0) are ranked too
+      for (int64_t l = 0; l < kLanes; ++l) s[r[i][l]][l] = h[i][l];
+    if constexpr (!kBackward) {
+      vf p = one;
+      for (int64_t j = 0; j < n; ++j) {
+        x[j] = (one - s[j]) * p;
+        p = p * s[j];
+      }
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t l = 0; l < kLanes; ++l) y[i][l] = x[r[i][l]][l];
+      from_lanes(y.data(), lanes, n, a + m0 * n);
+    } else {
+      to_lanes(d_a + m0 * n, lanes, n, y.data());
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t l = 0; l < kLanes; ++l) g[r[i][l]][l] = y[i][l];
+      vf p = one;
+      for (int64_t j = 0; j < n; ++j) {  // x: the prefix products
+        x[j] = p;
+        p = p * s[j];
+      }
+      vf rr = splat(0.0f);
+      for (int64_t k = n - 1; k >= 0; --k) {  // x: the gradient in free-list order
+        x[k] = splat(kOneMinusEps) * (x[k] * (rr - g[k]));
+        rr = g[k] * (one - s[k]) + s[k] * rr;
+      }
+      to_lanes(d_u + m0 * n, lanes, n, y.data());
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t l = 0; l < kLanes; ++l) y[i][l] = y[i][l] + x[r[i][l]][l];
+      from_lanes(y.data(), lanes, n, d_u + m0 * n);
+    }
+  }
+}
+
+#if defined(__AVX512F__)
+// Small memories, N dividing 16 (used for N = 8; N = 4 and 16 have the lane-block
+// register kernels above): 16 / N whole memories per 512-bit register,
 // one float lane per slot, so no transposition is needed. Partner j of slot i
 // is k_j(i) = j + [j >= i] (the other slots in ascending order, as in the
 // scalar product); `before` marks the lanes where k_j(i) < i, whose tie rule
@@ -356,23 +747,18 @@ void block_forward_avx512(const float* u, float* a, int64_t rows) {
 
 void block_forward(const float* u, float* a, int64_t rows, int64_t n) {
 #if defined(__AVX512F__)
-  if (n == 4) return block_forward_avx512<4>(u, a, rows);
   if (n == 8) return block_forward_avx512<8>(u, a, rows);
-  if (n == 16) return block_forward_avx512<16>(u, a, rows);
+  if (n == 4) return block_forward4_avx512(u, a, rows);
+  if (n == 16) return block_forward16_avx512(u, a, rows);
 #endif
-  std::vector<float> uh(n * kLanes), prod(n * kLanes), out(n * kLanes);
-  for (int64_t m0 = 0; m0 < rows; m0 += kLanes) {
-    const int64_t lanes = std::min(kLanes, rows - m0);
-    load_block(u, m0, lanes, n, uh.data());
-    block_products(uh.data(), n, prod.data());
-    for (int64_t i = 0; i < n * kLanes; ++i) out[i] = (1.0f - uh[i]) * prod[i];
-    for (int64_t l = 0; l < lanes; ++l)
-      for (int64_t k = 0; k < n; ++k) a[(m0 + l) * n + k] = out[k * kLanes + l];
-  }
+  if (n == 4) return block_forward_lanes<4>(u, a, rows, n);
+  if (n == 16) return block_forward_lanes<16>(u, a, rows, n);
+  return block_forward_lanes<0>(u, a, rows, n);
 }
 
 #if defined(__AVX512F__)
-// Backward for N in {4, 8} in the register layout of block_forward_avx512:
+// Backward for N dividing 16 (used for N = 8) in the register layout of
+// block_forward_avx512:
 // lane x of a memory accumulates d û[x] over the rows i in ascending order,
 // the diagonal term −d_a[x]·Π_k φ[x][k] at i = x, otherwise
 //   g[i][x] · (c_i · (Π_{k<x} φ[i][k] · Π_{k>x} φ[i][k])),  c_i = d_a[i](1 − û[i]),
@@ -442,53 +828,74 @@ void block_backward_avx512(const float* u, const float* d_a, float* d_u, int64_t
 }
 #endif
 
-// Backward of the block form: the mask-form derivative of mask_backward_row,
-// evaluated on all lanes at once with prefix/suffix products per lane.
-void block_backward(const float* u, const float* d_a, float* d_u, int64_t rows, int64_t n) {
 #if defined(__AVX512F__)
-  if (n == 4) return block_backward_avx512<4>(u, d_a, d_u, rows);
-  if (n == 8) return block_backward_avx512<8>(u, d_a, d_u, rows);
-#endif
-  std::vector<float> uh(n * kLanes), da(n * kLanes), dh(n * kLanes), phi(n * kLanes),
-      prefix((n + 1) * kLanes);
-  alignas(64) float c[kLanes], suffix[kLanes];
-  for (int64_t m0 = 0; m0 < rows; m0 += kLanes) {
-    const int64_t lanes = std::min(kLanes, rows - m0);
-    load_block(u, m0, lanes, n, uh.data());
-    for (int64_t l = 0; l < kLanes; ++l)
-      for (int64_t k = 0; k < n; ++k) da[k * kLanes + l] = l < lanes ? d_a[(m0 + l) * n + k] : 0.0f;
-    std::fill(dh.begin(), dh.end(), 0.0f);
-    for (int64_t i = 0; i < n; ++i) {
-      const float* ui = uh.data() + i * kLanes;
-      for (int64_t l = 0; l < kLanes; ++l) prefix[l] = 1.0f;
-      for (int64_t k = 0; k < n; ++k) {
-        const float* uk = uh.data() + k * kLanes;
-        float* pk = prefix.data() + k * kLanes;
-        float* fk = phi.data() + k * kLanes;
-        for (int64_t l = 0; l < kLanes; ++l) {
-          const bool g = k < i ? uk[l] <= ui[l] : (k > i && uk[l] < ui[l]);
-          fk[l] = g ? uk[l] : 1.0f;
-          pk[kLanes + l] = pk[l] * fk[l];
-        }
+// Backward for N = 16 in registers, lane blocks of 16 memories (transposed in
+// and out): the 120 pair comparisons once, then row by row in ascending
+// order the prefix products (ascending k), the diagonal term and the suffix
+// pass (descending k) adding c_i · (prefix · suffix) where slot k precedes
+// slot i: the per-lane order and rounding of mask_backward_row.
+void block_backward16_avx512(const float* u, const float* d_a, float* d_u, int64_t rows) {
+  const __m512 one = _mm512_set1_ps(1.0f), eps = _mm512_set1_ps(kEps),
+               ome = _mm512_set1_ps(kOneMinusEps);
+  const int64_t full = rows / kLanes * kLanes;
+  for (int64_t m0 = 0; m0 < full; m0 += kLanes) {
+    __m512 h[16], da[16], acc[16];
+    for (int l = 0; l < 16; ++l) h[l] = _mm512_loadu_ps(u + (m0 + l) * 16);
+    transpose16(h);
+    for (int k = 0; k < 16; ++k) h[k] = _mm512_add_ps(eps, _mm512_mul_ps(ome, h[k]));
+    for (int l = 0; l < 16; ++l) da[l] = _mm512_loadu_ps(d_a + (m0 + l) * 16);
+    transpose16(da);
+    __mmask16 lt[16][16];  // lt[i][k], i < k: [û_k < û_i]
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i)
+#pragma GCC unroll 16
+      for (int k = i + 1; k < 16; ++k) lt[i][k] = _mm512_cmp_ps_mask(h[k], h[i], _CMP_LT_OQ);
+    for (int k = 0; k < 16; ++k) acc[k] = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      auto g = [&](int k) { return k > i ? lt[i][k] : static_cast<__mmask16>(~lt[k][i]); };
+      __m512 pre[16];
+      __m512 run = one;
+#pragma GCC unroll 16
+      for (int k = 0; k < 16; ++k) {
+        pre[k] = run;
+        if (k != i) run = _mm512_mask_mul_ps(run, g(k), run, h[k]);
       }
-      for (int64_t l = 0; l < kLanes; ++l) {
-        dh[i * kLanes + l] -= da[i * kLanes + l] * prefix[n * kLanes + l];
-        c[l] = da[i * kLanes + l] * (1.0f - ui[l]);
-        suffix[l] = 1.0f;
-      }
-      for (int64_t k = n - 1; k >= 0; --k) {
-        const float* uk = uh.data() + k * kLanes;
-        for (int64_t l = 0; l < kLanes; ++l) {
-          const bool g = k < i ? uk[l] <= ui[l] : (k > i && uk[l] < ui[l]);
-          const float term = c[l] * (prefix[k * kLanes + l] * suffix[l]);
-          dh[k * kLanes + l] += g ? term : 0.0f;
-          suffix[l] *= phi[k * kLanes + l];
-        }
+      acc[i] = _mm512_sub_ps(acc[i], _mm512_mul_ps(da[i], run));
+      const __m512 c = _mm512_mul_ps(da[i], _mm512_sub_ps(one, h[i]));
+      __m512 suf = one;
+#pragma GCC unroll 16
+      for (int k = 15; k >= 0; --k) {
+        if (k == i) continue;
+        const __m512 term = _mm512_mul_ps(c, _mm512_mul_ps(pre[k], suf));
+        acc[k] = _mm512_mask_add_ps(acc[k], g(k), acc[k], term);
+        suf = _mm512_mask_mul_ps(suf, g(k), suf, h[k]);
       }
     }
-    for (int64_t l = 0; l < lanes; ++l)
-      for (int64_t k = 0; k < n; ++k) d_u[(m0 + l) * n + k] += kOneMinusEps * dh[k * kLanes + l];
+    __m512 du[16];
+    for (int l = 0; l < 16; ++l) du[l] = _mm512_loadu_ps(d_u + (m0 + l) * 16);
+    transpose16(du);
+    for (int k = 0; k < 16; ++k) du[k] = _mm512_add_ps(du[k], _mm512_mul_ps(ome, acc[k]));
+    transpose16(du);
+    for (int l = 0; l < 16; ++l) _mm512_storeu_ps(d_u + (m0 + l) * 16, du[l]);
   }
+  if (full < rows)
+    block_backward_lanes<16>(u + 16 * full, d_a + 16 * full, d_u + 16 * full, rows - full, 16);
+}
+#endif
+
+// Backward of the block form: the register form for N = 8 on AVX-512 builds,
+// lane blocks otherwise (for N = 4 the lane blocks, with their in-register
+// transposition, measured 1.8x faster than the register form on an AMD EPYC
+// Zen 4).
+void block_backward(const float* u, const float* d_a, float* d_u, int64_t rows, int64_t n) {
+#if defined(__AVX512F__)
+  if (n == 8) return block_backward_avx512<8>(u, d_a, d_u, rows);
+  if (n == 16) return block_backward16_avx512(u, d_a, d_u, rows);
+#endif
+  if (n == 4) return block_backward_lanes<4>(u, d_a, d_u, rows, n);
+  if (n == 16) return block_backward_lanes<16>(u, d_a, d_u, rows, n);
+  return block_backward_lanes<0>(u, d_a, d_u, rows, n);
 }
 
 // Memories are independent: chunks of whole memories, f(first, count), the
@@ -555,9 +962,9 @@ void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant
     float* ac = a + first * n;
     switch (variant) {
       case AllocationVariant::sorted:
-        return ordered_forward<false>(uc, ac, count, n);
+        return ordered_forward(uc, ac, count, n);
       case AllocationVariant::rank:
-        return ordered_forward<true>(uc, ac, count, n);
+        return rank_blocks<false>(uc, nullptr, nullptr, ac, count, n);
       case AllocationVariant::parallel:
         return mask_forward<false>(uc, ac, count, n);
       case AllocationVariant::parallel_eps:
@@ -592,9 +999,9 @@ void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usa
     float* duc = du + first * n;
     switch (variant) {
       case AllocationVariant::sorted:
-        return ordered_backward<false>(uc, gc, duc, count, n);
+        return ordered_backward(uc, gc, duc, count, n);
       case AllocationVariant::rank:
-        return ordered_backward<true>(uc, gc, duc, count, n);
+        return rank_blocks<true>(uc, gc, duc, nullptr, count, n);
       case AllocationVariant::parallel:
         return mask_backward<false>(uc, gc, duc, count, n);
       case AllocationVariant::parallel_eps:

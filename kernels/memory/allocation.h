@@ -21,19 +21,20 @@
 //                 `sorted` by O(1) when two usages of one memory are closer than
 //                 about N·ε' (the offset reorders them), and by O(N·ε') otherwise.
 //   rank          rank-then-product: ranks by O(N²) branch-free integer counting
-//                 (the same comparisons as `parallel`), a scatter into the free
-//                 list, then the O(N) cumulative product of `sorted`. Bit-identical
-//                 to `sorted` in forward and backward.
+//                 (the comparisons of `parallel`, each pair once), the usages
+//                 placed in free-list order by the ranks, then the O(N)
+//                 cumulative product of `sorted`; on the CPU sixteen memories
+//                 side by side in SIMD lanes (counting and products).
+//                 Bit-identical to `sorted` in forward and backward.
 //   parallel-block  `parallel` evaluated many memories at a time so that every
 //                 comparison, select and product is a SIMD operation across
-//                 memories: for N in {4, 8, 16} on AVX-512 builds, 16/N whole
-//                 memories per 512-bit register with in-register partner
-//                 permutes; otherwise blocks of 16 memories in a slot-major
-//                 layout with loops the compiler vectorises; the backward has
-//                 the register form for N in {4, 8}. Bit-identical to
-//                 `parallel` (same factors, same order), forward and
-//                 backward. Made for small N, where per-memory work is too
-//                 short for a sort or a scalar loop to amortise.
+//                 memories: blocks of 16 memories in a slot-major layout (one
+//                 memory per lane; transposed in registers for N = 4 and N a
+//                 multiple of 16 on AVX-512 builds), with register kernels for
+//                 N = 4 (forward) and N = 16 (forward and backward) that compare
+//                 each pair of slots once, and for N = 8 the 2-memories-per-
+//                 register form. Bit-identical to `parallel` (same factors,
+//                 same order), forward and backward.
 // On the CPU all variants run memories in chunks on the kernel threads, are
 // deterministic (the same bytes at any thread count), and run with subnormals
 // flushed to zero (see allocation.cpp). The same variants run on the GPU under

@@ -183,6 +183,49 @@ TEST_P(AllocationAgreement, TrickyRowsMatchTheIndependentDoubleReference) {
 INSTANTIATE_TEST_SUITE_P(N, AllocationAgreement,
                          ::testing::Values(1, 2, 3, 4, 5, 8, 16, 32, 64, 128));
 
+// The lane-block paths (16 memories per block, in-register transposition for
+// N = 4 and N a multiple of 16 on AVX-512 builds, the N = 4 and N = 16
+// register kernels, rank's counting and products across memories) over
+// several full blocks and a tail, on usages with many exact ties (values
+// from a small set) mixed with the awkward rows: `rank` ≡ `sorted` and
+// `parallel-block` ≡ `parallel` bit for bit, forward and backward (the
+// backward accumulating into a non-zero d_usage).
+class AllocationLaneBlocks : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(AllocationLaneBlocks, BitIdentitiesOverManyBlocks) {
+  const int64_t n = GetParam(), rows = 5 * 16 + 7;
+  Tensor u = random_tensor({rows, n}, 1300 + n, 0.0f, 1.0f);
+  Tensor tricky = tricky_usages(n, 1400 + n);
+  float* x = u.f32();
+  PhiloxStream rng(1500 + n, 3);
+  for (int64_t b = 0; b < rows; ++b)
+    for (int64_t i = 0; i < n; ++i) {
+      if (b % 3 == 0) x[b * n + i] = 0.125f * static_cast<float>(rng.below(5));  // ties
+      if (b >= 40 && b < 40 + 19) x[b * n + i] = tricky.f32()[(b - 40) * n + i];
+    }
+  Tensor g = random_tensor(u.shape(), 1600 + n);
+  Tensor start = random_tensor(u.shape(), 1700 + n);
+  auto run = [&](AllocationVariant v) {
+    Tensor d = start.clone();
+    allocation_backward(d, g, u, v);
+    return std::pair{allocation_forward(u, v), d};
+  };
+  auto [a_sorted, d_sorted] = run(AllocationVariant::sorted);
+  auto [a_rank, d_rank] = run(AllocationVariant::rank);
+  auto [a_par, d_par] = run(AllocationVariant::parallel);
+  auto [a_block, d_block] = run(AllocationVariant::parallel_block);
+  const std::string at = ", N " + std::to_string(n);
+  EXPECT_TRUE(identical(a_rank, a_sorted, "rank forward" + at));
+  EXPECT_TRUE(identical(d_rank, d_sorted, "rank backward" + at));
+  EXPECT_TRUE(identical(a_block, a_par, "parallel-block forward" + at));
+  EXPECT_TRUE(identical(d_block, d_par, "parallel-block backward" + at));
+  EXPECT_TRUE(close(a_block, a_sorted, 1e-5, 1e-5, "parallel-block vs sorted forward" + at));
+  EXPECT_TRUE(close(d_block, d_sorted, 1e-5, 1e-5, "parallel-block vs sorted backward" + at));
+}
+
+INSTANTIATE_TEST_SUITE_P(N, AllocationLaneBlocks,
+                         ::testing::Values(1, 2, 4, 6, 8, 12, 16, 17, 32, 48, 64, 128));
+
 // Thesis Fig. 2.28 / 3.7: usage [0.1, 0.9, 0.0, 0.8] allocates (almost)
 // everything to slot 2. Expected values by hand from SPEC §3 with ε = 1e-6:
 // û = [0.1000009, 0.9000001, 1e-6, 0.8000002], free list (2, 0, 3, 1),
