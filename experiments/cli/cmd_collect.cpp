@@ -14,11 +14,12 @@ namespace {
 struct CollectArgs {
   std::vector<std::string> dirs;
   std::string out;
+  bool all = false;
 };
 
 void run_collect(const CollectArgs& a) {
   std::vector<std::filesystem::path> roots(a.dirs.begin(), a.dirs.end());
-  const sweep::Collection c = sweep::collect_runs(roots);
+  const sweep::Collection c = sweep::collect_runs(roots, a.all);
   for (const std::string& w : c.warnings) std::cerr << "mare: warning: " << w << "\n";
   if (c.runs.empty()) throw std::runtime_error("no runs found under the given directories");
   sweep::write_collect_csv(a.out, c.runs);
@@ -43,6 +44,9 @@ void add_collect_command(CLI::App& app) {
       "metrics");
   cmd->add_option("DIR", args->dirs, "Sweep roots, shard roots or run directories")->required();
   cmd->add_option("--out", args->out, "CSV file to write (atomically)")->required();
+  cmd->add_flag("--all", args->all,
+                "Also take run directories that a sweep root's sweep.json does not list (runs of "
+                "an earlier version of the spec or of another profile)");
   cmd->callback([args] { run_collect(*args); });
 }
 

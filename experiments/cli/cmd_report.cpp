@@ -42,6 +42,7 @@ void add_report_command(CLI::App& app) {
     o.figures = !args->no_figures;
     o.only = args->only;
     const report::ReportSummary s = report::write_report(o);
+    for (const std::string& n : s.notes) std::cerr << "mare: note: " << n << "\n";
     int tables = 0, figures = 0;
     for (const auto& a : s.tables) tables += a.missing.empty();
     for (const auto& a : s.figures) figures += a.missing.empty();

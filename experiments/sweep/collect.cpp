@@ -187,18 +187,53 @@ struct Found {
   bool legacy = false;
 };
 
-void walk(const fs::path& dir, std::set<fs::path>& visited, std::vector<Found>& found) {
+// The run directories (canonical) that a sweep root's sweep.json plans.
+std::set<fs::path> planned_runs(const fs::path& root) {
+  const fs::path p = root / "sweep.json";
+  const nlohmann::json j = read_json(p);
+  std::set<fs::path> planned;
+  const nlohmann::json* runs = j.is_object() && j.contains("runs") ? &j.at("runs") : nullptr;
+  if (!runs || !runs->is_array())
+    throw CollectError(p.string() + ": expected \"runs\": [{\"dir\": ...}, ...] (a sweep plan)");
+  for (const nlohmann::json& r : *runs) {
+    if (!r.is_object() || !r.contains("dir") || !r.at("dir").is_string())
+      throw CollectError(p.string() + ": expected every run of \"runs\" to have a \"dir\" string");
+    std::error_code ec;
+    const fs::path d = fs::weakly_canonical(root / r.at("dir").get<std::string>(), ec);
+    if (!ec) planned.insert(d);
+  }
+  return planned;
+}
+
+struct Walk {
+  bool all = false;  // take runs their sweep.json does not plan
+  std::set<fs::path> visited;
+  std::vector<Found> found;
+  std::map<fs::path, std::vector<fs::path>> superseded;  // sweep root -> runs not in its plan
+};
+
+void walk(const fs::path& dir, Walk& w, const std::set<fs::path>* planned,
+          const fs::path& plan_root) {
   std::error_code ec;
   const fs::path canonical = fs::canonical(dir, ec);
   if (ec) throw CollectError(dir.string() + ": cannot resolve (" + ec.message() + ")");
-  if (!visited.insert(canonical).second) return;  // reached twice (symlink, overlapping DIRs)
-  if (fs::exists(dir / "run.json")) {
-    found.push_back({dir, false});
+  if (!w.visited.insert(canonical).second) return;  // reached twice (symlink, overlapping DIRs)
+  const bool is_run = fs::exists(dir / "run.json");
+  if (is_run || (fs::exists(dir / "manifest.json") && fs::exists(dir / "result.json"))) {
+    if (planned && !planned->count(canonical)) {
+      w.superseded[plan_root].push_back(dir);
+      return;
+    }
+    w.found.push_back({dir, !is_run});
     return;
   }
-  if (fs::exists(dir / "manifest.json") && fs::exists(dir / "result.json")) {
-    found.push_back({dir, true});
-    return;
+  // A sweep root: below it, only the runs of its current plan (sweep.json) count.
+  std::set<fs::path> own;
+  fs::path own_root = plan_root;
+  if (!w.all && fs::exists(dir / "sweep.json")) {
+    own = planned_runs(dir);
+    planned = &own;
+    own_root = dir;
   }
   std::vector<std::string> subdirs;
   fs::directory_iterator it(dir, ec);
@@ -209,7 +244,7 @@ void walk(const fs::path& dir, std::set<fs::path>& visited, std::vector<Found>& 
     if (it->is_directory(e2)) subdirs.push_back(it->path().filename().string());
   }
   std::sort(subdirs.begin(), subdirs.end());
-  for (const std::string& s : subdirs) walk(dir / s, visited, found);
+  for (const std::string& s : subdirs) walk(dir / s, w, planned, own_root);
 }
 
 int outcome_rank(const CollectedRun& r) {
@@ -235,10 +270,11 @@ const std::vector<std::pair<std::string, std::string>>& metric_aliases() {
   return a;
 }
 
-Collection collect_runs(const std::vector<fs::path>& roots) {
+Collection collect_runs(const std::vector<fs::path>& roots, bool all) {
   if (roots.empty()) throw CollectError("no directory given (expected one or more sweep trees)");
   Collection c;
-  std::set<fs::path> visited;
+  Walk w;
+  w.all = all;
   std::vector<CollectedRun> runs;
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::size_t> index;
   for (const fs::path& root : roots) {
@@ -246,13 +282,21 @@ Collection collect_runs(const std::vector<fs::path>& roots) {
     if (!fs::is_directory(root, ec))
       throw CollectError(root.string() +
                          ": not a directory (expected a sweep tree or run directory)");
-    const bool seen = visited.count(fs::canonical(root, ec)) > 0;
-    std::vector<Found> found;
-    walk(root, visited, found);
-    if (found.empty() && !seen)
+    const bool seen = w.visited.count(fs::canonical(root, ec)) > 0;
+    w.found.clear();
+    w.superseded.clear();
+    walk(root, w, nullptr, fs::path());
+    for (const auto& [plan_root, dirs] : w.superseded)
+      c.warnings.push_back(
+          plan_root.string() + ": " + std::to_string(dirs.size()) + " run director" +
+          (dirs.size() == 1 ? "y" : "ies") +
+          " not in its sweep.json (an earlier version of the spec, or another profile) left "
+          "out, e.g. " +
+          dirs.front().string() + " (`mare collect --all` takes them)");
+    if (w.found.empty() && w.superseded.empty() && !seen)
       c.warnings.push_back(root.string() +
                            ": no runs found (no run.json, nor manifest.json with result.json)");
-    for (const Found& f : found) {
+    for (const Found& f : w.found) {
       CollectedRun run = f.legacy ? read_legacy_run(f.dir) : read_sweep_run(f.dir);
       const auto key = std::make_tuple(run.sweep, run.table, run.cell, run.id);
       auto [it, fresh] = index.emplace(key, runs.size());

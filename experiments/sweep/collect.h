@@ -5,7 +5,11 @@
 // once); a directory holding run.json is a run, and so is a legacy run directory
 // holding manifest.json and result.json but no run.json (what `mare train --out` wrote
 // before sweeps, e.g. the committed reports/grpu/runs/<cell>/seed<k>/). The walk does not
-// descend into a run.
+// descend into a run. Below a sweep root (a directory holding sweep.json, which `mare
+// sweep` rewrites with the whole plan on every start), a run directory that the plan does
+// not list is left out with a warning: it was made by an earlier version of the spec or
+// by another profile (its id differs), and would otherwise sit beside the current runs.
+// `--all` takes them too.
 //
 // A row:
 //   sweep, table, profile, cell, seed, id   run.json's fields. Legacy runs: sweep, table
@@ -72,8 +76,11 @@ struct Collection {
   std::vector<std::string> warnings;  // e.g. a DIR without runs
 };
 
-// Finds, reads and merges every run under the roots. Throws CollectError.
-Collection collect_runs(const std::vector<std::filesystem::path>& roots);
+// Finds, reads and merges every run under the roots. Throws CollectError. Below a
+// directory holding sweep.json (a sweep root), only the run directories its plan lists
+// are taken: others are runs of an earlier version of the spec or of another profile,
+// left out with one warning per sweep root, unless `all`.
+Collection collect_runs(const std::vector<std::filesystem::path>& roots, bool all = false);
 
 // The metric aliases of the contract, in column order, with the result.json path each
 // one reads.

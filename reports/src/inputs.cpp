@@ -240,8 +240,31 @@ bool corpus_stats_shape(const json& j) {
   return j.contains("splits") && (j["splits"].is_object() || j["splits"].is_array());
 }
 
+// The run directories (canonical) a sweep root's sweep.json plans (`mare sweep` rewrites
+// it with the whole plan on every start; experiments/sweep/collect.h applies the same rule).
+std::set<fs::path> planned_runs(const fs::path& root) {
+  const fs::path p = root / "sweep.json";
+  const json j = read_json_file(p);
+  if (!j.is_object() || !j.contains("runs") || !j["runs"].is_array())
+    throw InputError(p.string() + ": expected \"runs\": [{\"dir\": ...}, ...] (a sweep plan)");
+  std::set<fs::path> planned;
+  for (const json& r : j["runs"]) {
+    if (!r.is_object() || !r.contains("dir") || !r["dir"].is_string())
+      throw InputError(p.string() + ": expected every run of \"runs\" to have a \"dir\" string");
+    std::error_code ec;
+    const fs::path d = fs::weakly_canonical(root / r["dir"].get<std::string>(), ec);
+    if (!ec) planned.insert(d);
+  }
+  return planned;
+}
+
 struct Walker {
   ReportInputs& out;
+  // Below a sweep root, only its plan's run directories are runs of the report; the
+  // others (an earlier version of the spec, another profile) are counted in a note.
+  const std::set<fs::path>* planned = nullptr;
+  fs::path plan_root;
+  std::map<fs::path, std::pair<std::size_t, fs::path>> superseded;  // root -> count, example
 
   // A JSON file met on a walk or given by name. Returns false when it is none of ours.
   bool json_file(const fs::path& p, const json& run) {
@@ -262,6 +285,14 @@ struct Walker {
     if (depth > 64) throw InputError(d.string() + ": directories nested too deep (a link loop?)");
     const bool has_run = fs::exists(d / "run.json");
     const bool has_legacy = fs::exists(d / "manifest.json") && fs::exists(d / "result.json");
+    if ((has_run || has_legacy) && planned) {
+      std::error_code ec;
+      if (!planned->count(fs::weakly_canonical(d, ec))) {
+        auto& [count, example] = superseded[plan_root];
+        if (count++ == 0) example = d;
+        return;
+      }
+    }
     if (has_run || has_legacy) {
       RunRecord r = read_run_dir(d);
       if (fs::exists(d / "bench.json")) {
@@ -277,6 +308,24 @@ struct Walker {
       out.inspections.push_back({d, read_json_file(d / "memory.json")});
       return;
     }
+    // A sweep root: its plan holds for everything below it (restored on the way out).
+    std::set<fs::path> own;
+    const std::set<fs::path>* outer = planned;
+    const fs::path outer_root = plan_root;
+    if (fs::exists(d / "sweep.json")) {
+      own = planned_runs(d);
+      planned = &own;
+      plan_root = d;
+    }
+    struct Restore {
+      Walker& w;
+      const std::set<fs::path>* p;
+      fs::path r;
+      ~Restore() {
+        w.planned = p;
+        w.plan_root = r;
+      }
+    } restore{*this, outer, outer_root};
     std::vector<fs::path> entries;
     std::error_code ec;
     for (fs::directory_iterator it(d, ec), end; !ec && it != end; it.increment(ec))
@@ -389,8 +438,14 @@ bool is_corpus_stats(const json& j) {
 
 ReportInputs load_inputs(const std::vector<fs::path>& paths) {
   ReportInputs in;
-  Walker w{in};
+  Walker w{in, nullptr, {}, {}};
   for (const fs::path& p : paths) w.given(p);
+  for (const auto& [root, c] : w.superseded)
+    in.notes.push_back(root.string() + ": " + std::to_string(c.first) + " run director" +
+                       (c.first == 1 ? "y" : "ies") +
+                       " not in its sweep.json (an earlier version of the spec, or another "
+                       "profile) left out, e.g. " +
+                       c.second.string());
 
   // One run found twice (a tree and a collect CSV of it): keep the first run-directory copy.
   // A collect row also names its directory (column dir): a legacy run, which has no id in

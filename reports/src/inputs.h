@@ -60,6 +60,8 @@ struct ReportInputs {
   std::vector<BenchFile> benchmarks;
   std::vector<CorpusStats> corpora;
   std::vector<Inspection> inspections;
+  // What the walk left out, one line each (runs of a sweep root not in its sweep.json).
+  std::vector<std::string> notes;
 };
 
 // One table or figure of the report.

@@ -45,6 +45,7 @@ ReportSummary write_report(const ReportInputs& in, const ReportOptions& options)
   sum.benchmarks = in.benchmarks.size();
   sum.corpora = in.corpora.size();
   sum.inspections = in.inspections.size();
+  sum.notes = in.notes;
   for (const Table& t : tables) {
     sum.tables.push_back(write_table(t, options.out));
     // A table made by an earlier report into the same directory but not now: its files go,

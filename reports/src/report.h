@@ -27,6 +27,7 @@ struct ReportOptions {
 struct ReportSummary {
   std::vector<Artifact> tables, figures;
   std::size_t runs = 0, benchmarks = 0, corpora = 0, inspections = 0;
+  std::vector<std::string> notes;  // ReportInputs::notes: what the walk left out
 };
 
 // Loads the inputs (InputError naming the file on malformed input) and writes the report.

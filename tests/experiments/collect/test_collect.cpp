@@ -4,6 +4,7 @@
 // merge rules; errors naming the files; and the real binary.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <string>
@@ -326,6 +327,45 @@ TEST(Collect, DirectoryWithoutRunsWarns) {
   EXPECT_EQ(c.runs.size(), 2u);
   ASSERT_EQ(c.warnings.size(), 1u);
   EXPECT_NE(c.warnings[0].find("no runs found"), std::string::npos);
+}
+
+// A sweep root's sweep.json names its current plan: a run directory it does not list (an
+// earlier version of the spec, another profile) is left out with one warning per root,
+// unless --all; roots without sweep.json (shard B here, legacy trees) are unchanged.
+TEST(Collect, RunsNotInTheRootsSweepJsonAreLeftOutUnlessAll) {
+  Fixture f;
+  write(f.a / "sweep.json",
+        json{{"spec", "abl"}, {"runs", {{{"dir", "cellX/seed1-aaaaaaaa"}, {"cell", "cellX"}}}}});
+  const sweep::Collection c = collect_runs({f.a, f.b});
+  std::vector<std::string> ids;
+  for (const auto& r : c.runs) ids.push_back(r.id);
+  // x2 (bbbb…) is not in shard A's plan; the copy of x1 in shard B is still merged.
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), "bbbbbbbbbbbbbbbb"), 0) << c.runs.size();
+  EXPECT_EQ(c.runs.size(), 4u);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_NE(c.warnings[0].find("1 run directory not in its sweep.json"), std::string::npos)
+      << c.warnings[0];
+  EXPECT_NE(c.warnings[0].find("seed2-bbbbbbbb"), std::string::npos) << c.warnings[0];
+  EXPECT_EQ(collect_runs({f.a, f.b}, true).runs.size(), 5u);
+
+  const MareOutcome all = run_mare_in(
+      f.tmp.path(), {"collect", f.a.string(), f.b.string(), "--all", "--out", "all.csv"});
+  ASSERT_EQ(all.status, 0) << all.err;
+  EXPECT_NE(all.out.find("5 runs"), std::string::npos) << all.out;
+  const MareOutcome some =
+      run_mare_in(f.tmp.path(), {"collect", f.a.string(), f.b.string(), "--out", "some.csv"});
+  ASSERT_EQ(some.status, 0) << some.err;
+  EXPECT_NE(some.out.find("4 runs"), std::string::npos) << some.out;
+  EXPECT_NE(some.err.find("mare: warning: "), std::string::npos) << some.err;
+
+  write(f.a / "sweep.json", "{\"runs\": 3}");
+  try {
+    collect_runs({f.a});
+    ADD_FAILURE() << "a malformed sweep.json was accepted";
+  } catch (const CollectError& e) {
+    EXPECT_NE(std::string(e.what()).find("sweep.json: expected \"runs\""), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(CollectCli, WritesTheCsvAtomicallyAndReportsErrors) {

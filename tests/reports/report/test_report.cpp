@@ -101,6 +101,37 @@ TEST(ReportInputs, TheSameRunFoundTwiceIsKeptOnce) {
   EXPECT_EQ(in.runs.size(), 16u);
 }
 
+// Below a sweep root, only the runs its sweep.json plans are the report's (the same rule
+// as `mare collect`); the rest are counted in a note.
+TEST(ReportInputs, RunsNotInTheRootsSweepJsonAreLeftOutWithANote) {
+  mare::test::TempDir tmp("report_plan");
+  const fs::path root = tmp / "sweep46";
+  fs::copy(fixtures() / "sweep46", root, fs::copy_options::recursive);
+  nlohmann::json runs = nlohmann::json::array();
+  std::size_t all = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.path().filename() == "run.json" && all++ > 0) {  // the first found is left out
+      runs.push_back({{"dir", fs::relative(e.path().parent_path(), root).string()}});
+    }
+  }
+  { std::ofstream(root / "sweep.json") << nlohmann::json{{"runs", runs}}.dump(); }
+  const ReportInputs in = load_inputs({root});
+  EXPECT_EQ(in.runs.size(), all - 1);
+  ASSERT_EQ(in.notes.size(), 1u);
+  EXPECT_NE(in.notes[0].find("1 run directory not in its sweep.json"), std::string::npos)
+      << in.notes[0];
+  // The fixture tree itself has no sweep.json: every run is taken.
+  EXPECT_EQ(load_inputs({fixtures() / "sweep46"}).runs.size(), all);
+  { std::ofstream(root / "sweep.json") << "{\"runs\": [{\"cell\": 1}]}"; }
+  try {
+    load_inputs({root});
+    ADD_FAILURE() << "a malformed sweep.json was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("sweep.json: expected every run"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ReportInputs, ALegacyRunInATreeAndInACollectCsvIsKeptOnce) {
   mare::test::TempDir tmp("report_dup");
   const fs::path run = fixtures() / "cdr/bran-synth-cdr-seed1";
