@@ -84,6 +84,37 @@ nlohmann::json to_json(const SweepResult& r) {
                         "cudaMemcpyAsync of exactly those bytes"
                       : "bytes one pass must read and write; copy = memcpy of exactly those bytes";
   j["wall_seconds"] = r.wall_seconds;
+  if (!on_gpu) {
+    j["copy_floor"] =
+        "memcpy on the same thread count as the variants (one call on 1 thread; up to 64 "
+        "chunks of >= 64 KiB on the kernel threads otherwise) "
+        "(copy_floor_seconds, floor_ratio = seconds / copy_floor_seconds); "
+        "copy_floor_seconds_1thread: the same copy on 1 thread, floor_ratio_1thread = the "
+        "variant's 1-thread time / it";
+    j["compute_peak"] = {
+        {"clock_hz", r.peak.clock_hz},
+        {"simd_lanes", r.peak.simd_lanes},
+        {"simd_lane_ops_per_second", r.peak.simd_ops_per_second},
+        {"scalar_ops_per_second", r.peak.scalar_ops_per_second},
+        {"microbenchmark_seconds", r.peak.seconds},
+        {"what",
+         "one core, measured in this run: simd = compare + select-multiply (p = h_k < h_i ? "
+         "p*h_k : p) on register-resident data, 8 independent products, counted as 2 "
+         "lane-operations per step and lane; scalar = the same step on scalars; clock = a "
+         "dependent integer-add chain"},
+        {"bound",
+         "compute_bound_seconds = ops_per_memory x memories / the peak named in "
+         "ops_peak; peak_fraction = compute_bound_seconds / the 1-thread time"}};
+    nlohmann::json counted;
+    for (AllocationVariant v : r.config.variants)
+      for (bool backward : {false, true}) {
+        std::string what;
+        bool simd = true;
+        allocation_ops_per_memory(v, 4, backward, &simd, &what);
+        counted[std::string(to_string(v))][backward ? "forward+backward" : "forward"] = what;
+      }
+    j["ops_counted"] = counted;
+  }
   nlohmann::json rows = nlohmann::json::array();
   for (const SweepRow& s : r.rows)
     rows.push_back({{"variant", s.variant},
@@ -107,6 +138,17 @@ nlohmann::json to_json(const SweepResult& r) {
                     {"threads", s.threads},
                     {"seconds_1thread", s.seconds_1thread},
                     {"thread_speedup", s.thread_speedup}});
+  if (!on_gpu)
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const SweepRow& s = r.rows[i];
+      rows[i]["copy_floor_seconds_1thread"] = s.floor_seconds_1thread;
+      if (s.variant == "copy") continue;
+      rows[i]["floor_ratio_1thread"] = s.floor_ratio_1thread;
+      rows[i]["ops_per_memory"] = s.ops_per_memory;
+      rows[i]["ops_peak"] = s.ops_simd ? "simd" : "scalar";
+      rows[i]["compute_bound_seconds"] = s.bound_seconds;
+      rows[i]["peak_fraction"] = s.peak_fraction;
+    }
   if (on_gpu)
     for (size_t i = 0; i < rows.size(); ++i)
       rows[i]["copy_bandwidth_fraction"] = r.rows[i].copy_bandwidth_fraction;
@@ -132,7 +174,8 @@ std::string to_csv(const SweepResult& r) {
         "wall_seconds,cpu_seconds,seconds_min,seconds_max,copy_floor_seconds,floor_ratio,speedup_"
         "vs_sorted,"
         "gbytes_per_second,eps_alloc_differs,eps_order_differs,eps_max_abs_diff,threads,seconds_"
-        "1thread,thread_speedup\n";
+        "1thread,thread_speedup,copy_floor_seconds_1thread,floor_ratio_1thread,ops_per_memory,"
+        "compute_bound_seconds,peak_fraction\n";
   for (const SweepRow& s : r.rows) {
     os << s.variant << "," << s.pass << "," << s.seq << "," << s.mem << "," << s.batch << ","
        << s.memories << "," << s.bytes << "," << s.calls_per_repetition << "," << s.repetitions
@@ -147,7 +190,9 @@ std::string to_csv(const SweepResult& r) {
          << d->eps.max_abs_diff;
     else
       os << ",,,";
-    os << "," << s.threads << "," << s.seconds_1thread << "," << s.thread_speedup << "\n";
+    os << "," << s.threads << "," << s.seconds_1thread << "," << s.thread_speedup << ","
+       << s.floor_seconds_1thread << "," << s.floor_ratio_1thread << "," << s.ops_per_memory << ","
+       << s.bound_seconds << "," << s.peak_fraction << "\n";
   }
   return os.str();
 }

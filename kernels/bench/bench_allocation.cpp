@@ -2,9 +2,10 @@
 // seq ∈ {1, 10, 50, 100, 200, 500, 1000} × N ∈ {4, 16, 32, 64, 128}, batch 32
 // (M = 32·seq memories), forward (bwd:0) and forward+backward (bwd:1), beside
 // BM_CopyFloor: a memcpy of exactly the bytes the same pass must read and
-// write. Inputs and problem sizes come from kernels/memory/allocation_sweep.h,
-// the code `mare bench allocation` runs, so both time the same thing; this
-// binary adds Google Benchmark's own repetitions, aggregates and JSON:
+// write (on the kernel threads like the variants: CopyFloor in
+// allocation_sweep.h; MARE_THREADS=1 for the 1-thread statement). Inputs and problem sizes come
+// from kernels/memory/allocation_sweep.h, the code `mare bench allocation` runs, so both time the
+// same thing; this binary adds Google Benchmark's own repetitions, aggregates and JSON:
 //   build/kernels/bench/bench_allocation --benchmark_repetitions=5
 //       --benchmark_out=allocation.json --benchmark_out_format=json
 // Counters: bytes_per_second (from SetBytesProcessed), items_per_second

@@ -5,8 +5,9 @@
 // allocates differently from `sorted`. Shared by `mare bench allocation` and
 // the Google Benchmark binary kernels/bench/bench_allocation.
 //
-// Timing protocol (rule of this file): the variants on threads() threads (each
-// repetition also on 1 thread when that is more; the copy always on one); a sweep point's inputs
+// Timing protocol (rule of this file): the variants and the copy floor on
+// threads() threads (each repetition of both also on 1 thread when that is
+// more, for the 1-thread statement); a sweep point's inputs
 // are built before anything is timed; per (point, pass) each contestant's first call is a warm-up,
 // timed only to size a repetition to at least `min_rep_seconds` of back-to-back calls, and not
 // recorded; then `repetitions` rounds in which every variant's repetition is preceded by a
@@ -63,9 +64,15 @@ void run_allocation_pass(AllocationProblem& p, AllocationVariant v, bool backwar
 
 // The copy floor: copies bytes/2 from one buffer to another (bytes/2 read,
 // bytes/2 written): memcpy on the host, a device-to-device cudaMemcpyAsync on
-// the GPU (bytes/2 rounded up to whole floats there).
+// the GPU (bytes/2 rounded up to whole floats there). On the host, with
+// threads() > 1, the copy is cut into at most 64 chunks of at least 64 KiB
+// (from the size alone) run on the kernel threads (kernels/parallel.h), so it
+// runs on as many threads as the variants beside it; on 1 thread it is one
+// memcpy (the C library's large-copy path; 64 KiB pieces measured up to 1.5x
+// slower on one core).
 class CopyFloor {
  public:
+  static constexpr int64_t kCopyChunk = 64 * 1024;
   explicit CopyFloor(int64_t bytes, Device device = Device::cpu);
   void run();
 
@@ -84,6 +91,43 @@ struct EpsDisagreement {
 };
 // Computed by the CPU reference (on a host copy when the problem is on cuda).
 EpsDisagreement count_eps_disagreement(const AllocationProblem& p);
+
+// The compute bound of a variant (cpu): the operations its algorithm performs
+// per memory, counted in lane-operations (one compare, select, multiply or add
+// on one float), and the peak rate at which this core executes them, measured
+// by a microbenchmark in the same run (no clock or port count is assumed):
+//   simd   the mask forms' inner step, a compare and a select-multiply
+//          (`p = h_k < h_i ? p·h_k : p`) on register-resident data, 8
+//          independent products in the widest vectors of the build; counted
+//          as 2 lane-operations per step and lane;
+//   scalar the same step on scalars, 8 independent products (what a sort's
+//          data-dependent comparisons can use at best).
+// What is counted, per memory of N slots (P = N(N − 1) ordered pairs):
+//   parallel, parallel-eps, parallel-block
+//     forward  P compares + P select-multiplies (2P, simd)
+//     backward P compares + 4P multiplies (prefix, suffix, two for the term)
+//              + P select-adds (6P, simd)
+//   rank
+//     forward  P compares + P adds (the counting) + 2N multiplies (2P + 2N, simd)
+//     backward the counting again + 4N (2P + 4N, simd)
+//   sorted
+//     forward  N·ceil(log2 N) comparisons + 2N multiplies (scalar)
+//     backward the same sort + 4N (scalar)
+// The bound of a pass is memories × ops / peak for one core.
+struct ComputePeak {
+  int simd_lanes = 1;                  // float lanes of the build's widest vectors (16, 8 or 4)
+  double simd_ops_per_second = 0.0;    // lane-operations per second, one core
+  double scalar_ops_per_second = 0.0;  // scalar operations per second, one core
+  double clock_hz = 0.0;               // a dependent integer-add chain: cycles per second
+  double seconds = 0.0;                // time the microbenchmarks took
+};
+// Runs the microbenchmarks on the calling thread (best of 3 each, ~0.1 s in all).
+ComputePeak measure_compute_peak();
+// Lane-operations per memory of one pass and whether they run at the simd
+// (true) or the scalar (false) peak; `what` (may be null) receives the count
+// in words.
+double allocation_ops_per_memory(AllocationVariant v, int64_t slots, bool backward, bool* simd,
+                                 std::string* what = nullptr);
 
 // Why the benchmarks cannot run on `device` here, or "" when they can: for
 // cuda, "this build has no CUDA backend ..." or "no CUDA device (<driver's
@@ -121,14 +165,26 @@ struct SweepRow {
   double wall_seconds = 0.0;  // median of wall-clock time per call (cuda: until the GPU is done)
   double cpu_seconds = 0.0;   // median of thread CPU time per call (cuda: the host thread's)
   double seconds_min = 0.0, seconds_max = 0.0;
-  double floor_seconds = 0.0;            // the copy floor's median for the same point and pass
-  double floor_ratio = 0.0;              // seconds / floor_seconds
-  double speedup_vs_sorted = 0.0;        // sorted's seconds / seconds (0 when sorted was not run)
-  double gbytes_per_second = 0.0;        // bytes / seconds / 1e9
+  double floor_seconds = 0.0;      // the copy floor's median, same point, pass and thread count
+  double floor_ratio = 0.0;        // seconds / floor_seconds (like with like: same threads)
+  double speedup_vs_sorted = 0.0;  // sorted's seconds / seconds (0 when sorted was not run)
+  double gbytes_per_second = 0.0;  // bytes / seconds / 1e9
   double copy_bandwidth_fraction = 0.0;  // cuda: gbytes_per_second / the device's copy bandwidth
-  int threads = 1;                       // threads `seconds` ran on (cpu; the copy: always 1)
+  int threads = 1;                       // threads `seconds` ran on (cpu; the copy as the variants)
   double seconds_1thread = 0.0;          // the same median on 1 thread (0 when not measured)
   double thread_speedup = 0.0;           // seconds_1thread / seconds (0 when not measured)
+  // The 1-thread statement: the copy floor on 1 thread (timed beside the
+  // variant's 1-thread repetitions; equal to floor_seconds when threads = 1)
+  // and the 1-thread time over it.
+  double floor_seconds_1thread = 0.0;
+  double floor_ratio_1thread = 0.0;
+  // Compute bound (cpu variants): allocation_ops_per_memory × memories over
+  // one core's measured peak, and the 1-thread time's distance from it
+  // (achieved / peak = bound_seconds / the 1-thread time).
+  double ops_per_memory = 0.0;
+  bool ops_simd = true;
+  double bound_seconds = 0.0;
+  double peak_fraction = 0.0;
 };
 
 struct SweepPointDisagreement {
@@ -145,6 +201,7 @@ struct SweepResult {
   // read + written; kernels/cuda/timing.h).
   std::string device_name;
   double copy_bandwidth_gbs = 0.0;
+  ComputePeak peak;  // cpu only: measured once before the sweep
 };
 
 // Runs the sweep; `progress` (may be empty) receives one line per point.

@@ -22,6 +22,7 @@
 
 #include "kernels/memory/access.h"
 #include "kernels/memory/allocation.h"
+#include "kernels/memory/allocation_sweep.h"
 #include "kernels/memory/interface.h"
 #include "kernels/random.h"
 #include "tests/kernels/allocation_checks.h"
@@ -225,6 +226,30 @@ TEST_P(AllocationLaneBlocks, BitIdentitiesOverManyBlocks) {
 
 INSTANTIATE_TEST_SUITE_P(N, AllocationLaneBlocks,
                          ::testing::Values(1, 2, 4, 6, 8, 12, 16, 17, 32, 48, 64, 128));
+
+// The benchmark's operation counts (allocation_sweep.h): what each variant's
+// compute bound divides by the measured peak.
+TEST(AllocationOpsCount, CountsPerMemory) {
+  bool simd = false;
+  std::string what;
+  // N = 4: P = 12 ordered pairs.
+  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::parallel_block, 4, false, &simd, &what),
+            24.0);
+  EXPECT_TRUE(simd);
+  EXPECT_NE(what.find("compares"), std::string::npos);
+  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::parallel, 4, true, &simd), 24.0 + 72.0);
+  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::rank, 4, false, &simd), 24.0 + 8.0);
+  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::rank, 4, true, &simd), 48.0 + 24.0);
+  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::sorted, 4, false, &simd), 8.0 + 8.0);
+  EXPECT_FALSE(simd);
+  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::sorted, 128, true, &simd),
+            2 * 128.0 * 7 + 6 * 128.0);
+  const ComputePeak peak = measure_compute_peak();  // rates only; no time is asserted
+  EXPECT_GT(peak.simd_ops_per_second, 0.0);
+  EXPECT_GT(peak.scalar_ops_per_second, 0.0);
+  EXPECT_GT(peak.clock_hz, 0.0);
+  EXPECT_TRUE(peak.simd_lanes == 4 || peak.simd_lanes == 8 || peak.simd_lanes == 16);
+}
 
 // Thesis Fig. 2.28 / 3.7: usage [0.1, 0.9, 0.0, 0.8] allocates (almost)
 // everything to slot 2. Expected values by hand from SPEC §3 with ε = 1e-6:
