@@ -893,6 +893,11 @@ Figure fig_4_9(const ReportInputs& in) {
     }
     std::string caption = "This harness (" + bench_caption(*b);
     if (const auto batch = number(child(b->json, "batch"))) caption += ", batch " + gp::num(*batch);
+    // Two panels of this harness (e.g. the main job's full grid and a sweep's run) are told
+    // apart by their source: the sweep and cell of a run, else the file's name.
+    const std::string sweep = b->run.is_object() ? as_text(child(b->run, "sweep")) : std::string();
+    caption += "; " + (sweep.empty() ? b->path.filename().string()
+                                     : "sweep " + sweep + " " + as_text(child(b->run, "cell")));
     Panel p;
     p.title = caption + ")";
     p.ylabel = "seconds per call (median)";

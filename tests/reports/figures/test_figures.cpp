@@ -310,6 +310,10 @@ TEST(Figures, EveryFigureFromFixturesIsAPngAndAnSvgWithItsSeries) {
   EXPECT_EQ(p45["profiles"], json::array({"smoke"}));
   EXPECT_EQ(p45["cells"], json::array({"BRAN", "NTCRE-CPD"}));
   EXPECT_EQ(find(arts, "fig4.9").provenance["devices"], json::array({"cpu"}));
+  // This harness's panel names its source (two allocation JSONs would otherwise give two
+  // panels of the same title).
+  EXPECT_NE(read(out / "figures" / "fig4.9.gp").find("batch 32; allocation.json)"),
+            std::string::npos);
   EXPECT_EQ(find(arts, "fig4.4").provenance["corpora"], json::array({"synth-ctd"}));
   // The inspection has no directory with heatmap files: Fig. 4.3 is missing, and says so.
   EXPECT_NE(find(arts, "fig4.3").missing.find("heatmap_"), std::string::npos);
