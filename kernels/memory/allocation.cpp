@@ -298,33 +298,24 @@ inline void transpose16(__m512 r[16]) {
   for (int i = 0; i < 16; ++i) r[i] = t[i];
 }
 
-// a[j]: memories 4j..4j+3 as stored -> r[k]: slot k of memories 0..15.
-inline void to_lanes4(const __m512 a[4], __m512 r[4]) {
-  const __m512i ilo = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29),
-                ihi = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
-  const __m512 x0 = _mm512_permutex2var_ps(a[0], ilo, a[1]),
-               x1 = _mm512_permutex2var_ps(a[0], ihi, a[1]),
-               y0 = _mm512_permutex2var_ps(a[2], ilo, a[3]),
-               y1 = _mm512_permutex2var_ps(a[2], ihi, a[3]);
-  r[0] = _mm512_shuffle_f32x4(x0, y0, 0x44);
-  r[1] = _mm512_shuffle_f32x4(x0, y0, 0xEE);
-  r[2] = _mm512_shuffle_f32x4(x1, y1, 0x44);
-  r[3] = _mm512_shuffle_f32x4(x1, y1, 0xEE);
+// N = 4: a[j] holds memories 4j..4j+3 as stored, one memory per 128-bit
+// lane. A 4 × 4 transpose inside every 128-bit lane (in-lane shuffles only)
+// gives r[k] = slot k of all 16 memories, memory 4q + j at lane 4j + q (any
+// fixed placement serves: lanes are independent); the same transpose undoes
+// it.
+inline void transpose4_lanes(const __m512 a[4], __m512 r[4]) {
+  const __m512 t0 = _mm512_unpacklo_ps(a[0], a[1]), t1 = _mm512_unpackhi_ps(a[0], a[1]),
+               t2 = _mm512_unpacklo_ps(a[2], a[3]), t3 = _mm512_unpackhi_ps(a[2], a[3]);
+  r[0] = _mm512_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  r[1] = _mm512_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  r[2] = _mm512_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  r[3] = _mm512_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
 }
-
-// The inverse of to_lanes4.
+inline void to_lanes4(const __m512 a[4], __m512 r[4]) {
+  transpose4_lanes(a, r);
+}
 inline void from_lanes4(const __m512 r[4], __m512 a[4]) {
-  // memory l (of four), slot k <- lane (k & 1)·8 + l + (k >> 1)·16 of (x, y)
-  const __m512i j0 = _mm512_setr_epi32(0, 8, 16, 24, 1, 9, 17, 25, 2, 10, 18, 26, 3, 11, 19, 27),
-                j1 = _mm512_setr_epi32(4, 12, 20, 28, 5, 13, 21, 29, 6, 14, 22, 30, 7, 15, 23, 31);
-  const __m512 x0 = _mm512_shuffle_f32x4(r[0], r[1], 0x44),
-               y0 = _mm512_shuffle_f32x4(r[0], r[1], 0xEE),
-               x1 = _mm512_shuffle_f32x4(r[2], r[3], 0x44),
-               y1 = _mm512_shuffle_f32x4(r[2], r[3], 0xEE);
-  a[0] = _mm512_permutex2var_ps(x0, j0, x1);
-  a[1] = _mm512_permutex2var_ps(x0, j1, x1);
-  a[2] = _mm512_permutex2var_ps(y0, j0, y1);
-  a[3] = _mm512_permutex2var_ps(y0, j1, y1);
+  transpose4_lanes(r, a);
 }
 #endif
 
@@ -829,35 +820,60 @@ void block_backward_avx512(const float* u, const float* d_a, float* d_u, int64_t
 #endif
 
 #if defined(__AVX512F__)
-// Backward for N = 16 in registers, lane blocks of 16 memories (transposed in
+// Backward for N = 4 and 16 in registers, lane blocks of 16 memories (transposed in
 // and out): the 120 pair comparisons once, then row by row in ascending
 // order the prefix products (ascending k), the diagonal term and the suffix
 // pass (descending k) adding c_i · (prefix · suffix) where slot k precedes
 // slot i: the per-lane order and rounding of mask_backward_row.
-void block_backward16_avx512(const float* u, const float* d_a, float* d_u, int64_t rows) {
+// A block of 16 memories as stored -> x[k] = slot k of the 16 memories (N = 4 or 16).
+template <int N>
+inline void load_lanes_avx512(const float* src, __m512 x[N]) {
+  if constexpr (N == 4) {
+    __m512 a[4];
+    for (int j = 0; j < 4; ++j) a[j] = _mm512_loadu_ps(src + 16 * j);
+    to_lanes4(a, x);
+  } else {
+    for (int l = 0; l < 16; ++l) x[l] = _mm512_loadu_ps(src + l * 16);
+    transpose16(x);
+  }
+}
+
+template <int N>
+inline void store_lanes_avx512(__m512 x[N], float* dst) {
+  if constexpr (N == 4) {
+    __m512 a[4];
+    from_lanes4(x, a);
+    for (int j = 0; j < 4; ++j) _mm512_storeu_ps(dst + 16 * j, a[j]);
+  } else {
+    transpose16(x);
+    for (int l = 0; l < 16; ++l) _mm512_storeu_ps(dst + l * 16, x[l]);
+  }
+}
+
+template <int N>
+void block_backward_regs_avx512(const float* u, const float* d_a, float* d_u, int64_t rows) {
+  static_assert(N == 4 || N == 16);
   const __m512 one = _mm512_set1_ps(1.0f), eps = _mm512_set1_ps(kEps),
                ome = _mm512_set1_ps(kOneMinusEps);
   const int64_t full = rows / kLanes * kLanes;
   for (int64_t m0 = 0; m0 < full; m0 += kLanes) {
-    __m512 h[16], da[16], acc[16];
-    for (int l = 0; l < 16; ++l) h[l] = _mm512_loadu_ps(u + (m0 + l) * 16);
-    transpose16(h);
-    for (int k = 0; k < 16; ++k) h[k] = _mm512_add_ps(eps, _mm512_mul_ps(ome, h[k]));
-    for (int l = 0; l < 16; ++l) da[l] = _mm512_loadu_ps(d_a + (m0 + l) * 16);
-    transpose16(da);
-    __mmask16 lt[16][16];  // lt[i][k], i < k: [û_k < û_i]
+    __m512 h[N], da[N], acc[N];
+    load_lanes_avx512<N>(u + m0 * N, h);
+    for (int k = 0; k < N; ++k) h[k] = _mm512_add_ps(eps, _mm512_mul_ps(ome, h[k]));
+    load_lanes_avx512<N>(d_a + m0 * N, da);
+    __mmask16 lt[N][N];  // lt[i][k], i < k: [û_k < û_i]
 #pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i)
+    for (int i = 0; i < N; ++i)
 #pragma GCC unroll 16
-      for (int k = i + 1; k < 16; ++k) lt[i][k] = _mm512_cmp_ps_mask(h[k], h[i], _CMP_LT_OQ);
-    for (int k = 0; k < 16; ++k) acc[k] = _mm512_setzero_ps();
+      for (int k = i + 1; k < N; ++k) lt[i][k] = _mm512_cmp_ps_mask(h[k], h[i], _CMP_LT_OQ);
+    for (int k = 0; k < N; ++k) acc[k] = _mm512_setzero_ps();
 #pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < N; ++i) {
       auto g = [&](int k) { return k > i ? lt[i][k] : static_cast<__mmask16>(~lt[k][i]); };
-      __m512 pre[16];
+      __m512 pre[N];
       __m512 run = one;
 #pragma GCC unroll 16
-      for (int k = 0; k < 16; ++k) {
+      for (int k = 0; k < N; ++k) {
         pre[k] = run;
         if (k != i) run = _mm512_mask_mul_ps(run, g(k), run, h[k]);
       }
@@ -865,33 +881,32 @@ void block_backward16_avx512(const float* u, const float* d_a, float* d_u, int64
       const __m512 c = _mm512_mul_ps(da[i], _mm512_sub_ps(one, h[i]));
       __m512 suf = one;
 #pragma GCC unroll 16
-      for (int k = 15; k >= 0; --k) {
+      for (int k = N - 1; k >= 0; --k) {
         if (k == i) continue;
         const __m512 term = _mm512_mul_ps(c, _mm512_mul_ps(pre[k], suf));
         acc[k] = _mm512_mask_add_ps(acc[k], g(k), acc[k], term);
         suf = _mm512_mask_mul_ps(suf, g(k), suf, h[k]);
       }
     }
-    __m512 du[16];
-    for (int l = 0; l < 16; ++l) du[l] = _mm512_loadu_ps(d_u + (m0 + l) * 16);
-    transpose16(du);
-    for (int k = 0; k < 16; ++k) du[k] = _mm512_add_ps(du[k], _mm512_mul_ps(ome, acc[k]));
-    transpose16(du);
-    for (int l = 0; l < 16; ++l) _mm512_storeu_ps(d_u + (m0 + l) * 16, du[l]);
+    __m512 du[N];
+    load_lanes_avx512<N>(d_u + m0 * N, du);
+    for (int k = 0; k < N; ++k) du[k] = _mm512_add_ps(du[k], _mm512_mul_ps(ome, acc[k]));
+    store_lanes_avx512<N>(du, d_u + m0 * N);
   }
   if (full < rows)
-    block_backward_lanes<16>(u + 16 * full, d_a + 16 * full, d_u + 16 * full, rows - full, 16);
+    block_backward_lanes<N>(u + N * full, d_a + N * full, d_u + N * full, rows - full, N);
 }
 #endif
 
-// Backward of the block form: the register form for N = 8 on AVX-512 builds,
-// lane blocks otherwise (for N = 4 the lane blocks, with their in-register
-// transposition, measured 1.8x faster than the register form on an AMD EPYC
-// Zen 4).
+// Backward of the block form: on AVX-512 builds the lane-block register
+// kernels for N = 4 and 16 and the 2-memories-per-register form for N = 8
+// (for N = 4 the lane blocks measured 1.8x faster than that form on an AMD
+// EPYC Zen 4); lane blocks otherwise.
 void block_backward(const float* u, const float* d_a, float* d_u, int64_t rows, int64_t n) {
 #if defined(__AVX512F__)
   if (n == 8) return block_backward_avx512<8>(u, d_a, d_u, rows);
-  if (n == 16) return block_backward16_avx512(u, d_a, d_u, rows);
+  if (n == 4) return block_backward_regs_avx512<4>(u, d_a, d_u, rows);
+  if (n == 16) return block_backward_regs_avx512<16>(u, d_a, d_u, rows);
 #endif
   if (n == 4) return block_backward_lanes<4>(u, d_a, d_u, rows, n);
   if (n == 16) return block_backward_lanes<16>(u, d_a, d_u, rows, n);
