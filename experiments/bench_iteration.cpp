@@ -54,12 +54,14 @@ struct RowTiming {
   double steps_sum = 0, last_loss = 0;
 };
 
-RowTiming time_row(const IterationBenchOptions& opt, const std::string& what,
-                   const StepFn& step_fn) {
+// `before_timed` runs before each timed iteration, outside its clocks.
+RowTiming time_row(const IterationBenchOptions& opt, const std::string& what, const StepFn& step_fn,
+                   const std::function<void()>& before_timed) {
   RowTiming r;
   uint64_t step = 0;
   for (int i = 0; i < opt.warmup + opt.iterations; ++i) {
     uint64_t flops = 0;
+    if (i >= opt.warmup && before_timed) before_timed();
     const auto t0 = Clock::now();
     const double c0 = process_cpu_seconds();
     const StepOut s = bench::count_gemm_flops(flops, [&] { return step_fn(step++); });
@@ -81,15 +83,12 @@ RowTiming time_row(const IterationBenchOptions& opt, const std::string& what,
   return r;
 }
 
-// The GEMM throughputs of the bound, measured now at the current thread count:
-// the model's dominant shape (the bound's) and the 1024³ square (the peak).
+// The GEMM throughputs of the bound at the row's thread count: the model's
+// dominant shape (the bound's; sampled before the row and before each timed
+// iteration) and the 1024³ square (the peak; before the row).
 struct Rates {
   bench::GemmRate dominant, square;
 };
-Rates measure_rates(int64_t rows, int64_t k, int64_t n, Device device) {
-  return {bench::measure_gemm_rate(rows, k, n, device),
-          bench::measure_gemm_rate(1024, 1024, 1024, device)};
-}
 
 // The time fields of one run of a row, and its GEMM bound.
 nlohmann::json timing_fields(const RowTiming& t, const Rates& rates, int threads_used) {
@@ -238,10 +237,11 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
       "gemm_flops: the GEMM flops (2mnk per product: matmuls, attention's products, conv taps, "
       "recurrent cells) of one timed iteration as the CPU kernels count them (median over the "
       "timed iterations); gemm_gflops_per_s: bench_ops's matmul forward+backward at the model's "
-      "dominant shape (gemm_shape), measured just before the row at the same thread count "
-      "(median rep; _cpu: on process CPU time); bound_s = gemm_flops / that rate; bound_ratio = "
+      "dominant shape (gemm_shape) at the same thread count, sampled before the row and before "
+      "each timed iteration (the median rep; _cpu: on process CPU time); bound_s = gemm_flops / "
+      "that rate; bound_ratio = "
       "median_s / bound_s (bound_ratio_cpu: cpu_median_s / bound_cpu_s); the _square fields use "
-      "a 1024^3 GEMM's rate instead (the core's peak)";
+      "a 1024^3 GEMM's rate instead (the core's peak, measured before the row)";
   if (speedup)
     out["speedup"] =
         "every row also ran at 1 thread (threads_1: the same fields); speedup = its median_s over "
@@ -255,9 +255,11 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
     const std::string what = r.name + " on " + shape_name;
     auto run_at = [&](int k) {
       if (opt.device == Device::cpu) set_threads(k);
-      const Rates rates = measure_rates(gemm_shape[0], gemm_shape[1], gemm_shape[2], opt.device);
-      const RowTiming t = time_row(opt, what, factory());
-      return std::make_pair(t, rates);
+      const bench::GemmRate square = bench::measure_gemm_rate(1024, 1024, 1024, opt.device);
+      bench::GemmRateSampler dominant(gemm_shape[0], gemm_shape[1], gemm_shape[2], opt.device);
+      dominant.sample(5, 0.4);
+      const RowTiming t = time_row(opt, what, factory(), [&] { dominant.sample(2, 0.0); });
+      return std::make_pair(t, Rates{dominant.rate(), square});
     };
     const auto [t, rates] = run_at(main_threads);
     nlohmann::json j = {{"model", r.label},

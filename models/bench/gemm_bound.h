@@ -58,50 +58,80 @@ inline double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// bench_ops's BM_Matmul step at [rows, k] × [k, n] on `device`: one warm-up
-// rep, then at least `min_reps` reps and until `min_seconds` have passed (at
-// most 50); the median rep's rate. GEMM counting is paused meanwhile.
+// bench_ops's BM_Matmul step at [rows, k] × [k, n] on `device`, its inputs
+// made once; sample() times reps and keeps every rep's time, rate() is the
+// median rep's. `mare bench iteration` samples before a row and again before
+// each timed iteration, so the rate spans the same minutes as the iteration
+// times (on a shared machine the load changes within a row). GEMM counting is
+// paused while it runs.
+class GemmRateSampler {
+ public:
+  GemmRateSampler(int64_t rows, int64_t k, int64_t n, Device device = Device::cpu)
+      : rows_(rows), k_(k), n_(n), device_(device) {
+    auto rnd = [device](const Shape& s, uint64_t seed) {
+      Tensor t = Tensor::empty(s);
+      fill_uniform(t, seed, 1, -1, 1);
+      return t.to(device);
+    };
+    x_ = rnd({rows, k}, 1);
+    w_ = rnd({k, n}, 2);
+    g_ = rnd({rows, n}, 3);
+    dx_ = Tensor::zeros({rows, k}).to(device);
+    dw_ = Tensor::zeros({k, n}).to(device);
+  }
+  // One untimed rep the first time, then at least `min_reps` timed reps and
+  // until `min_seconds` have passed (at most 50 a call).
+  void sample(int min_reps, double min_seconds) {
+    using Clock = std::chrono::steady_clock;
+    const bool counting = gemm_counting();
+    set_gemm_counting(false);
+    if (!warm_) rep(), warm_ = true;
+    const auto start = Clock::now();
+    for (int i = 0;
+         i < 50 && (i < min_reps ||
+                    std::chrono::duration<double>(Clock::now() - start).count() < min_seconds);
+         ++i) {
+      const auto t0 = Clock::now();
+      const double c0 = process_cpu_seconds();
+      rep();
+      cpu_.push_back(process_cpu_seconds() - c0);
+      wall_.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    set_gemm_counting(counting);
+  }
+  GemmRate rate() const {
+    const double flops = 6.0 * static_cast<double>(rows_) * static_cast<double>(k_) * n_;
+    GemmRate r;
+    r.rows = rows_;
+    r.k = k_;
+    r.n = n_;
+    r.reps = static_cast<int>(wall_.size());
+    r.gflops = flops / std::max(1e-12, median_of(wall_)) / 1e9;
+    r.gflops_cpu = flops / std::max(1e-12, median_of(cpu_)) / 1e9;
+    return r;
+  }
+
+ private:
+  void rep() {
+    Tensor y = matmul_forward(x_, w_);
+    matmul_backward(dx_, dw_, g_, x_, w_);
+#ifdef MARE_WITH_CUDA
+    if (device_ == Device::cuda) cuda::synchronize();
+#endif
+  }
+  int64_t rows_, k_, n_;
+  Device device_;
+  Tensor x_, w_, g_, dx_, dw_;
+  bool warm_ = false;
+  std::vector<double> wall_, cpu_;
+};
+
+// One sampler's rate: at least `min_reps` reps and `min_seconds`.
 inline GemmRate measure_gemm_rate(int64_t rows, int64_t k, int64_t n, Device device = Device::cpu,
                                   int min_reps = 5, double min_seconds = 0.4) {
-  using Clock = std::chrono::steady_clock;
-  const bool counting = gemm_counting();
-  set_gemm_counting(false);
-  auto rnd = [device](const Shape& s, uint64_t seed) {
-    Tensor t = Tensor::empty(s);
-    fill_uniform(t, seed, 1, -1, 1);
-    return t.to(device);
-  };
-  Tensor x = rnd({rows, k}, 1), w = rnd({k, n}, 2), g = rnd({rows, n}, 3);
-  Tensor dx = Tensor::zeros({rows, k}).to(device), dw = Tensor::zeros({k, n}).to(device);
-  auto rep = [&] {
-    Tensor y = matmul_forward(x, w);
-    matmul_backward(dx, dw, g, x, w);
-#ifdef MARE_WITH_CUDA
-    if (device == Device::cuda) cuda::synchronize();
-#endif
-  };
-  rep();
-  std::vector<double> wall, cpu;
-  const auto start = Clock::now();
-  while (static_cast<int>(wall.size()) < 50 &&
-         (static_cast<int>(wall.size()) < min_reps ||
-          std::chrono::duration<double>(Clock::now() - start).count() < min_seconds)) {
-    const auto t0 = Clock::now();
-    const double c0 = process_cpu_seconds();
-    rep();
-    cpu.push_back(process_cpu_seconds() - c0);
-    wall.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  set_gemm_counting(counting);
-  const double flops = 6.0 * static_cast<double>(rows) * static_cast<double>(k) * n;
-  GemmRate r;
-  r.rows = rows;
-  r.k = k;
-  r.n = n;
-  r.reps = static_cast<int>(wall.size());
-  r.gflops = flops / median_of(wall) / 1e9;
-  r.gflops_cpu = flops / std::max(1e-12, median_of(cpu)) / 1e9;
-  return r;
+  GemmRateSampler s(rows, k, n, device);
+  s.sample(min_reps, min_seconds);
+  return s.rate();
 }
 
 // Counts the GEMM flops of one call of `fn` (counting on only meanwhile).
