@@ -625,9 +625,36 @@ using vi = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
 
 void rank_lanes(const vf* __restrict h, int64_t n, vi* __restrict r) {
   for (int64_t k = 0; k < n; ++k) r[k] = vi{};
-  for (int64_t i = 0; i < n; ++i) {
+  // Four rows at a time: their partners k after the tile are loaded once
+  // (integer sums: the order of the additions does not matter).
+  int64_t i0 = 0;
+  for (; i0 + 4 <= n; i0 += 4) {
+    vf hi[4];
+    vi ri[4];
+    for (int t = 0; t < 4; ++t) {
+      hi[t] = h[i0 + t];
+      ri[t] = r[i0 + t];  // Σ_{i' < i} (g_{i'i} − 1) so far (comparisons give −1 / 0)
+    }
+    for (int t = 0; t < 4; ++t)  // pairs inside the tile
+      for (int d = t + 1; d < 4; ++d) {
+        const vi g = h[i0 + d] < hi[t];  // −1 where slot i0 + d precedes slot i0 + t
+        ri[t] -= g;
+        ri[d] += g;
+      }
+    for (int64_t k = i0 + 4; k < n; ++k) {
+      const vf hk = h[k];
+      const vi g0 = hk < hi[0], g1 = hk < hi[1], g2 = hk < hi[2], g3 = hk < hi[3];
+      ri[0] -= g0;
+      ri[1] -= g1;
+      ri[2] -= g2;
+      ri[3] -= g3;
+      r[k] += (g0 + g1) + (g2 + g3);
+    }
+    for (int t = 0; t < 4; ++t) r[i0 + t] = ri[t] + static_cast<int32_t>(i0 + t);
+  }
+  for (int64_t i = i0; i < n; ++i) {
     const vf hi = h[i];
-    vi ri = r[i];  // Σ_{i' < i} (g_{i'i} − 1) so far (comparisons give −1 / 0)
+    vi ri = r[i];
     for (int64_t k = i + 1; k < n; ++k) {
       const vi g = h[k] < hi;  // −1 where slot k precedes slot i
       ri -= g;
