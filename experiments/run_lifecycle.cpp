@@ -1,5 +1,6 @@
 #include "experiments/run_lifecycle.h"
 
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -10,6 +11,15 @@
 namespace mare {
 
 namespace {
+
+std::string utc_now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
 
 nlohmann::json read_json(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -99,6 +109,9 @@ RunLifecycle::Start RunLifecycle::begin(const nlohmann::json& manifest_extra,
   std::filesystem::remove(best_checkpoint());
   nlohmann::json manifest = {{"config", config_}};
   for (const auto& [k, v] : manifest_extra.items()) manifest[k] = v;
+  // When the run started (UTC, ISO 8601), for the reports' provenance; a resumed run keeps
+  // its first start's. Only the manifest carries it: result.json stays free of clocks.
+  manifest["date"] = utc_now_iso8601();
   dir_.write_manifest(manifest);
   metrics_lines_ = 0;
   return Start::fresh;

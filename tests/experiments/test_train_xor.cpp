@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -49,6 +50,12 @@ TEST(TrainXor, ReachesFullAccuracyAndWritesTheRunDirectory) {
   EXPECT_EQ(lines, o.epochs);
   EXPECT_EQ(nlohmann::json::parse(slurp(o.out / "result.json")), r);
   EXPECT_EQ(slurp(o.out / "result.json").find("seconds"), std::string::npos);
+  // The manifest records when the run started (UTC), for the reports' provenance.
+  const auto manifest = nlohmann::json::parse(slurp(o.out / "manifest.json"));
+  ASSERT_TRUE(manifest.contains("date"));
+  EXPECT_TRUE(std::regex_match(manifest["date"].get<std::string>(),
+                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")))
+      << manifest["date"];
   std::filesystem::remove_all(o.out);
 }
 
