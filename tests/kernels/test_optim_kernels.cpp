@@ -128,6 +128,30 @@ TEST(OptimKernels, AdamUpdateMatchesTheOriginalLoopBitForBit) {
   }
 }
 
+// Several blocks of the vectorised update (256 elements), a scalar tail, chunks
+// on the kernel threads, and gradients of 0, ±huge (v overflows to inf), NaN
+// and denormals: still the original loop's bits.
+TEST(OptimKernels, AdamUpdateMatchesTheOriginalLoopInBlocksAndSpecialValues) {
+  const Shape shape{5003};
+  Tensor w = random_tensor(shape, 9), m = Tensor::zeros(shape), v = Tensor::zeros(shape);
+  std::vector<float> rw = w.to_vector(), rm = m.to_vector(), rv = v.to_vector();
+  for (int64_t t = 1; t <= 6; ++t) {
+    Tensor g = random_tensor(shape, 200 + static_cast<uint32_t>(t), -3.0f, 3.0f);
+    if (t == 3) {
+      g.f32()[5] = 0.0f;
+      g.f32()[260] = 1e30f;
+      g.f32()[261] = -1e30f;
+      g.f32()[700] = std::nanf("");
+      g.f32()[5002] = 1e-40f;
+    }
+    adam_update(w, g, m, v, 1e-2f, 0.9f, 0.999f, 1e-8f, t);
+    original_adam(rw, g.to_vector(), rm, rv, 1e-2f, 0.9f, 0.999f, 1e-8f, t);
+    expect_same_bits(w.to_vector(), rw, "w at step " + std::to_string(t));
+    expect_same_bits(m.to_vector(), rm, "m at step " + std::to_string(t));
+    expect_same_bits(v.to_vector(), rv, "v at step " + std::to_string(t));
+  }
+}
+
 // The equations in double, independently of the float rounding.
 TEST(OptimKernels, AdamUpdateMatchesTheEquations) {
   const float b1 = 0.8f, b2 = 0.99f, lr = 0.05f, eps = 1e-3f;
