@@ -182,8 +182,13 @@ bool extra_data(const RunRecord& r) {
 
 std::string manifest_date(const json& m) {
   if (!m.is_object()) return "";
+  // The day only: provenance lists the distinct dates of its runs, not every start time.
   for (const char* k : {"date", "started", "created", "started_at", "created_at"})
-    if (m.contains(k) && m[k].is_string()) return m[k].get<std::string>();
+    if (m.contains(k) && m[k].is_string()) {
+      const std::string d = m[k].get<std::string>();
+      const bool iso = d.size() > 10 && d[4] == '-' && d[7] == '-' && d[10] == 'T';
+      return iso ? d.substr(0, 10) : d;
+    }
   return "";
 }
 

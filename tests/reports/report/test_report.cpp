@@ -132,6 +132,20 @@ TEST(ReportInputs, RunsNotInTheRootsSweepJsonAreLeftOutWithANote) {
   }
 }
 
+// Provenance lists the distinct days the runs started (manifest.json "date", UTC ISO 8601),
+// and says "not recorded" for runs whose manifest has none.
+TEST(ReportProvenance, DatesAreTheDistinctDaysOfTheManifests) {
+  RunRecord a, b, c, d;
+  a.manifest = {{"date", "2026-11-24T06:40:00Z"}};
+  b.manifest = {{"date", "2026-11-24T23:59:59Z"}};
+  c.manifest = {{"date", "2026-11-25T00:00:01Z"}};
+  const nlohmann::json p = provenance_of(std::vector<const RunRecord*>{&a, &b, &c});
+  EXPECT_EQ(p["dates"], nlohmann::json::array({"2026-11-24", "2026-11-25"})) << p.dump();
+  d.manifest = nlohmann::json::object();
+  EXPECT_EQ(provenance_of(std::vector<const RunRecord*>{&d})["dates"],
+            nlohmann::json::array({"not recorded"}));
+}
+
 TEST(ReportInputs, ALegacyRunInATreeAndInACollectCsvIsKeptOnce) {
   mare::test::TempDir tmp("report_dup");
   const fs::path run = fixtures() / "cdr/bran-synth-cdr-seed1";
