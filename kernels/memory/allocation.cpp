@@ -253,16 +253,24 @@ void mask_backward(const float* u, const float* d_a, float* d_u, int64_t rows, i
 }
 
 // ------------------------------------------------------------- parallel-block
-// `parallel` on kLanes = 16 memories at once, slot-major ("lane blocks"):
-// vector h[k] holds û of slot k of the 16 memories, one memory per lane, so
+// `parallel` on kLanes memories at once, slot-major ("lane blocks"): vector
+// h[k] holds û of slot k of the block's memories, one memory per lane, so
 // every compare, select and product is one SIMD operation across memories
-// (GCC vector extensions: 512-bit registers on AVX-512 builds, the same code
-// as pairs or quads of narrower registers elsewhere). The products multiply the
+// (GCC vector extensions in the build's register width). The products multiply the
 // same factors in the same order as mask_forward_row / mask_backward_row
 // (factors of exactly 1 are skipped, which does not change a float product),
 // hence the results are bit-identical to `parallel`. Padding lanes of the last
 // block hold u = 0 and are never written back.
+// One block per vector register of the build: 16 lanes on AVX-512, 8 on AVX,
+// 4 otherwise (GCC lowers wider vector compares and selects lane by lane in
+// scalar code, which measured 35x slower on an SSE2 build).
+#if defined(__AVX512F__)
 constexpr int64_t kLanes = 16;
+#elif defined(__AVX__)
+constexpr int64_t kLanes = 8;
+#else
+constexpr int64_t kLanes = 4;
+#endif
 using vf = float __attribute__((vector_size(kLanes * sizeof(float))));
 
 inline vf splat(float x) {
@@ -615,7 +623,7 @@ void block_backward_lanes(const float* u, const float* d_a, float* d_u, int64_t 
 }
 
 // ------------------------------------------------------------- rank on lane blocks
-// The ranks of 16 memories at once (lane l = memory m0 + l), each pair of
+// The ranks of a block's memories at once (one memory per lane), each pair of
 // slots compared once: for i < k, g = [û_k < û_i] (slot k precedes slot i,
 // else slot i precedes slot k, ties to the lower index), rank[i] += g and
 // rank[k] += 1 − g. The counts are exact integers, so the free lists are
@@ -668,7 +676,7 @@ void rank_lanes(const vf* __restrict h, int64_t n, vi* __restrict r) {
 // s[j] (lane l: û of slot φ_l[j], placed by the ranks), then the cumulative
 // product (forward) or the prefix products and the reverse sweep (backward)
 // of ordered_product / ordered_product_backward, the same operations per lane
-// in the same order, sixteen memories per vector operation.
+// in the same order, a block of memories per vector operation.
 template <bool kBackward>
 void rank_blocks(const float* u, const float* d_a, float* d_u, float* a, int64_t rows, int64_t n) {
   std::vector<vf> h(n), s(n), x(n), y(n), g(n);
@@ -852,7 +860,8 @@ void block_backward_avx512(const float* u, const float* d_a, float* d_u, int64_t
 // order the prefix products (ascending k), the diagonal term and the suffix
 // pass (descending k) adding c_i · (prefix · suffix) where slot k precedes
 // slot i: the per-lane order and rounding of mask_backward_row.
-// A block of 16 memories as stored -> x[k] = slot k of the 16 memories (N = 4 or 16).
+// AVX-512 (kLanes = 16): a block of 16 memories as stored -> x[k] = slot k of
+// the 16 memories (N = 4 or 16).
 template <int N>
 inline void load_lanes_avx512(const float* src, __m512 x[N]) {
   if constexpr (N == 4) {

@@ -148,16 +148,22 @@ void CopyFloor::run() {
 
 namespace {
 
-// The microbenchmarks of ComputePeak. Vectors of 16 floats (GCC vector
-// extensions): one 512-bit register on AVX-512 builds, two or four narrower
-// ones elsewhere, so the measured rate is that of the build's own code.
-using PeakVec = float __attribute__((vector_size(64)));
+// The microbenchmarks of ComputePeak, in vectors of the build's register width
+// (GCC lowers wider vector compares and selects lane by lane in scalar code).
+#if defined(__AVX512F__)
+constexpr int kPeakLanes = 16;
+#elif defined(__AVX__)
+constexpr int kPeakLanes = 8;
+#else
+constexpr int kPeakLanes = 4;
+#endif
+using PeakVec = float __attribute__((vector_size(kPeakLanes * sizeof(float))));
 
 // Eight products advance over 64 partners (in L1) per round; renormalised
 // between rounds so that nothing reaches the subnormal range.
 double simd_pair_rate() {
-  alignas(64) static float partners[64 * 16];
-  for (int i = 0; i < 64 * 16; ++i)
+  alignas(64) static float partners[64 * kPeakLanes];
+  for (int i = 0; i < 64 * kPeakLanes; ++i)
     partners[i] = 0.9f + 0.1f * static_cast<float>((i * 37) % 101) / 101.0f;
   const PeakVec* h = reinterpret_cast<const PeakVec*>(partners);
   PeakVec p[8], hi[8];
@@ -165,7 +171,7 @@ double simd_pair_rate() {
     p[t] = PeakVec{} + 1.0f;
     hi[t] = h[(t * 7) % 64];
   }
-  const int64_t rounds = 4000;
+  const int64_t rounds = 64000 / kPeakLanes;
   const double c0 = thread_cpu_now();
   for (int64_t r = 0; r < rounds; ++r) {
     for (int k = 0; k < 64; ++k) {
@@ -178,7 +184,33 @@ double simd_pair_rate() {
     }
   }
   const double dt = thread_cpu_now() - c0;
-  return 2.0 * 16.0 * 8.0 * 64.0 * static_cast<double>(rounds) / dt;  // lane-operations / s
+  return 2.0 * kPeakLanes * 8.0 * 64.0 * static_cast<double>(rounds) / dt;  // lane-operations / s
+}
+
+using PeakInt = int32_t __attribute__((vector_size(kPeakLanes * sizeof(int32_t))));
+
+double simd_count_rate() {
+  alignas(64) static float partners[64 * kPeakLanes];
+  for (int i = 0; i < 64 * kPeakLanes; ++i)
+    partners[i] = 0.9f + 0.1f * static_cast<float>((i * 37) % 101) / 101.0f;
+  const PeakVec* h = reinterpret_cast<const PeakVec*>(partners);
+  PeakInt r[8];
+  PeakVec hi[8];
+  for (int t = 0; t < 8; ++t) {
+    r[t] = PeakInt{};
+    hi[t] = h[(t * 7) % 64];
+  }
+  const int64_t rounds = 64000 / kPeakLanes;
+  const double c0 = thread_cpu_now();
+  for (int64_t r0 = 0; r0 < rounds; ++r0) {
+    for (int k = 0; k < 64; ++k) {
+      const PeakVec hk = h[k];
+      for (int t = 0; t < 8; ++t) r[t] -= hk < hi[t];
+    }
+    for (int t = 0; t < 8; ++t) asm volatile("" : "+m"(r[t]), "+m"(hi[t]));  // nothing hoisted
+  }
+  const double dt = thread_cpu_now() - c0;
+  return 2.0 * kPeakLanes * 8.0 * 64.0 * static_cast<double>(rounds) / dt;
 }
 
 double scalar_pair_rate() {
@@ -206,37 +238,36 @@ double scalar_pair_rate() {
   return 2.0 * 8.0 * 64.0 * static_cast<double>(rounds) / dt;
 }
 
-// One dependent integer add per cycle on every x86 core since the Pentium 4.
+// One dependent integer add per cycle on every x86 core since the Pentium 4;
+// eight per loop step so that the loop's own instructions do not count.
 double clock_rate() {
-  const int64_t steps = 20000000;
+  const int64_t steps = 2500000;
   int64_t x = 0;
   const double c0 = thread_cpu_now();
   for (int64_t i = 0; i < steps; ++i) {
 #if defined(__x86_64__)
-    asm volatile("add $1, %0" : "+r"(x));
+    asm volatile(
+        "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+        "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
+        : "+r"(x));
 #else
     asm volatile("" : "+r"(x));
-    x += 1;
+    x += 8;
 #endif
   }
   const double dt = thread_cpu_now() - c0;
-  return static_cast<double>(steps) / dt;
+  return 8.0 * static_cast<double>(steps) / dt;
 }
 
 }  // namespace
 
 ComputePeak measure_compute_peak() {
   ComputePeak peak;
-#if defined(__AVX512F__)
-  peak.simd_lanes = 16;
-#elif defined(__AVX__)
-  peak.simd_lanes = 8;
-#else
-  peak.simd_lanes = 4;
-#endif
+  peak.simd_lanes = kPeakLanes;
   const double c0 = thread_cpu_now();
   for (int i = 0; i < 3; ++i) {
-    peak.simd_ops_per_second = std::max(peak.simd_ops_per_second, simd_pair_rate());
+    peak.select_ops_per_second = std::max(peak.select_ops_per_second, simd_pair_rate());
+    peak.count_ops_per_second = std::max(peak.count_ops_per_second, simd_count_rate());
     peak.scalar_ops_per_second = std::max(peak.scalar_ops_per_second, scalar_pair_rate());
     peak.clock_hz = std::max(peak.clock_hz, clock_rate());
   }
@@ -244,35 +275,40 @@ ComputePeak measure_compute_peak() {
   return peak;
 }
 
-double allocation_ops_per_memory(AllocationVariant v, int64_t slots, bool backward, bool* simd,
+const char* to_string(OpsPeak p) {
+  return p == OpsPeak::select ? "simd_select" : p == OpsPeak::count ? "simd_count" : "scalar";
+}
+
+double allocation_ops_per_memory(AllocationVariant v, int64_t slots, bool backward, OpsPeak* peak,
                                  std::string* what) {
   const double n = static_cast<double>(slots), pairs = n * (n - 1.0);
   const double log2n = slots > 1 ? std::ceil(std::log2(n)) : 0.0;
   double ops = 0.0;
   std::string w;
-  bool vec = true;
+  OpsPeak kind = OpsPeak::select;
   switch (v) {
     case AllocationVariant::parallel:
     case AllocationVariant::parallel_eps:
     case AllocationVariant::parallel_block:
       ops = 2.0 * pairs + (backward ? 6.0 * pairs : 0.0);
       w = backward ? "N(N-1) compares + N(N-1) select-multiplies (forward) + N(N-1) compares + "
-                     "4N(N-1) multiplies + N(N-1) select-adds (backward), simd"
-                   : "N(N-1) compares + N(N-1) select-multiplies, simd";
+                     "4N(N-1) multiplies + N(N-1) select-adds (backward), simd select peak"
+                   : "N(N-1) compares + N(N-1) select-multiplies, simd select peak";
       break;
     case AllocationVariant::rank:
       ops = 2.0 * pairs + 2.0 * n + (backward ? 2.0 * pairs + 4.0 * n : 0.0);
-      w = backward ? "2 x (N(N-1) compares + N(N-1) adds) + 6N multiplies, simd"
-                   : "N(N-1) compares + N(N-1) adds + 2N multiplies, simd";
+      kind = OpsPeak::count;
+      w = backward ? "2 x (N(N-1) compares + N(N-1) adds) + 6N multiplies, simd count peak"
+                   : "N(N-1) compares + N(N-1) adds + 2N multiplies, simd count peak";
       break;
     case AllocationVariant::sorted:
-      vec = false;
+      kind = OpsPeak::scalar;
       ops = n * log2n + 2.0 * n + (backward ? n * log2n + 4.0 * n : 0.0);
-      w = backward ? "2 x N ceil(log2 N) comparisons + 6N multiplies, scalar"
-                   : "N ceil(log2 N) comparisons + 2N multiplies, scalar";
+      w = backward ? "2 x N ceil(log2 N) comparisons + 6N multiplies, scalar peak"
+                   : "N ceil(log2 N) comparisons + 2N multiplies, scalar peak";
       break;
   }
-  if (simd) *simd = vec;
+  if (peak) *peak = kind;
   if (what) *what = w;
   return ops;
 }
@@ -457,9 +493,8 @@ SweepResult run_allocation_sweep(const SweepConfig& config_in,
             const double one = baseline ? row.seconds_1thread : row.seconds;
             row.floor_ratio_1thread = one / row.floor_seconds_1thread;
             row.ops_per_memory =
-                allocation_ops_per_memory(config.variants[i - 1], mem, backward, &row.ops_simd);
-            const double rate =
-                row.ops_simd ? result.peak.simd_ops_per_second : result.peak.scalar_ops_per_second;
+                allocation_ops_per_memory(config.variants[i - 1], mem, backward, &row.ops_peak);
+            const double rate = result.peak.rate(row.ops_peak);
             row.bound_seconds = row.ops_per_memory * static_cast<double>(p.memories()) / rate;
             row.peak_fraction = row.bound_seconds / one;
           }
@@ -534,27 +569,29 @@ std::string format_sweep_tables(const SweepResult& result) {
        << " x seq memories), device cpu, " << k << (k == 1 ? " thread" : " threads")
        << ", medians of " << c.repetitions << " repetitions (warm-up excluded), "
        << (c.cpu_clock ? "thread CPU time" : "wall-clock time")
-       << "; copy = memcpy of the bytes the pass reads and writes, in 64 KiB chunks on the "
-          "variants' threads (up to 64 chunks; one memcpy on 1 thread; ratios: variant / copy on "
+       << "; copy = memcpy of the bytes the pass reads and writes on the variants' threads (one "
+          "memcpy on 1 thread, up to 64 chunks of >= 64 KiB otherwise; ratios: variant / copy on "
           "the same thread count)\n";
     const ComputePeak& pk = result.peak;
     std::snprintf(buf, sizeof buf, "%.2f", pk.clock_hz * 1e-9);
     os << "compute peak of one core (measured in this run): clock " << buf
        << " GHz (dependent adds)";
-    std::snprintf(buf, sizeof buf, "%.1f", pk.simd_ops_per_second * 1e-9);
-    os << "; simd compare + select-multiply " << buf << " G lane-ops/s (" << pk.simd_lanes
-       << "-lane vectors, ";
-    std::snprintf(buf, sizeof buf, "%.1f", pk.simd_ops_per_second / pk.clock_hz);
-    os << buf << " lane-ops/cycle)";
+    auto rate = [&](double ops) {
+      char b[96];
+      std::snprintf(b, sizeof b, "%.1f G lane-ops/s (%.1f per cycle)", ops * 1e-9,
+                    ops / pk.clock_hz);
+      return std::string(b);
+    };
+    os << "; " << pk.simd_lanes << "-lane vectors: compare + select-multiply "
+       << rate(pk.select_ops_per_second) << ", compare + add " << rate(pk.count_ops_per_second);
     std::snprintf(buf, sizeof buf, "%.2f", pk.scalar_ops_per_second * 1e-9);
-    os << "; scalar " << buf << " G ops/s\n";
+    os << "; scalar compare + select-multiply " << buf << " G ops/s\n";
     os << "operations counted per memory (P = N(N-1)):\n";
     for (bool backward : {false, true}) {
       if (backward && !c.backward) continue;
       for (AllocationVariant v : c.variants) {
         std::string what;
-        bool simd = true;
-        allocation_ops_per_memory(v, 4, backward, &simd, &what);
+        allocation_ops_per_memory(v, 4, backward, nullptr, &what);
         os << "  " << pass_name(backward) << ", " << to_string(v) << ": " << what << "\n";
       }
     }

@@ -95,38 +95,48 @@ EpsDisagreement count_eps_disagreement(const AllocationProblem& p);
 // The compute bound of a variant (cpu): the operations its algorithm performs
 // per memory, counted in lane-operations (one compare, select, multiply or add
 // on one float), and the peak rate at which this core executes them, measured
-// by a microbenchmark in the same run (no clock or port count is assumed):
-//   simd   the mask forms' inner step, a compare and a select-multiply
-//          (`p = h_k < h_i ? p·h_k : p`) on register-resident data, 8
-//          independent products in the widest vectors of the build; counted
-//          as 2 lane-operations per step and lane;
-//   scalar the same step on scalars, 8 independent products (what a sort's
-//          data-dependent comparisons can use at best).
+// by microbenchmarks in the same run (no clock or port count is assumed), in
+// vectors of the build's register width, 8 independent chains over 64
+// partners in L1:
+//   select  the mask forms' inner step, a compare and a select-multiply
+//           (`p = h_k < h_i ? p·h_k : p`), 2 lane-operations per step and lane;
+//   count   rank's counting step, a compare and an add of its mask
+//           (`r −= h_k < h_i`), 2 lane-operations per step and lane;
+//   scalar  the select step on scalars (what a sort's data-dependent
+//           comparisons can use at best).
 // What is counted, per memory of N slots (P = N(N − 1) ordered pairs):
-//   parallel, parallel-eps, parallel-block
-//     forward  P compares + P select-multiplies (2P, simd)
+//   parallel, parallel-eps, parallel-block (select)
+//     forward  P compares + P select-multiplies (2P)
 //     backward P compares + 4P multiplies (prefix, suffix, two for the term)
-//              + P select-adds (6P, simd)
-//   rank
-//     forward  P compares + P adds (the counting) + 2N multiplies (2P + 2N, simd)
-//     backward the counting again + 4N (2P + 4N, simd)
-//   sorted
-//     forward  N·ceil(log2 N) comparisons + 2N multiplies (scalar)
-//     backward the same sort + 4N (scalar)
+//              + P select-adds (6P)
+//   rank (count)
+//     forward  P compares + P adds (the counting) + 2N multiplies (2P + 2N)
+//     backward the counting again + 4N (2P + 4N)
+//   sorted (scalar)
+//     forward  N·ceil(log2 N) comparisons + 2N multiplies
+//     backward the same sort + 4N
 // The bound of a pass is memories × ops / peak for one core.
+enum class OpsPeak { select, count, scalar };
+const char* to_string(OpsPeak p);  // "simd_select" | "simd_count" | "scalar"
+
 struct ComputePeak {
-  int simd_lanes = 1;                  // float lanes of the build's widest vectors (16, 8 or 4)
-  double simd_ops_per_second = 0.0;    // lane-operations per second, one core
+  int simd_lanes = 1;                  // float lanes of the build's vector registers (16, 8 or 4)
+  double select_ops_per_second = 0.0;  // lane-operations per second, one core
+  double count_ops_per_second = 0.0;   // lane-operations per second, one core
   double scalar_ops_per_second = 0.0;  // scalar operations per second, one core
   double clock_hz = 0.0;               // a dependent integer-add chain: cycles per second
   double seconds = 0.0;                // time the microbenchmarks took
+  double rate(OpsPeak p) const {
+    return p == OpsPeak::select  ? select_ops_per_second
+           : p == OpsPeak::count ? count_ops_per_second
+                                 : scalar_ops_per_second;
+  }
 };
 // Runs the microbenchmarks on the calling thread (best of 3 each, ~0.1 s in all).
 ComputePeak measure_compute_peak();
-// Lane-operations per memory of one pass and whether they run at the simd
-// (true) or the scalar (false) peak; `what` (may be null) receives the count
-// in words.
-double allocation_ops_per_memory(AllocationVariant v, int64_t slots, bool backward, bool* simd,
+// Lane-operations per memory of one pass and the peak they run at; `what`
+// (may be null) receives the count in words.
+double allocation_ops_per_memory(AllocationVariant v, int64_t slots, bool backward, OpsPeak* peak,
                                  std::string* what = nullptr);
 
 // Why the benchmarks cannot run on `device` here, or "" when they can: for
@@ -182,7 +192,7 @@ struct SweepRow {
   // one core's measured peak, and the 1-thread time's distance from it
   // (achieved / peak = bound_seconds / the 1-thread time).
   double ops_per_memory = 0.0;
-  bool ops_simd = true;
+  OpsPeak ops_peak = OpsPeak::select;
   double bound_seconds = 0.0;
   double peak_fraction = 0.0;
 };

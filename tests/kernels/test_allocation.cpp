@@ -230,22 +230,24 @@ INSTANTIATE_TEST_SUITE_P(N, AllocationLaneBlocks,
 // The benchmark's operation counts (allocation_sweep.h): what each variant's
 // compute bound divides by the measured peak.
 TEST(AllocationOpsCount, CountsPerMemory) {
-  bool simd = false;
+  OpsPeak kind = OpsPeak::scalar;
   std::string what;
   // N = 4: P = 12 ordered pairs.
-  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::parallel_block, 4, false, &simd, &what),
+  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::parallel_block, 4, false, &kind, &what),
             24.0);
-  EXPECT_TRUE(simd);
+  EXPECT_EQ(kind, OpsPeak::select);
   EXPECT_NE(what.find("compares"), std::string::npos);
-  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::parallel, 4, true, &simd), 24.0 + 72.0);
-  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::rank, 4, false, &simd), 24.0 + 8.0);
-  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::rank, 4, true, &simd), 48.0 + 24.0);
-  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::sorted, 4, false, &simd), 8.0 + 8.0);
-  EXPECT_FALSE(simd);
-  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::sorted, 128, true, &simd),
+  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::parallel, 4, true, &kind), 24.0 + 72.0);
+  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::rank, 4, false, &kind), 24.0 + 8.0);
+  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::rank, 4, true, &kind), 48.0 + 24.0);
+  EXPECT_EQ(kind, OpsPeak::count);
+  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::sorted, 4, false, &kind), 8.0 + 8.0);
+  EXPECT_EQ(kind, OpsPeak::scalar);
+  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::sorted, 128, true, &kind),
             2 * 128.0 * 7 + 6 * 128.0);
   const ComputePeak peak = measure_compute_peak();  // rates only; no time is asserted
-  EXPECT_GT(peak.simd_ops_per_second, 0.0);
+  EXPECT_GT(peak.select_ops_per_second, 0.0);
+  EXPECT_GT(peak.count_ops_per_second, 0.0);
   EXPECT_GT(peak.scalar_ops_per_second, 0.0);
   EXPECT_GT(peak.clock_hz, 0.0);
   EXPECT_TRUE(peak.simd_lanes == 4 || peak.simd_lanes == 8 || peak.simd_lanes == 16);
