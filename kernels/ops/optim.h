@@ -12,10 +12,13 @@
 //                  w ← w − float(lr·m̂ / (√v̂ + ε))
 //
 // Rounding is part of the contract: every float expression is evaluated in the
-// order written above with one rounding per operation (the host compiles in ISO
-// mode, where GCC fuses nothing; the CUDA kernels spell each operation with an
-// explicitly rounded intrinsic), so the GPU gives the CPU's bits. These are the
-// expressions of the original models/optim.cpp loop, kept bit for bit.
+// order written above with one rounding per operation (the CUDA kernels spell
+// each operation with an explicitly rounded intrinsic), so the GPU gives the
+// CPU's bits. These are the expressions of the original models/optim.cpp loop,
+// kept bit for bit. Caveat: GCC's default for C++ (unlike ISO C) is
+// -ffp-contract=fast, so with -march=native the host may fuse a·b + c into an
+// FMA; the CPU side stays bit for bit with the original loop (tested), and
+// only the CUDA comparison test (run on a GPU) can show whether the host fused.
 //
 // sum_squares' order, the same on both devices and for any thread count: the
 // squares (exact in double) are summed sequentially within chunks of
