@@ -99,6 +99,18 @@ void check_row_mask(const Tensor& row_mask, int64_t rows, const char* what) {
   check_shape(row_mask, {rows}, what);
 }
 
+// One row of batch norm's output, (x − μ)·rstd·γ + β with one rounding per
+// operation. Without contraction: GCC's C++ default (-ffp-contract=fast) would
+// fuse the last multiply-add into an FMA once the loop vectorizes, and these
+// are the bytes of the earlier kernel, whose scalar loop (accessor calls in the
+// expression) was never fused. Vectorized: ~5× faster than that loop.
+__attribute__((optimize("fp-contract=off"))) void batch_norm_row(
+    float* __restrict y, const float* __restrict x, const float* __restrict mean,
+    const float* __restrict rstd, const float* __restrict gamma, const float* __restrict beta,
+    int64_t c) {
+  for (int64_t j = 0; j < c; ++j) y[j] = (x[j] - mean[j]) * rstd[j] * gamma[j] + beta[j];
+}
+
 // Rows that take part in the statistics: all, or those with a nonzero mask.
 int64_t active_rows(const float* mask, int64_t rows) {
   if (!mask) return rows;
@@ -175,16 +187,16 @@ NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
       r.rstd.f32()[j] = 1.0f / std::sqrt(running_var.f32()[j] + eps);
     }
   }
+  const float *px = x.f32(), *pmean = r.mean.f32(), *prstd = r.rstd.f32(), *pg = gamma.f32(),
+              *pb = beta.f32();
+  float* py = r.out.f32();
   for_items(rows, 4.0 * c, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       if (!active(i)) {
-        for (int64_t j = 0; j < c; ++j) r.out.f32()[i * c + j] = 0.0f;
+        for (int64_t j = 0; j < c; ++j) py[i * c + j] = 0.0f;
         continue;
       }
-      for (int64_t j = 0; j < c; ++j)
-        r.out.f32()[i * c + j] =
-            (x.f32()[i * c + j] - r.mean.f32()[j]) * r.rstd.f32()[j] * gamma.f32()[j] +
-            beta.f32()[j];
+      batch_norm_row(py + i * c, px + i * c, pmean, prstd, pg, pb, c);
     }
   });
   return r;
