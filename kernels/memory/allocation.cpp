@@ -376,6 +376,16 @@ void from_lanes(const vf* x, int64_t lanes, int64_t n, float* dst) {
     for (int64_t k = 0; k < n; ++k) dst[l * n + k] = x[k][l];
 }
 
+// The memory (offset in its block) that lane l of to_lanes / from_lanes holds.
+inline int64_t lane_memory(int64_t l, int64_t lanes, int64_t n) {
+#if defined(__AVX512F__)
+  if (lanes == kLanes && n == 4) return 4 * (l % 4) + l / 4;  // transpose4_lanes
+#endif
+  (void)lanes;
+  (void)n;
+  return l;
+}
+
 // û of a block, in place.
 inline void hat_lanes(vf* x, int64_t n) {
   for (int64_t k = 0; k < n; ++k) x[k] = splat(kEps) + splat(kOneMinusEps) * x[k];
@@ -682,8 +692,19 @@ void rank_blocks(const float* u, const float* d_a, float* d_u, float* a, int64_t
   std::vector<vf> h(n), s(n), x(n), y(n), g(n);
   std::vector<vi> r(n);
   const vf one = splat(1.0f);
+  // From N = 16 on, results go to (and d_a comes from) the stored layout
+  // directly, lane by lane; below, through the block transpositions (faster there).
+  const bool direct = n >= 16;
   for (int64_t m0 = 0; m0 < rows; m0 += kLanes) {
     const int64_t lanes = std::min(kLanes, rows - m0);
+    if (direct && m0 + 2 * kLanes <= rows)  // the next block's inputs, one cache line at a time
+      for (int64_t e = 0; e < kLanes * n; e += 16) {
+        __builtin_prefetch(u + (m0 + kLanes) * n + e);
+        if constexpr (kBackward) {
+          __builtin_prefetch(d_a + (m0 + kLanes) * n + e);
+          __builtin_prefetch(d_u + (m0 + kLanes) * n + e, 1);
+        }
+      }
     to_lanes(u + m0 * n, lanes, n, h.data());
     hat_lanes(h.data(), n);
     rank_lanes(h.data(), n, r.data());
@@ -695,13 +716,27 @@ void rank_blocks(const float* u, const float* d_a, float* d_u, float* a, int64_t
         x[j] = (one - s[j]) * p;
         p = p * s[j];
       }
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t l = 0; l < kLanes; ++l) y[i][l] = x[r[i][l]][l];
-      from_lanes(y.data(), lanes, n, a + m0 * n);
+      if (direct) {
+        for (int64_t l = 0; l < lanes; ++l) {
+          float* am = a + (m0 + lane_memory(l, lanes, n)) * n;
+          for (int64_t i = 0; i < n; ++i) am[i] = x[r[i][l]][l];
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t l = 0; l < kLanes; ++l) y[i][l] = x[r[i][l]][l];
+        from_lanes(y.data(), lanes, n, a + m0 * n);
+      }
     } else {
-      to_lanes(d_a + m0 * n, lanes, n, y.data());
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t l = 0; l < kLanes; ++l) g[r[i][l]][l] = y[i][l];
+      if (direct) {  // d_a in free-list order
+        for (int64_t l = 0; l < kLanes; ++l) {
+          const float* gm = l < lanes ? d_a + (m0 + lane_memory(l, lanes, n)) * n : nullptr;
+          for (int64_t i = 0; i < n; ++i) g[r[i][l]][l] = gm ? gm[i] : 0.0f;
+        }
+      } else {
+        to_lanes(d_a + m0 * n, lanes, n, y.data());
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t l = 0; l < kLanes; ++l) g[r[i][l]][l] = y[i][l];
+      }
       vf p = one;
       for (int64_t j = 0; j < n; ++j) {  // x: the prefix products
         x[j] = p;
@@ -712,10 +747,17 @@ void rank_blocks(const float* u, const float* d_a, float* d_u, float* a, int64_t
         x[k] = splat(kOneMinusEps) * (x[k] * (rr - g[k]));
         rr = g[k] * (one - s[k]) + s[k] * rr;
       }
-      to_lanes(d_u + m0 * n, lanes, n, y.data());
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t l = 0; l < kLanes; ++l) y[i][l] = y[i][l] + x[r[i][l]][l];
-      from_lanes(y.data(), lanes, n, d_u + m0 * n);
+      if (direct) {  // d_u += the gradient
+        for (int64_t l = 0; l < lanes; ++l) {
+          float* dm = d_u + (m0 + lane_memory(l, lanes, n)) * n;
+          for (int64_t i = 0; i < n; ++i) dm[i] += x[r[i][l]][l];
+        }
+      } else {
+        to_lanes(d_u + m0 * n, lanes, n, y.data());
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t l = 0; l < kLanes; ++l) y[i][l] = y[i][l] + x[r[i][l]][l];
+        from_lanes(y.data(), lanes, n, d_u + m0 * n);
+      }
     }
   }
 }
