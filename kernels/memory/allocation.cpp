@@ -327,7 +327,9 @@ inline void from_lanes4(const __m512 r[4], __m512 a[4]) {
 }
 #endif
 
-// x[k] (lane l) = src[l·n + k] for the first `lanes` memories, 0 in the others.
+// x[k] = slot k of the block's `lanes` memories: lane l holds memory
+// lane_memory(l) (below; l itself except for the N = 4 transposition),
+// x[k][l] = src[lane_memory(l)·n + k]; lanes past `lanes` hold 0.
 void to_lanes(const float* src, int64_t lanes, int64_t n, vf* x) {
 #if defined(__AVX512F__)
   if (lanes == kLanes && n == 4) {
@@ -352,7 +354,7 @@ void to_lanes(const float* src, int64_t lanes, int64_t n, vf* x) {
     for (int64_t k = 0; k < n; ++k) x[k][l] = src[l * n + k];
 }
 
-// dst[l·n + k] = x[k] (lane l) for the first `lanes` memories.
+// The inverse: dst[lane_memory(l)·n + k] = x[k][l] for the block's `lanes` memories.
 void from_lanes(const vf* x, int64_t lanes, int64_t n, float* dst) {
 #if defined(__AVX512F__)
   if (lanes == kLanes && n == 4) {
