@@ -18,7 +18,8 @@
 // Every row also carries its GEMM bound (models/bench/gemm_bound.h): the
 // iteration's GEMM flops as the kernels count them, the GEMM throughput of the
 // model's dominant shape measured in the same process at the same thread count
-// just before the row, the time those flops take at it (bound_s) and the
+// (sampled before the row and before each timed iteration), the time those
+// flops take at it (bound_s) and the
 // iteration's median over it (bound_ratio). `speedup` runs every row again at
 // one thread (`threads_1`) and gives the 1-thread / K-thread median ratio.
 #pragma once

@@ -1,7 +1,9 @@
 // The GEMM bound of a training iteration (issue 17): the GEMM flops that one
 // iteration spends (kernels/ops/gemm_count.h, counted exactly by the kernels)
 // over the GEMM throughput that this machine reaches at the same thread count,
-// measured in the same process just before. Header-only, shared by
+// measured in the same process around the iterations (`mare bench iteration`:
+// before the row and before each timed iteration; bench_re_iteration: once
+// after the warm-up). Header-only, shared by
 // bench_re_iteration and `mare bench iteration` (experiments/bench_iteration.h).
 //
 // The throughput is measured with exactly bench_ops's BM_Matmul step
