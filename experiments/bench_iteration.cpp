@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <sys/resource.h>
+
 #include "experiments/grpu_tasks.h"
 #include "experiments/run_dir.h"
 #include "kernels/memory/allocation.h"
@@ -49,8 +51,16 @@ using StepFn = std::function<StepOut(uint64_t step)>;
 // Builds a fresh model (the same seed: the same bytes) and returns its step.
 using RowFactory = std::function<StepFn()>;
 
+// System CPU time (seconds) and minor page faults of the process so far.
+std::pair<double, double> sys_and_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return {static_cast<double>(u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_stime.tv_usec),
+          static_cast<double>(u.ru_minflt)};
+}
+
 struct RowTiming {
-  std::vector<double> warm, times, cpu_times, flops;
+  std::vector<double> warm, times, cpu_times, flops, sys_times, minor_faults;
   double steps_sum = 0, last_loss = 0;
 };
 
@@ -64,9 +74,11 @@ RowTiming time_row(const IterationBenchOptions& opt, const std::string& what, co
     if (i >= opt.warmup && before_timed) before_timed();
     const auto t0 = Clock::now();
     const double c0 = process_cpu_seconds();
+    const auto [sys0, faults0] = sys_and_faults();
     const StepOut s = bench::count_gemm_flops(flops, [&] { return step_fn(step++); });
     const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
     const double cpu = process_cpu_seconds() - c0;
+    const auto [sys1, faults1] = sys_and_faults();
     if (!std::isfinite(s.loss))
       throw std::runtime_error("bench iteration: " + what +
                                ": the loss is not finite at iteration " + std::to_string(i));
@@ -76,6 +88,8 @@ RowTiming time_row(const IterationBenchOptions& opt, const std::string& what, co
     } else {
       r.times.push_back(sec);
       r.cpu_times.push_back(cpu);
+      r.sys_times.push_back(sys1 - sys0);
+      r.minor_faults.push_back(faults1 - faults0);
       r.flops.push_back(static_cast<double>(flops));
       r.steps_sum += s.mean_steps;
     }
@@ -93,11 +107,11 @@ struct Rates {
 // The time fields of one run of a row, and its GEMM bound.
 nlohmann::json timing_fields(const RowTiming& t, const Rates& rates, int threads_used) {
   const TimeSummary w = summarize_times(t.times), c = summarize_times(t.cpu_times);
-  nlohmann::json j = {{"threads", threads_used},    {"times_s", t.times},
-                      {"warmup_s", t.warm},         {"mean_s", w.mean},
-                      {"median_s", w.median},       {"sd_s", w.sd},
-                      {"cpu_times_s", t.cpu_times}, {"cpu_mean_s", c.mean},
-                      {"cpu_median_s", c.median},   {"cpu_sd_s", c.sd}};
+  nlohmann::json j = {
+      {"threads", threads_used},    {"times_s", t.times},         {"warmup_s", t.warm},
+      {"mean_s", w.mean},           {"median_s", w.median},       {"sd_s", w.sd},
+      {"cpu_times_s", t.cpu_times}, {"cpu_mean_s", c.mean},       {"cpu_median_s", c.median},
+      {"cpu_sd_s", c.sd},           {"sys_times_s", t.sys_times}, {"minor_faults", t.minor_faults}};
   const double flops = stats::median(t.flops);
   j["gemm_flops"] = static_cast<uint64_t>(flops);
   j["gemm_gflop"] = flops / 1e9;
@@ -241,7 +255,8 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
       "each timed iteration (the median rep; _cpu: on process CPU time); bound_s = gemm_flops / "
       "that rate; bound_ratio = "
       "median_s / bound_s (bound_ratio_cpu: cpu_median_s / bound_cpu_s); the _square fields use "
-      "a 1024^3 GEMM's rate instead (the core's peak, measured before the row)";
+      "a 1024^3 GEMM's rate instead (the core's peak, measured before the row). sys_times_s and "
+      "minor_faults: each timed iteration's system CPU time and minor page faults (getrusage)";
   if (speedup)
     out["speedup"] =
         "every row also ran at 1 thread (threads_1: the same fields); speedup = its median_s over "

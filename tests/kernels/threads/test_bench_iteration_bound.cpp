@@ -51,6 +51,10 @@ TEST(BenchIterationBound, FlopsBoundRatioAndSpeedup) {
                   1e-9 * (*x)["bound_ratio"].get<double>());
       EXPECT_NEAR((*x)["gemm_gflop"].get<double>(), static_cast<double>(flops) / 1e9, 1e-9);
     }
+    // System time and minor page faults of each timed iteration.
+    ASSERT_EQ(r["sys_times_s"].size(), r["times_s"].size());
+    ASSERT_EQ(r["minor_faults"].size(), r["times_s"].size());
+    EXPECT_GE(r["minor_faults"][0].get<double>(), 0.0);
     EXPECT_NEAR(r["speedup"].get<double>(),
                 one["median_s"].get<double>() / r["median_s"].get<double>(),
                 1e-9 * r["speedup"].get<double>());
