@@ -158,10 +158,28 @@ std::vector<const bench::ReDataShape*> shapes_of(const std::string& shape) {
 
 // The UTRE row an NTCRE row is compared with: the same name with UTRE for
 // NTCRE ("NTCRE-CPD+x" -> "UTRE-CPD+x"); empty for any other model.
+// The UTRE row an NTCRE row is compared with: the same name with UTRE for NTCRE and
+// without the memory's own switches (NTCRE-CPD+word=64 -> UTRE-CPD).
 std::string utre_partner(const std::string& model) {
-  if (model.rfind("NTCRE", 0) == 0) return "UTRE" + model.substr(5);
-  if (model.rfind("ntcre", 0) == 0) return "utre" + model.substr(5);
-  return {};
+  std::string rest;
+  if (model.rfind("NTCRE", 0) == 0)
+    rest = "UTRE" + model.substr(5);
+  else if (model.rfind("ntcre", 0) == 0)
+    rest = "utre" + model.substr(5);
+  else
+    return {};
+  std::string out;
+  for (size_t at = 0; at < rest.size();) {
+    size_t next = rest.find('+', at + 1);
+    if (next == std::string::npos) next = rest.size();
+    const std::string part = rest.substr(at, next - at);
+    bool memory_switch = false;
+    for (const char* k : {"+word=", "+slots=", "+read_heads=", "+alloc="})
+      memory_switch = memory_switch || part.rfind(k, 0) == 0;
+    if (!memory_switch) out += part;
+    at = next;
+  }
+  return out;
 }
 
 std::string fmt(double v, int precision = 3) {
@@ -246,7 +264,10 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
       "MSE, Adam lr 1e-4";
   out["ratio"] =
       "mean_s of the NTCRE-x row over mean_s of the UTRE-x row of the same shape (ratio_median: "
-      "medians; ratio_cpu: process CPU time, the fairer one on a shared machine)";
+      "medians; ratio_cpu: process CPU time, the fairer one on a shared machine; "
+      "ratio_gemm_flops: the rows' GEMM flops, what the ratio would be if both ran at the GEMM "
+      "rate and everything else were free). An NTCRE row's partner is the UTRE row of the same "
+      "name without the memory's switches (word, slots, read_heads, alloc)";
   out["gemm_bound"] =
       "gemm_flops: the GEMM flops (2mnk per product: matmuls, attention's products, conv taps, "
       "recurrent cells) of one timed iteration as the CPU kernels count them (median over the "
@@ -357,6 +378,10 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
               jrows[i]["median_s"].get<double>() / jrows[k]["median_s"].get<double>();
           jrows[i]["ratio_cpu"] =
               jrows[i]["cpu_mean_s"].get<double>() / jrows[k]["cpu_mean_s"].get<double>();
+          const nlohmann::json &fa = jrows[i]["gemm_flops"], &fb = jrows[k]["gemm_flops"];
+          jrows[i]["ratio_gemm_flops"] = fa.is_number() && fb.is_number() && fb.get<double>() > 0
+                                             ? nlohmann::json(fa.get<double>() / fb.get<double>())
+                                             : nlohmann::json();
           break;
         }
     }

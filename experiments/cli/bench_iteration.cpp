@@ -29,8 +29,8 @@ void run(const Options& o) {
   IterationBenchOptions b = o.bench;
   b.device = parse_device(o.device);
   const nlohmann::json j = run_iteration_bench(b, &std::cerr);
-  std::cout << "model\tshape\talloc\tmean_s\tmedian_s\tsd_s\tratio\tthreads\tgemm_gflop\t"
-               "gemm_gflops_per_s\tbound_s\tbound_ratio";
+  std::cout << "model\tshape\talloc\tmean_s\tmedian_s\tsd_s\tratio\tflops_ratio\tthreads\t"
+               "gemm_gflop\tgemm_gflops_per_s\tbound_s\tbound_ratio";
   const bool speedup = j.contains("speedup");
   if (speedup) std::cout << "\t1t_median_s\t1t_bound_s\t1t_bound_ratio\tspeedup";
   std::cout << "\n";
@@ -51,6 +51,7 @@ void run(const Options& o) {
       std::cout << "-";
     else
       std::cout << std::setprecision(3) << r["ratio"].get<double>();
+    std::cout << "\t" << num(r.value("ratio_gemm_flops", nlohmann::json()), 3);
     std::cout << "\t" << r["threads"].get<int>() << "\t" << num(r["gemm_gflop"], 2) << "\t"
               << num(r["gemm_gflops_per_s"], 1) << "\t" << num(r["bound_s"], 4) << "\t"
               << num(r["bound_ratio"], 2);

@@ -368,6 +368,28 @@ TEST(BenchIteration, DefaultSizeWritesTheFourRowsAndRatios) {
               1e-12);
 }
 
+// An NTCRE row with the memory's own switches is paired with the UTRE row without them,
+// and every paired row carries the ratio of the two rows' GEMM flops.
+TEST(BenchIteration, MemorySwitchesKeepThePartnerAndTheFlopsRatio) {
+  const fs::path json = scratch() / "word.json";
+  const Outcome o = run_mare({"bench", "iteration", "--models", "UTRE-CPD,NTCRE-CPD+word=8",
+                              "--size", "default", "--iterations", "1", "--warmup", "0", "--shape",
+                              "semeval", "--json", json.string()});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(json));
+  ASSERT_EQ(j["rows"].size(), 2u);
+  const nlohmann::json &u = j["rows"][0], &n = j["rows"][1];
+  EXPECT_EQ(n["model"], "NTCRE-CPD+word=8");
+  ASSERT_FALSE(n["ratio"].is_null());
+  EXPECT_NEAR(n["ratio"].get<double>(), n["mean_s"].get<double>() / u["mean_s"].get<double>(),
+              1e-12);
+  ASSERT_TRUE(n["ratio_gemm_flops"].is_number());
+  EXPECT_DOUBLE_EQ(n["ratio_gemm_flops"].get<double>(),
+                   n["gemm_flops"].get<double>() / u["gemm_flops"].get<double>());
+  EXPECT_GT(n["ratio_gemm_flops"].get<double>(), 1.0);
+  EXPECT_FALSE(u.contains("ratio_gemm_flops"));
+}
+
 TEST(BenchIteration, AllocVariantsAndErrors) {
   const fs::path json = scratch() / "alloc.json";
   Outcome o = run_mare({"bench", "iteration", "--models", "UTRE,NTCRE", "--size", "default",
