@@ -275,10 +275,12 @@ TEST(SweepKill, KilledAtRandomTimesResumesToTheSameBytes) {
   int kills = 0, sweeps = 0;
   for (;;) {
     ASSERT_LT(++sweeps, 400) << "the sweep does not finish";
-    // The first 20 kills come at most t_ref / 15 after the start (20 of them cannot run
-    // the whole sweep); then the sweep is given longer and longer until it finishes.
+    // The first 20 kills come at most t_ref / 40 after the start, so that together they
+    // run at most half the sweep even when the machine's load makes the killed sweeps
+    // faster than the reference (with t_ref / 15, a CI run under load once finished the
+    // sweep after 19 kills); then the sweep is given longer and longer until it finishes.
     const double hi =
-        kills < 20 ? std::max(0.05, t_ref / 15) : std::max(0.2, t_ref * (kills - 18) / 4);
+        kills < 20 ? std::max(0.05, t_ref / 40) : std::max(0.2, t_ref * (kills - 18) / 4);
     const double delay = std::uniform_real_distribution<double>(t_start, t_start + hi)(rng);
     const pid_t pid = spawn_mare(args(killed), t / "killed.log");
     const auto until = Clock::now() + std::chrono::duration<double>(delay);
