@@ -88,7 +88,7 @@ section() {  # title, file
   echo "# CPU benchmarks: $cpu, $cores cores — $(date -u +%Y-%m-%d)"
   echo
   echo "Produced by \`reports/devices/cpu_report.sh\` at commit $(git rev-parse --short=12 HEAD)"
-  echo "($(git status --porcelain | grep -c .) uncommitted paths), build \`$build\`."
+  echo "($(git status --porcelain -- . ":(exclude)$dir" ":(exclude)$dir.md" | grep -c .) uncommitted paths besides this report's own files), build \`$build\`."
   echo "Load average (1, 5, 15 min) before: $load_start; after: $load_end. Benchmarks took ${elapsed} s."
   echo "Exit codes: bench_ops $ops_rc, allocation $alloc_rc, iteration $iter_rc, NTCRE rows $ntcre_rc, portable allocation $port_rc."
   section 'Machine (`mare doctor`)' "$dir/doctor.txt"
