@@ -261,16 +261,10 @@ void mask_backward(const float* u, const float* d_a, float* d_u, int64_t rows, i
 // (factors of exactly 1 are skipped, which does not change a float product),
 // hence the results are bit-identical to `parallel`. Padding lanes of the last
 // block hold u = 0 and are never written back.
-// One block per vector register of the build: 16 lanes on AVX-512, 8 on AVX,
-// 4 otherwise (GCC lowers wider vector compares and selects lane by lane in
-// scalar code, which measured 35x slower on an SSE2 build).
-#if defined(__AVX512F__)
-constexpr int64_t kLanes = 16;
-#elif defined(__AVX__)
-constexpr int64_t kLanes = 8;
-#else
-constexpr int64_t kLanes = 4;
-#endif
+// One block per vector register of the build (kAllocationLanes: 16 lanes on
+// AVX-512, 8 on AVX, 4 otherwise; wider vectors measured 35x slower on an SSE2
+// build, lowered lane by lane in scalar code).
+constexpr int64_t kLanes = kAllocationLanes;
 using vf = float __attribute__((vector_size(kLanes * sizeof(float))));
 
 inline vf splat(float x) {

@@ -51,6 +51,18 @@ namespace mare {
 
 enum class AllocationVariant { sorted, parallel, parallel_eps, rank, parallel_block };
 
+// Memories per lane block of `parallel-block` and `rank` in this build: one float per
+// lane of the widest vector register it may use (16 on AVX-512, 8 on AVX, 4 otherwise;
+// GCC lowers wider vector compares and selects lane by lane in scalar code). The
+// benchmark's peak microbenchmarks use the same width.
+#if defined(__AVX512F__)
+inline constexpr int kAllocationLanes = 16;
+#elif defined(__AVX__)
+inline constexpr int kAllocationLanes = 8;
+#else
+inline constexpr int kAllocationLanes = 4;
+#endif
+
 inline constexpr float kAllocationEpsilon =
     1e-6f;  // ε of û = ε + (1 − ε)·u, and ε' of parallel-eps
 

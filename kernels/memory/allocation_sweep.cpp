@@ -148,15 +148,8 @@ void CopyFloor::run() {
 
 namespace {
 
-// The microbenchmarks of ComputePeak, in vectors of the build's register width
-// (GCC lowers wider vector compares and selects lane by lane in scalar code).
-#if defined(__AVX512F__)
-constexpr int kPeakLanes = 16;
-#elif defined(__AVX__)
-constexpr int kPeakLanes = 8;
-#else
-constexpr int kPeakLanes = 4;
-#endif
+// The microbenchmarks of ComputePeak, in vectors of the kernels' lane width.
+constexpr int kPeakLanes = kAllocationLanes;
 using PeakVec = float __attribute__((vector_size(kPeakLanes * sizeof(float))));
 
 // Eight products advance over 64 partners (in L1) per round; renormalised
