@@ -9,6 +9,14 @@
 // from what a chunk computes, never from who runs it. Waiting spins briefly (a
 // kernel is often followed by the next one within microseconds) and then
 // sleeps on a condition variable.
+//
+// Home ranges: with K threads the chunks are cut into K contiguous ranges and
+// thread t (the caller is 0, worker w is w + 1) claims from its own range
+// first, then from the others' (one atomic cursor per range). Consecutive
+// kernels over the same rows thus tend to run a row on the same core, where
+// the previous kernel left it in that core's cache; a thread that wakes late
+// loses its range to the others. Which thread runs a chunk still changes
+// nothing in the results.
 #include "kernels/parallel.h"
 
 #include <algorithm>
@@ -36,10 +44,17 @@ thread_local bool t_in_job = false;
 // Spins up to about this long before sleeping.
 constexpr auto kSpin = std::chrono::microseconds(50);
 
+// One thread's home range of chunks [next, end): `next` is the next to claim.
+struct alignas(64) Range {
+  std::atomic<int64_t> next{0};
+  int64_t end = 0;
+};
+
 struct Job {
   const std::function<void(int64_t, int64_t)>* fn = nullptr;
   int64_t n = 0, grain = 1, chunks = 0;
-  std::atomic<int64_t> next{0};      // the next chunk to claim
+  int parts = 1;                     // home ranges (the pool's thread count)
+  std::unique_ptr<Range[]> ranges;   // [parts]
   std::atomic<int64_t> finished{0};  // chunks run (or skipped after an exception)
   // The lowest chunk that threw: chunks above it are skipped, every chunk below
   // it still runs, so the exception rethrown is the lowest throwing chunk's at
@@ -49,27 +64,44 @@ struct Job {
   std::condition_variable done;
   std::exception_ptr error;
 
-  // Claims chunks until none is left.
-  void work() {
-    for (;;) {
-      const int64_t i = next.fetch_add(1, std::memory_order_relaxed);
-      if (i >= chunks) return;
-      if (i < first_error.load(std::memory_order_relaxed)) {
-        const int64_t begin = i * grain, end = std::min(n, begin + grain);
-        try {
-          (*fn)(begin, end);
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(mutex);
-          if (i < first_error.load(std::memory_order_relaxed)) {
-            first_error.store(i, std::memory_order_relaxed);
-            error = std::current_exception();
-          }
+  // Cuts [0, chunks) into `k` home ranges.
+  void set_ranges(int k) {
+    parts = k;
+    ranges = std::make_unique<Range[]>(k);
+    for (int t = 0; t < k; ++t) {
+      ranges[t].next.store(chunks * t / k, std::memory_order_relaxed);
+      ranges[t].end = chunks * (t + 1) / k;
+    }
+  }
+
+  // Claims chunks until none is left: those of range `self` first, then the others'.
+  void work(int self) {
+    for (int r = 0; r < parts; ++r) {
+      Range& range = ranges[(self + r) % parts];
+      for (;;) {
+        const int64_t i = range.next.fetch_add(1, std::memory_order_relaxed);
+        if (i >= range.end) break;
+        run_chunk(i);
+      }
+    }
+  }
+
+  void run_chunk(int64_t i) {
+    if (i < first_error.load(std::memory_order_relaxed)) {
+      const int64_t begin = i * grain, end = std::min(n, begin + grain);
+      try {
+        (*fn)(begin, end);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (i < first_error.load(std::memory_order_relaxed)) {
+          first_error.store(i, std::memory_order_relaxed);
+          error = std::current_exception();
         }
       }
-      if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
-        std::lock_guard<std::mutex> lock(mutex);
-        done.notify_all();
-      }
+    }
+    if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+      std::lock_guard<std::mutex> lock(mutex);
+      done.notify_all();
     }
   }
 
@@ -97,7 +129,8 @@ class Pool {
     // The generation is read here, not in the new thread: a job published
     // before the thread first runs must still count as new to it.
     const uint64_t now = generation_.load(std::memory_order_acquire);
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this, now] { worker_loop(now); });
+    for (int i = 0; i < workers; ++i)
+      threads_.emplace_back([this, now, i] { worker_loop(now, i + 1); });
   }
 
   int workers() const { return static_cast<int>(threads_.size()); }
@@ -109,7 +142,7 @@ class Pool {
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
-    job->work();
+    job->work(0);
     job->wait();
     std::lock_guard<std::mutex> lock(mutex_);
     job_.reset();
@@ -129,7 +162,8 @@ class Pool {
     threads_.clear();
   }
 
-  void worker_loop(uint64_t seen) {
+  // self: this worker's home range (1 .. workers; the caller's is 0).
+  void worker_loop(uint64_t seen, int self) {
     t_in_job = true;
     for (;;) {
       auto until = std::chrono::steady_clock::now() + kSpin;
@@ -144,7 +178,7 @@ class Pool {
         if (stopping_) return;
         job = job_;
       }
-      if (job) job->work();
+      if (job) job->work(self);
     }
   }
 
@@ -254,6 +288,7 @@ void parallel_for_chunks(int64_t n, int64_t grain,
   job->n = n;
   job->grain = grain;
   job->chunks = chunks;
+  job->set_ranges(k);
   t_in_job = true;
   p.run(job);
   t_in_job = false;
