@@ -1,7 +1,9 @@
 // The GRPU cell on the CPU (equations in kernels/ops/grpu.h; dissertation
 // eqs. 4.5–4.9, 4.13, 4.16, 4.18 and appendix A). The two products with the
 // weights are GEMMs cut into fixed output blocks (detail::gemm, the same bytes
-// at any thread count); the gates, the ALU and the update are row loops.
+// at any thread count); the gates, the ALU and the update are row loops, run
+// in chunks of rows on the kernel threads (each row's values do not depend on
+// its chunk, so the bytes are those of one thread).
 // The product's gradient uses prefix and suffix products, so a zero factor
 // gives no NaN.
 #include "kernels/ops/grpu.h"
@@ -56,13 +58,18 @@ MatRM join(const Tensor& x_c, const float* v, int64_t v_stride, const float* sca
            int64_t scale_stride, const Dims& d) {
   MatRM a(d.b, d.ic + d.h);
   const float* x = x_c.f32();
-  for (int64_t b = 0; b < d.b; ++b) {
-    for (int64_t j = 0; j < d.ic; ++j) a(b, j) = x[b * d.ic + j];
-    for (int64_t j = 0; j < d.h; ++j)
-      a(b, d.ic + j) = v[b * v_stride + j] * (scale ? scale[b * scale_stride + j] : 1.0f);
-  }
+  for_items(d.b, static_cast<double>(d.ic + d.h), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      for (int64_t j = 0; j < d.ic; ++j) a(b, j) = x[b * d.ic + j];
+      for (int64_t j = 0; j < d.h; ++j)
+        a(b, d.ic + j) = v[b * v_stride + j] * (scale ? scale[b * scale_stride + j] : 1.0f);
+    }
+  });
   return a;
 }
+
+// Work of one exp or tanh in for_items' units (about one flop each).
+constexpr double kTranscendental = 20.0;
 
 float sigmoid(float z) {
   return 1.0f / (1.0f + std::exp(-z));
@@ -101,8 +108,10 @@ GrpuCellResult grpu_cell_forward(const Tensor& x_c, const Tensor& x_vm, const Te
   gemm(gates.data(), a.data(), w_gates.f32(), d.b, d.ic + H, 2 * S, false, false, false);
   const float* bg = b_gates.f32();
   float* g = out.gates.f32();
-  for (int64_t b = 0; b < d.b; ++b)
-    for (int64_t j = 0; j < 2 * S; ++j) g[b * 2 * S + j] = sigmoid(g[b * 2 * S + j] + bg[j]);
+  for_items(d.b, 2.0 * S * kTranscendental, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t j = 0; j < 2 * S; ++j) g[b * 2 * S + j] = sigmoid(g[b * 2 * S + j] + bg[j]);
+  });
 
   // Controller candidate (eq. 4.7): r^c are the first H reset entries.
   MatRM a2 = join(x_c, hp, S, g, 2 * S, d);
@@ -110,8 +119,10 @@ GrpuCellResult grpu_cell_forward(const Tensor& x_c, const Tensor& x_vm, const Te
   gemm(zc.data(), a2.data(), w_cand.f32(), d.b, d.ic + H, H, false, false, false);
   const float* bc = b_cand.f32();
   float* cand = out.cand.f32();
-  for (int64_t b = 0; b < d.b; ++b)
-    for (int64_t j = 0; j < H; ++j) cand[b * S + j] = std::tanh(zc(b, j) + bc[j]);
+  for_items(d.b, static_cast<double>(H) * kTranscendental, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t j = 0; j < H; ++j) cand[b * S + j] = std::tanh(zc(b, j) + bc[j]);
+  });
 
   // The ALU (eq. 4.8), the conditional (eq. 4.19) and the update (eq. 4.9).
   float* mach = out.machine.f32();
@@ -120,43 +131,46 @@ GrpuCellResult grpu_cell_forward(const Tensor& x_c, const Tensor& x_vm, const Te
   float* h = out.h.f32();
   const float* xv = K > 0 ? x_vm.f32() : nullptr;
   const int64_t iv = cfg.machine_inputs();
-  for (int64_t b = 0; b < d.b; ++b) {
-    const float* r = g + b * 2 * S + H;  // r^vm
-    const float* u0 = g + b * 2 * S + S;
-    float* m = mach + b * K;
-    float* p = args + b * K;
-    if (K > 0) {
-      for (int64_t k = 0; k < K; ++k) p[k] = hp[b * S + H + k];
-      p[0] = xv[b * iv];  // read runs first
-      m[0] = xv[b * iv];
-      float sum = 0.0f;
-      for (int64_t k = 0; k < K; ++k) sum += grpu_neutral_zero(p[k], r[k]);
-      m[cfg.sum_field()] = sum;
-      if (cfg.prod) {
-        float prod = 1.0f;
-        for (int64_t k = 0; k < K; ++k) prod *= grpu_neutral_one(p[k], r[k], cfg.neutral_one);
-        m[cfg.prod_field()] = prod;
+  for_items(d.b, 4.0 * S + 8.0 * K, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const float* r = g + b * 2 * S + H;  // r^vm
+      const float* u0 = g + b * 2 * S + S;
+      float* m = mach + b * K;
+      float* p = args + b * K;
+      if (K > 0) {
+        for (int64_t k = 0; k < K; ++k) p[k] = hp[b * S + H + k];
+        p[0] = xv[b * iv];  // read runs first
+        m[0] = xv[b * iv];
+        float sum = 0.0f;
+        for (int64_t k = 0; k < K; ++k) sum += grpu_neutral_zero(p[k], r[k]);
+        m[cfg.sum_field()] = sum;
+        if (cfg.prod) {
+          float prod = 1.0f;
+          for (int64_t k = 0; k < K; ++k) prod *= grpu_neutral_one(p[k], r[k], cfg.neutral_one);
+          m[cfg.prod_field()] = prod;
+        }
+        if (cfg.cond) {
+          float dist = std::fabs(xv[b * iv + 1] - 1.0f);
+          m[cfg.cond_field()] = 1.0f - dist / (dist + cfg.cond_eps);
+        }
+        for (int64_t k = 0; k < K; ++k)
+          cand[b * S + H + k] = std::fmin(std::fmax(m[k], -cfg.clip), cfg.clip);
       }
+      for (int64_t j = 0; j < S; ++j) u[b * S + j] = u0[j];
       if (cfg.cond) {
-        float dist = std::fabs(xv[b * iv + 1] - 1.0f);
-        m[cfg.cond_field()] = 1.0f - dist / (dist + cfg.cond_eps);
+        const int64_t c = cfg.cond_field();
+        float hc = cand[b * S + H + c];
+        for (int64_t k = 0; k < K; ++k)
+          if (k != c) u[b * S + H + k] = grpu_cond_gate(u0[H + k], u0[H + c], hc);
       }
-      for (int64_t k = 0; k < K; ++k)
-        cand[b * S + H + k] = std::fmin(std::fmax(m[k], -cfg.clip), cfg.clip);
+      bool active = !mask.defined() || mask.f32()[b] != 0.0f;
+      for (int64_t j = 0; j < S; ++j) {
+        float prev = hp[b * S + j];
+        h[b * S + j] =
+            active ? (1.0f - u[b * S + j]) * prev + u[b * S + j] * cand[b * S + j] : prev;
+      }
     }
-    for (int64_t j = 0; j < S; ++j) u[b * S + j] = u0[j];
-    if (cfg.cond) {
-      const int64_t c = cfg.cond_field();
-      float hc = cand[b * S + H + c];
-      for (int64_t k = 0; k < K; ++k)
-        if (k != c) u[b * S + H + k] = grpu_cond_gate(u0[H + k], u0[H + c], hc);
-    }
-    bool active = !mask.defined() || mask.f32()[b] != 0.0f;
-    for (int64_t j = 0; j < S; ++j) {
-      float prev = hp[b * S + j];
-      h[b * S + j] = active ? (1.0f - u[b * S + j]) * prev + u[b * S + j] * cand[b * S + j] : prev;
-    }
-  }
+  });
   return out;
 }
 
@@ -193,81 +207,83 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
 
   MatRM d_z = MatRM::Zero(d.b, 2 * S);  // through the sigmoids
   MatRM d_zc(d.b, H);                   // through the tanh
-  std::vector<float> prefix(K + 1), suffix(K + 1), q(K), d_u(S), d_cand(S), d_u0(S), d_m(K), d_p(K),
-      d_r(K);
-  for (int64_t b = 0; b < d.b; ++b) {
-    bool active = !mask.defined() || mask.f32()[b] != 0.0f;
-    const float* dhb = dh + b * S;
-    if (!active) {
-      if (dhp)
-        for (int64_t j = 0; j < S; ++j) dhp[b * S + j] += dhb[j];
-      for (int64_t j = 0; j < H; ++j) d_zc(b, j) = 0.0f;
-      continue;
-    }
-    const float* gb = g + b * 2 * S;
-    const float* ub = u + b * S;
-    const float* cb = cand + b * S;
-    // h = (1 − u) h_prev + u h̃
-    for (int64_t j = 0; j < S; ++j) {
-      if (dhp) dhp[b * S + j] += (1.0f - ub[j]) * dhb[j];
-      d_u[j] = dhb[j] * (cb[j] - hp[b * S + j]);
-      d_cand[j] = dhb[j] * ub[j];
-    }
-    // The conditional: u_k = u0_k · (1 + u0_c (h̃_c − 1)); h̃_c depends on data only.
-    float* dzb = d_z.data() + b * 2 * S;
-    d_u0 = d_u;
-    if (cfg.cond) {
-      const int64_t c = cfg.cond_field();
-      float uc = gb[S + H + c], hc = cb[H + c];
-      float f = 1.0f + uc * (hc - 1.0f);
-      for (int64_t k = 0; k < K; ++k) {
-        if (k == c) continue;
-        d_u0[H + k] = d_u[H + k] * f;
-        d_u0[H + c] += d_u[H + k] * gb[S + H + k] * (hc - 1.0f);
+  for_items(d.b, 8.0 * S + 16.0 * K, [&](int64_t b0, int64_t b1) {
+    std::vector<float> prefix(K + 1), suffix(K + 1), q(K), d_u(S), d_cand(S), d_u0(S), d_m(K),
+        d_p(K), d_r(K);
+    for (int64_t b = b0; b < b1; ++b) {
+      bool active = !mask.defined() || mask.f32()[b] != 0.0f;
+      const float* dhb = dh + b * S;
+      if (!active) {
+        if (dhp)
+          for (int64_t j = 0; j < S; ++j) dhp[b * S + j] += dhb[j];
+        for (int64_t j = 0; j < H; ++j) d_zc(b, j) = 0.0f;
+        continue;
       }
-    }
-    for (int64_t j = 0; j < S; ++j) dzb[S + j] = d_u0[j];  // sigmoid factor applied below
-    // The ALU: gradient into r^vm and into the fields of h^vm_{t−1} that were arguments.
-    if (K > 0) {
-      const float* r = gb + H;
-      const float* p = args + b * K;
-      const float* m = mach + b * K;
-      for (int64_t k = 0; k < K; ++k)
-        d_m[k] = (m[k] >= -cfg.clip && m[k] <= cfg.clip) ? d_cand[H + k] : 0.0f;
-      std::fill(d_p.begin(), d_p.end(), 0.0f);
-      std::fill(d_r.begin(), d_r.end(), 0.0f);
-      float ds = d_m[cfg.sum_field()];
-      for (int64_t k = 0; k < K; ++k) {
-        d_p[k] += ds * r[k];
-        d_r[k] += ds * p[k];
+      const float* gb = g + b * 2 * S;
+      const float* ub = u + b * S;
+      const float* cb = cand + b * S;
+      // h = (1 − u) h_prev + u h̃
+      for (int64_t j = 0; j < S; ++j) {
+        if (dhp) dhp[b * S + j] += (1.0f - ub[j]) * dhb[j];
+        d_u[j] = dhb[j] * (cb[j] - hp[b * S + j]);
+        d_cand[j] = dhb[j] * ub[j];
       }
-      if (cfg.prod) {
-        float dprod = d_m[cfg.prod_field()];
-        for (int64_t k = 0; k < K; ++k) q[k] = grpu_neutral_one(p[k], r[k], cfg.neutral_one);
-        prefix[0] = 1.0f;
-        for (int64_t k = 0; k < K; ++k) prefix[k + 1] = prefix[k] * q[k];
-        suffix[K] = 1.0f;
-        for (int64_t k = K - 1; k >= 0; --k) suffix[k] = suffix[k + 1] * q[k];
+      // The conditional: u_k = u0_k · (1 + u0_c (h̃_c − 1)); h̃_c depends on data only.
+      float* dzb = d_z.data() + b * 2 * S;
+      d_u0 = d_u;
+      if (cfg.cond) {
+        const int64_t c = cfg.cond_field();
+        float uc = gb[S + H + c], hc = cb[H + c];
+        float f = 1.0f + uc * (hc - 1.0f);
         for (int64_t k = 0; k < K; ++k) {
-          float dq = dprod * prefix[k] * suffix[k + 1];
-          float pk = p[k], rk = r[k];
-          if (cfg.neutral_one == NeutralOne::code) {
-            d_p[k] += dq * (2.0f * rk - rk * rk);
-            d_r[k] += dq * (-1.0f + 2.0f * pk - 2.0f * pk * rk);
-          } else {
-            d_p[k] += dq * rk * rk;
-            d_r[k] += dq * (-1.0f + 2.0f * pk * rk);
-          }
+          if (k == c) continue;
+          d_u0[H + k] = d_u[H + k] * f;
+          d_u0[H + c] += d_u[H + k] * gb[S + H + k] * (hc - 1.0f);
         }
       }
-      // p[0] is the machine input (data); the other arguments are the previous fields.
-      if (dhp)
-        for (int64_t k = 1; k < K; ++k) dhp[b * S + H + k] += d_p[k];
-      for (int64_t k = 0; k < K; ++k) dzb[H + k] = d_r[k];
+      for (int64_t j = 0; j < S; ++j) dzb[S + j] = d_u0[j];  // sigmoid factor applied below
+      // The ALU: gradient into r^vm and into the fields of h^vm_{t−1} that were arguments.
+      if (K > 0) {
+        const float* r = gb + H;
+        const float* p = args + b * K;
+        const float* m = mach + b * K;
+        for (int64_t k = 0; k < K; ++k)
+          d_m[k] = (m[k] >= -cfg.clip && m[k] <= cfg.clip) ? d_cand[H + k] : 0.0f;
+        std::fill(d_p.begin(), d_p.end(), 0.0f);
+        std::fill(d_r.begin(), d_r.end(), 0.0f);
+        float ds = d_m[cfg.sum_field()];
+        for (int64_t k = 0; k < K; ++k) {
+          d_p[k] += ds * r[k];
+          d_r[k] += ds * p[k];
+        }
+        if (cfg.prod) {
+          float dprod = d_m[cfg.prod_field()];
+          for (int64_t k = 0; k < K; ++k) q[k] = grpu_neutral_one(p[k], r[k], cfg.neutral_one);
+          prefix[0] = 1.0f;
+          for (int64_t k = 0; k < K; ++k) prefix[k + 1] = prefix[k] * q[k];
+          suffix[K] = 1.0f;
+          for (int64_t k = K - 1; k >= 0; --k) suffix[k] = suffix[k + 1] * q[k];
+          for (int64_t k = 0; k < K; ++k) {
+            float dq = dprod * prefix[k] * suffix[k + 1];
+            float pk = p[k], rk = r[k];
+            if (cfg.neutral_one == NeutralOne::code) {
+              d_p[k] += dq * (2.0f * rk - rk * rk);
+              d_r[k] += dq * (-1.0f + 2.0f * pk - 2.0f * pk * rk);
+            } else {
+              d_p[k] += dq * rk * rk;
+              d_r[k] += dq * (-1.0f + 2.0f * pk * rk);
+            }
+          }
+        }
+        // p[0] is the machine input (data); the other arguments are the previous fields.
+        if (dhp)
+          for (int64_t k = 1; k < K; ++k) dhp[b * S + H + k] += d_p[k];
+        for (int64_t k = 0; k < K; ++k) dzb[H + k] = d_r[k];
+      }
+      // Controller candidate: tanh.
+      for (int64_t j = 0; j < H; ++j) d_zc(b, j) = d_cand[j] * (1.0f - cb[j] * cb[j]);
     }
-    // Controller candidate: tanh.
-    for (int64_t j = 0; j < H; ++j) d_zc(b, j) = d_cand[j] * (1.0f - cb[j] * cb[j]);
-  }
+  });
 
   // Back through the candidate GEMM: a2 = [x_c, r^c ⊙ h^c].
   MatRM a2 = join(x_c, hp, S, g, 2 * S, d);
@@ -283,18 +299,20 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
   MatRM d_a2(d.b, d.ic + H);
   gemm(d_a2.data(), d_zc.data(), wc.data(), d.b, H, d.ic + H, false, true, false);
   float* dx = d_x_c.defined() ? d_x_c.f32() : nullptr;
-  for (int64_t b = 0; b < d.b; ++b) {
-    if (dx)
-      for (int64_t j = 0; j < d.ic; ++j) dx[b * d.ic + j] += d_a2(b, j);
-    const float* gb = g + b * 2 * S;
-    float* dzb = d_z.data() + b * 2 * S;
-    for (int64_t j = 0; j < H; ++j) {
-      float dv = d_a2(b, d.ic + j);  // gradient of r^c_j · h^c_j
-      dzb[j] += dv * hp[b * S + j];
-      if (dhp) dhp[b * S + j] += dv * gb[j];
+  for_items(d.b, static_cast<double>(d.ic) + 8.0 * S, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      if (dx)
+        for (int64_t j = 0; j < d.ic; ++j) dx[b * d.ic + j] += d_a2(b, j);
+      const float* gb = g + b * 2 * S;
+      float* dzb = d_z.data() + b * 2 * S;
+      for (int64_t j = 0; j < H; ++j) {
+        float dv = d_a2(b, d.ic + j);  // gradient of r^c_j · h^c_j
+        dzb[j] += dv * hp[b * S + j];
+        if (dhp) dhp[b * S + j] += dv * gb[j];
+      }
+      for (int64_t j = 0; j < 2 * S; ++j) dzb[j] *= gb[j] * (1.0f - gb[j]);
     }
-    for (int64_t j = 0; j < 2 * S; ++j) dzb[j] *= gb[j] * (1.0f - gb[j]);
-  }
+  });
 
   // Back through the gate GEMM: a = [x_c, h^c].
   MatRM a = join(x_c, hp, S, nullptr, 0, d);
@@ -309,12 +327,14 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
   if (dx || dhp) {
     MatRM d_a(d.b, d.ic + H);
     gemm(d_a.data(), d_z.data(), w_gates.f32(), d.b, 2 * S, d.ic + H, false, true, false);
-    for (int64_t b = 0; b < d.b; ++b) {
-      if (dx)
-        for (int64_t j = 0; j < d.ic; ++j) dx[b * d.ic + j] += d_a(b, j);
-      if (dhp)
-        for (int64_t j = 0; j < H; ++j) dhp[b * S + j] += d_a(b, d.ic + j);
-    }
+    for_items(d.b, static_cast<double>(d.ic + H), [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        if (dx)
+          for (int64_t j = 0; j < d.ic; ++j) dx[b * d.ic + j] += d_a(b, j);
+        if (dhp)
+          for (int64_t j = 0; j < H; ++j) dhp[b * S + j] += d_a(b, d.ic + j);
+      }
+    });
   }
 }
 
