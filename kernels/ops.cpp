@@ -46,7 +46,7 @@ constexpr std::array kOps = {
     OpInfo{"retention", "memory", "ψ = Π_r (1 − f_r w^r_r)"},
     OpInfo{"usage", "memory", "u = (u' + w' − u'⊙w') ⊙ ψ, no gradient into w'"},
     OpInfo{"allocation", "memory",
-           "DNC allocation: sorted|parallel|parallel-eps|rank|parallel-block"},
+           "DNC allocation: sorted|parallel|parallel-eps|rank|parallel-block|network"},
     OpInfo{"write_weighting", "memory", "w^w = g^w (g^a a + (1 − g^a) c^w)"},
     OpInfo{"memory_update", "memory", "M ⊙ (1 − w eᵀ) + w vᵀ"},
     OpInfo{"link_update", "memory", "temporal link matrix L"},

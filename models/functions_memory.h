@@ -41,7 +41,7 @@ Var usage(const Var& usage_prev, const Var& write_weights_prev, const Var& reten
 // Step 4. usage [M, N] -> [M, N]; the gradient holds the free list fixed.
 Var allocation(const Var& usage, AllocationVariant variant);
 // Same, the variant by name ("sorted" | "parallel" | "parallel-eps" | "rank" |
-// "parallel-block"; anything else throws naming them).
+// "parallel-block" | "network"; anything else throws naming them).
 Var allocation(const Var& usage, std::string_view variant);
 // Step 6. allocation, write_content [M, N], gates [M] -> [M, N]
 Var write_weighting(const Var& allocation, const Var& write_content, const Var& allocation_gate,

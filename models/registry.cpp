@@ -108,7 +108,7 @@ constexpr SwitchInfo kAttentionSwitches[] = {
     {"norm", K::choice, "batch", "normalisation of the blocks, input and heads", "batch|layer"},
     {"max_steps", K::integer, "3", "halting's T_max (defaults to iterations)"},
     {"alloc", K::choice, "sorted", "allocation kernel of the memory (SPEC 3 step 4)",
-     "sorted|parallel|parallel-eps|rank|parallel-block"},
+     "sorted|parallel|parallel-eps|rank|parallel-block|network"},
     {"slots", K::integer, "4", "memory slots N per token"},
     {"word", K::integer, "d", "memory word size W"},
     {"read_heads", K::integer, "2", "memory read heads R"},

@@ -92,7 +92,7 @@ void add_bench_iteration_command(CLI::App& bench) {
       ->capture_default_str();
   it->add_option("--alloc", o->bench.allocs,
                  "NTCRE allocation variants, one row each: sorted, parallel, parallel-eps, rank, "
-                 "parallel-block (default: the model's, sorted)")
+                 "parallel-block, network (default: the model's, sorted)")
       ->delimiter(',');
   it->add_option("--device", o->device, "cpu or cuda")->capture_default_str();
   it->add_flag("--grpu", o->bench.grpu,

@@ -279,7 +279,7 @@ void add_bench_command(CLI::App& app) {
   alloc
       ->add_option("--variants", opts->variants,
                    "Variants to time (default all): sorted, parallel, parallel-eps, rank, "
-                   "parallel-block")
+                   "parallel-block, network")
       ->delimiter(',');
   alloc->add_option("--seq", opts->seqs, "Sequence lengths (tokens per sequence)")
       ->delimiter(',')

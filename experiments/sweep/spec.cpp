@@ -239,7 +239,7 @@ struct Opt {
   const char* choices;  // choice and choice_list: "a|b|c"
 };
 
-constexpr const char* kAllocVariants = "sorted|parallel|parallel-eps|rank|parallel-block";
+constexpr const char* kAllocVariants = "sorted|parallel|parallel-eps|rank|parallel-block|network";
 
 // `mare train` and `mare bench` options, in the order they are written on a command
 // line (a fixed order keeps the command, hence the run id, independent of the spec's

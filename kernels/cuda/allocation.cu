@@ -1,4 +1,4 @@
-// Allocation of the DNC on the GPU (SPEC §3 step 4): the five variants of
+// Allocation of the DNC on the GPU (SPEC §3 step 4): the six variants of
 // kernels/memory/allocation.h under the same names, forward and backward.
 //
 // Semantics as on the CPU: û = ε + (1 − ε)·u, free list φ = slots by ascending
@@ -19,6 +19,10 @@
 //                   (the comparisons of `parallel`) and scatters itself into the
 //                   free list; then the same ordered kernels as `sorted`. Same
 //                   order, same kernels: bit-identical to `sorted`.
+//   network         one thread per memory sorts its (û, slot) pairs with the
+//                   compare-exchanges of Batcher's odd–even merge sort (the network
+//                   of the CPU; ties to the lower slot), in global scratch; then the
+//                   same ordered kernels as `sorted`: bit-identical to `sorted`.
 //   parallel        one thread per (memory, slot n): a[n] = (1 − û[n]) Π_{n'} φ[n][n'],
 //                   φ = û[n'] where slot n' precedes n and 1 otherwise (selects,
 //                   no data-dependent branch), factors in ascending n'. Backward:
@@ -40,7 +44,7 @@
 // Rounding: every product and sum of this file uses __fmul_rn / __fadd_rn /
 // __fsub_rn, which nvcc never fuses into an FMA, so û, the ε-keys and all products
 // round exactly as the CPU (allocation.cpp is compiled without contraction):
-// `parallel` and `parallel-block` give the same bits, as do `sorted` and `rank`,
+// `parallel` and `parallel-block` give the same bits, as do `sorted`, `rank` and `network`,
 // and ties or near-ties of û are the same ties as on the CPU. One difference
 // remains: the CPU flushes subnormal products to zero, the GPU keeps them (values
 // below 1.2e-38). No atomics; every sum has a fixed order.
@@ -131,6 +135,40 @@ __global__ void rank_order_kernel(const float* __restrict__ u, int* __restrict__
     for (int k = 0; k < i; ++k) rank += hat(um[k]) <= ui;
     for (int k = i + 1; k < n; ++k) rank += hat(um[k]) < ui;
     order[int64_t(m) * n + rank] = i;
+  }
+}
+
+// The free list of each memory by a sorting network, one thread per memory:
+// keys [M·N] (scratch) and order [M·N] start as (û, slot) and are sorted in
+// place by (û, slot) with the compare-exchanges of Batcher's odd–even merge
+// sort for N inputs (the network for the next power of two, comparators
+// inside [0, N); allocation.cpp's batcher_network). rows = M.
+__global__ void network_order_kernel(const float* __restrict__ u, float* __restrict__ keys,
+                                     int* __restrict__ order, int64_t rows, int n) {
+  int p2 = 1;
+  while (p2 < n) p2 *= 2;
+  for (int64_t m = grid_start(); m < rows; m += grid_stride()) {
+    float* km = keys + m * n;
+    int* om = order + m * n;
+    for (int i = 0; i < n; ++i) {
+      km[i] = hat(u[m * n + i]);
+      om[i] = i;
+    }
+    for (int p = 1; p < p2; p *= 2)
+      for (int k = p; k >= 1; k /= 2)
+        for (int j = k % p; j + k < p2; j += 2 * k)
+          for (int i = 0; i < k && i + j + k < n; ++i) {
+            if ((i + j) / (2 * p) != (i + j + k) / (2 * p)) continue;
+            const int lo = i + j, hi = i + j + k;
+            const float a = km[lo], b = km[hi];
+            const int sa = om[lo], sb = om[hi];
+            if (a > b || (a == b && sa > sb)) {
+              km[lo] = b;
+              km[hi] = a;
+              om[lo] = sb;
+              om[hi] = sa;
+            }
+          }
   }
 }
 
@@ -307,9 +345,17 @@ __global__ void block_backward_kernel(const float* __restrict__ u, const float* 
 }
 
 // ------------------------------------------------------------------ host helpers
-// The free list of every memory into order [M·N] (slots), by `sorted` or `rank`.
+// The free list of every memory into order [M·N] (slots), by `sorted`, `rank`
+// or `network`.
 void free_lists(const float* u, int rows, int n, AllocationVariant variant, int* order) {
   const int64_t count = int64_t(rows) * n;
+  if (variant == AllocationVariant::network) {
+    Workspace keys(sizeof(float) * count);
+    network_order_kernel<<<blocks_for(rows), kThreads, 0, stream()>>>(u, keys.as<float>(), order,
+                                                                      rows, n);
+    MARE_LAUNCH_CHECK("network_order_kernel");
+    return;
+  }
   if (variant == AllocationVariant::rank) {
     rank_order_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(u, order, count, n);
     MARE_LAUNCH_CHECK("rank_order_kernel");
@@ -378,7 +424,8 @@ void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant
   float* a = out.f32();
   switch (variant) {
     case AllocationVariant::sorted:
-    case AllocationVariant::rank: {
+    case AllocationVariant::rank:
+    case AllocationVariant::network: {
       Workspace order(sizeof(int) * count);
       free_lists(u, rows, n, variant, order.as<int>());
       ordered_forward_kernel<<<blocks_for(rows), kThreads, 0, stream()>>>(u, order.as<int>(), a,
@@ -428,7 +475,8 @@ void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usa
   float* du = d_usage.f32();
   switch (variant) {
     case AllocationVariant::sorted:
-    case AllocationVariant::rank: {
+    case AllocationVariant::rank:
+    case AllocationVariant::network: {
       Workspace order(sizeof(int) * count), prefix(sizeof(float) * count);
       free_lists(u, rows, n, variant, order.as<int>());
       ordered_backward_kernel<<<blocks_for(rows), kThreads, 0, stream()>>>(

@@ -25,6 +25,8 @@
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/ops/common.h"
@@ -72,9 +74,9 @@ class FlushSubnormals {
 #endif
 };
 
-constexpr std::array kVariants = {AllocationVariant::sorted, AllocationVariant::parallel,
-                                  AllocationVariant::parallel_eps, AllocationVariant::rank,
-                                  AllocationVariant::parallel_block};
+constexpr std::array kVariants = {AllocationVariant::sorted,         AllocationVariant::parallel,
+                                  AllocationVariant::parallel_eps,   AllocationVariant::rank,
+                                  AllocationVariant::parallel_block, AllocationVariant::network};
 
 void check_usage(const Tensor& usage, const char* op) {
   check_defined(usage, op);
@@ -987,6 +989,233 @@ void block_backward(const float* u, const float* d_a, float* d_u, int64_t rows, 
   return block_backward_lanes<0>(u, d_a, d_u, rows, n);
 }
 
+// ------------------------------------------------------------- network
+// `sorted` with the sort done by a sorting network, a block of memories at a
+// time (one memory per lane, slot-major like parallel-block): Batcher's
+// odd–even merge sort, whose comparators do not depend on the data, so every
+// compare-exchange is one SIMD operation across memories. O(N log² N)
+// comparators per memory where rank and the mask forms do O(N²) work
+// (N = 4: 5, 16: 63, 32: 191, 64: 543, 128: 1471). The usages in free-list
+// order then go through the products of `sorted` (ordered_product /
+// ordered_product_backward: the same operations in the same order), hence the
+// results are bit-identical to `sorted`, forward and backward.
+//
+// Keys: (û, slot) compared lexicographically, so ties go to the lower slot and
+// the order is the free list whatever the network. On AVX-512 builds the
+// register kernels for N = 4 and 16 pack the pair into one 32-bit integer,
+//   key = (bits(û) − bits(2^-20)) << 4 | slot,
+// exact and order-preserving while 2^-20 ≤ û < 2^12 (it is for every usage u
+// in [0, 4095]: û ≥ ε = 1e-6 > 2^-20); a compare-exchange is then one compare (its mask kept)
+// and an unsigned min and max, the sorted û come back from the keys, and the
+// results return to their slots by replaying the recorded exchanges
+// backwards. A block with any usage outside [0, 4095] (or −0, or NaN)
+// takes the general path: float compare with the slot as tie-break, the slots
+// carried through the network, results placed per lane by them.
+struct Comparator {
+  int16_t lo, hi;  // positions compared; the smaller key goes to lo
+};
+
+// Batcher's odd–even merge sort for n inputs: the network for the next power
+// of two, keeping the comparators inside [0, n) (the padding would hold keys
+// above every real one, which no comparator moves). calls f(lo, hi) in order.
+template <class F>
+constexpr void batcher_network(int64_t n, F&& f) {
+  int64_t p2 = 1;
+  while (p2 < n) p2 *= 2;
+  for (int64_t p = 1; p < p2; p *= 2)
+    for (int64_t k = p; k >= 1; k /= 2)
+      for (int64_t j = k % p; j + k < p2; j += 2 * k)
+        for (int64_t i = 0; i < k && i + j + k < n; ++i)
+          if ((i + j) / (2 * p) == (i + j + k) / (2 * p)) f(i + j, i + j + k);
+}
+
+std::vector<Comparator> batcher_comparators(int64_t n) {
+  std::vector<Comparator> c;
+  batcher_network(n, [&](int64_t lo, int64_t hi) {
+    c.push_back({static_cast<int16_t>(lo), static_cast<int16_t>(hi)});
+  });
+  return c;
+}
+
+template <int N>
+constexpr int batcher_size() {
+  int count = 0;
+  batcher_network(N, [&](int64_t, int64_t) { ++count; });
+  return count;
+}
+
+template <int N>
+constexpr std::array<Comparator, batcher_size<N>()> batcher_array() {
+  std::array<Comparator, batcher_size<N>()> c{};
+  int i = 0;
+  batcher_network(N, [&](int64_t lo, int64_t hi) {
+    c[i++] = {static_cast<int16_t>(lo), static_cast<int16_t>(hi)};
+  });
+  return c;
+}
+
+// The general path on lane blocks: d_a / d_u null for the forward (into a),
+// a null for the backward (d_u += the gradient).
+template <bool kBackward>
+void network_blocks(const float* u, const float* d_a, float* d_u, float* a, int64_t rows,
+                    int64_t n) {
+  const std::vector<Comparator> net = batcher_comparators(n);
+  std::vector<vf> s(n), x(n), g(n);
+  std::vector<vi> slot(n);
+  const vf one = splat(1.0f);
+  for (int64_t m0 = 0; m0 < rows; m0 += kLanes) {
+    const int64_t lanes = std::min(kLanes, rows - m0);
+    to_lanes(u + m0 * n, lanes, n, s.data());
+    hat_lanes(s.data(), n);
+    for (int64_t k = 0; k < n; ++k) slot[k] = vi{} + static_cast<int32_t>(k);
+    for (const Comparator& c : net) {  // s[j] = û of slot φ[j], slot[j] = φ[j]
+      const vf va = s[c.lo], vb = s[c.hi];
+      const vi ia = slot[c.lo], ib = slot[c.hi];
+      const vi swap = (va > vb) | ((va == vb) & (ia > ib));
+      s[c.lo] = swap ? vb : va;
+      s[c.hi] = swap ? va : vb;
+      slot[c.lo] = swap ? ib : ia;
+      slot[c.hi] = swap ? ia : ib;
+    }
+    if constexpr (!kBackward) {
+      vf p = one;
+      for (int64_t j = 0; j < n; ++j) {
+        x[j] = (one - s[j]) * p;
+        p = p * s[j];
+      }
+      for (int64_t l = 0; l < lanes; ++l) {
+        float* am = a + (m0 + lane_memory(l, lanes, n)) * n;
+        for (int64_t j = 0; j < n; ++j) am[slot[j][l]] = x[j][l];
+      }
+    } else {
+      for (int64_t l = 0; l < kLanes; ++l) {  // d_a in free-list order
+        const float* gm = l < lanes ? d_a + (m0 + lane_memory(l, lanes, n)) * n : nullptr;
+        for (int64_t j = 0; j < n; ++j) g[j][l] = gm ? gm[slot[j][l]] : 0.0f;
+      }
+      vf p = one;
+      for (int64_t j = 0; j < n; ++j) {  // x: the prefix products
+        x[j] = p;
+        p = p * s[j];
+      }
+      vf rr = splat(0.0f);
+      for (int64_t k = n - 1; k >= 0; --k) {  // x: the gradient in free-list order
+        x[k] = splat(kOneMinusEps) * (x[k] * (rr - g[k]));
+        rr = g[k] * (one - s[k]) + s[k] * rr;
+      }
+      for (int64_t l = 0; l < lanes; ++l) {
+        float* dm = d_u + (m0 + lane_memory(l, lanes, n)) * n;
+        for (int64_t j = 0; j < n; ++j) dm[slot[j][l]] += x[j][l];
+      }
+    }
+  }
+}
+
+#if defined(__AVX512F__)
+// The register kernels, N = 4 or 16, on whole blocks of 16 memories (the
+// packed keys of the header); the tail block and out-of-range blocks take
+// network_blocks.
+template <int N, bool kBackward>
+void network_regs_avx512(const float* u, const float* d_a, float* d_u, float* a, int64_t rows) {
+  static_assert(N == 4 || N == 16);
+  static constexpr auto kNet = batcher_array<N>();
+  constexpr int kC = static_cast<int>(kNet.size());
+  const __m512 one = _mm512_set1_ps(1.0f), eps = _mm512_set1_ps(kEps),
+               ome = _mm512_set1_ps(kOneMinusEps);
+  const __m512i base = _mm512_set1_epi32(0x35800000);  // bits(2^-20)
+  // bits(4095): every u with bits(u) ≤ this as unsigned is in [+0, 4095], so û in
+  // [ε, 4095] (negative numbers, −0 and NaN compare above it).
+  const __m512i top = _mm512_set1_epi32(0x457FF000);
+  const int64_t full = rows / kLanes * kLanes;
+  for (int64_t m0 = 0; m0 < full; m0 += kLanes) {
+    __m512 h[N];
+    load_lanes_avx512<N>(u + m0 * N, h);
+    __m512i key[N], high = _mm512_setzero_si512();
+    for (int k = 0; k < N; ++k) {
+      high = _mm512_max_epu32(high, _mm512_castps_si512(h[k]));
+      h[k] = _mm512_add_ps(eps, _mm512_mul_ps(ome, h[k]));
+      // (bits(û) − bits(2^-20)) << 4 | k, as bits(û) << 4 + (k − bits(2^-20) << 4) mod 2^32
+      key[k] = _mm512_add_epi32(
+          _mm512_slli_epi32(_mm512_castps_si512(h[k]), 4),
+          _mm512_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(k) - (0x35800000u << 4))));
+    }
+    if (_mm512_cmpgt_epu32_mask(high, top)) {
+      network_blocks<kBackward>(u + m0 * N, d_a ? d_a + m0 * N : nullptr,
+                                d_u ? d_u + m0 * N : nullptr, a ? a + m0 * N : nullptr, kLanes, N);
+      continue;
+    }
+    __mmask16 swap[kC];
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((swap[I] = _mm512_cmpgt_epu32_mask(key[kNet[I].lo], key[kNet[I].hi]),
+        std::tie(key[kNet[I].lo], key[kNet[I].hi]) =
+            std::pair{_mm512_min_epu32(key[kNet[I].lo], key[kNet[I].hi]),
+                      _mm512_max_epu32(key[kNet[I].lo], key[kNet[I].hi])}),
+       ...);
+    }
+    (std::make_index_sequence<kC>{});
+    __m512 s[N], x[N];
+    for (int j = 0; j < N; ++j)
+      s[j] = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_srli_epi32(key[j], 4), base));
+    // Undoes the exchanges, last first: x in free-list order -> x in slot order.
+    auto to_slots = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      constexpr int kLast = kC - 1;
+      ((std::tie(x[kNet[kLast - I].lo], x[kNet[kLast - I].hi]) =
+            std::pair{
+                _mm512_mask_blend_ps(swap[kLast - I], x[kNet[kLast - I].lo], x[kNet[kLast - I].hi]),
+                _mm512_mask_blend_ps(swap[kLast - I], x[kNet[kLast - I].hi],
+                                     x[kNet[kLast - I].lo])}),
+       ...);
+    };
+    if constexpr (!kBackward) {
+      __m512 p = one;
+      for (int j = 0; j < N; ++j) {
+        x[j] = _mm512_mul_ps(_mm512_sub_ps(one, s[j]), p);
+        p = _mm512_mul_ps(p, s[j]);
+      }
+      to_slots(std::make_index_sequence<kC>{});
+      store_lanes_avx512<N>(x, a + m0 * N);
+    } else {
+      __m512 g[N];
+      load_lanes_avx512<N>(d_a + m0 * N, g);
+      [&]<std::size_t... I>(std::index_sequence<I...>) {  // d_a in free-list order
+        ((std::tie(g[kNet[I].lo], g[kNet[I].hi]) =
+              std::pair{_mm512_mask_blend_ps(swap[I], g[kNet[I].lo], g[kNet[I].hi]),
+                        _mm512_mask_blend_ps(swap[I], g[kNet[I].hi], g[kNet[I].lo])}),
+         ...);
+      }
+      (std::make_index_sequence<kC>{});
+      __m512 p = one;
+      for (int j = 0; j < N; ++j) {
+        x[j] = p;
+        p = _mm512_mul_ps(p, s[j]);
+      }
+      __m512 rr = _mm512_setzero_ps();
+      for (int k = N - 1; k >= 0; --k) {
+        x[k] = _mm512_mul_ps(ome, _mm512_mul_ps(x[k], _mm512_sub_ps(rr, g[k])));
+        rr = _mm512_add_ps(_mm512_mul_ps(g[k], _mm512_sub_ps(one, s[k])), _mm512_mul_ps(s[k], rr));
+      }
+      to_slots(std::make_index_sequence<kC>{});
+      __m512 du[N];
+      load_lanes_avx512<N>(d_u + m0 * N, du);
+      for (int k = 0; k < N; ++k) du[k] = _mm512_add_ps(du[k], x[k]);
+      store_lanes_avx512<N>(du, d_u + m0 * N);
+    }
+  }
+  if (full < rows)
+    network_blocks<kBackward>(u + full * N, d_a ? d_a + full * N : nullptr,
+                              d_u ? d_u + full * N : nullptr, a ? a + full * N : nullptr,
+                              rows - full, N);
+}
+#endif
+
+template <bool kBackward>
+void network(const float* u, const float* d_a, float* d_u, float* a, int64_t rows, int64_t n) {
+#if defined(__AVX512F__)
+  if (n == 4) return network_regs_avx512<4, kBackward>(u, d_a, d_u, a, rows);
+  if (n == 16) return network_regs_avx512<16, kBackward>(u, d_a, d_u, a, rows);
+#endif
+  network_blocks<kBackward>(u, d_a, d_u, a, rows, n);
+}
+
 // Memories are independent: chunks of whole memories, f(first, count), the
 // chunk size from (rows, N, variant) alone and a multiple of kLanes (the block
 // form's lane groups; each lane is computed on its own anyway), so the bytes
@@ -1023,6 +1252,8 @@ std::string_view to_string(AllocationVariant v) {
       return "rank";
     case AllocationVariant::parallel_block:
       return "parallel-block";
+    case AllocationVariant::network:
+      return "network";
   }
   return "?";
 }
@@ -1060,6 +1291,8 @@ void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant
         return mask_forward<true>(uc, ac, count, n);
       case AllocationVariant::parallel_block:
         return block_forward(uc, ac, count, n);
+      case AllocationVariant::network:
+        return network<false>(uc, nullptr, nullptr, ac, count, n);
     }
   });
 }
@@ -1097,8 +1330,16 @@ void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usa
         return mask_backward<true>(uc, gc, duc, count, n);
       case AllocationVariant::parallel_block:
         return block_backward(uc, gc, duc, count, n);
+      case AllocationVariant::network:
+        return network<true>(uc, gc, duc, nullptr, count, n);
     }
   });
+}
+
+int64_t network_comparators(int64_t n) {
+  int64_t c = 0;
+  batcher_network(n, [&](int64_t, int64_t) { ++c; });
+  return c;
 }
 
 void allocation_order(const float* usage, int64_t n, AllocationVariant variant, int32_t* order) {

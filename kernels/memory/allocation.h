@@ -35,6 +35,13 @@
 //                 each pair of slots once, and for N = 8 the 2-memories-per-
 //                 register form. Bit-identical to `parallel` (same factors,
 //                 same order), forward and backward.
+//   network       `sorted` with a sorting network in place of the sort:
+//                 Batcher's odd–even merge sort on (û, slot) keys, a block of
+//                 memories side by side in SIMD lanes, O(N log² N)
+//                 compare-exchanges per memory (packed integer keys in
+//                 registers for N = 4 and 16 on AVX-512 builds); then the
+//                 cumulative product of `sorted`. Bit-identical to `sorted`,
+//                 forward and backward.
 // On the CPU all variants run memories in chunks on the kernel threads, are
 // deterministic (the same bytes at any thread count), and run with subnormals
 // flushed to zero (see allocation.cpp). The same variants run on the GPU under
@@ -49,7 +56,7 @@
 
 namespace mare {
 
-enum class AllocationVariant { sorted, parallel, parallel_eps, rank, parallel_block };
+enum class AllocationVariant { sorted, parallel, parallel_eps, rank, parallel_block, network };
 
 // Memories per lane block of `parallel-block` and `rank` in this build: one float per
 // lane of the widest vector register it may use (16 on AVX-512, 8 on AVX, 4 otherwise;
@@ -69,7 +76,7 @@ inline constexpr float kAllocationEpsilon =
 // Every variant, in the order `mare bench allocation` prints them.
 std::span<const AllocationVariant> allocation_variants();
 std::string_view to_string(AllocationVariant v);
-// "sorted" | "parallel" | "parallel-eps" | "rank" | "parallel-block"; throws
+// "sorted" | "parallel" | "parallel-eps" | "rank" | "parallel-block" | "network"; throws
 // std::invalid_argument listing the names otherwise.
 AllocationVariant parse_allocation_variant(std::string_view name);
 
@@ -86,5 +93,9 @@ void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usa
 // allocated first). usage: [N] values. For the sweep's disagreement counts and
 // for tests.
 void allocation_order(const float* usage, int64_t n, AllocationVariant variant, int32_t* order);
+
+// Compare-exchanges per memory of `network` (Batcher's odd–even merge sort for
+// n inputs: 4 -> 5, 16 -> 63, 128 -> 1471).
+int64_t network_comparators(int64_t n);
 
 }  // namespace mare

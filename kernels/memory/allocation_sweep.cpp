@@ -294,6 +294,17 @@ double allocation_ops_per_memory(AllocationVariant v, int64_t slots, bool backwa
       w = backward ? "2 x (N(N-1) compares + N(N-1) adds) + 6N multiplies, simd count peak"
                    : "N(N-1) compares + N(N-1) adds + 2N multiplies, simd count peak";
       break;
+    case AllocationVariant::network: {
+      const double c = static_cast<double>(network_comparators(slots));
+      ops = 5.0 * c + 2.0 * n + (backward ? 7.0 * c + 4.0 * n : 0.0);
+      kind = OpsPeak::count;
+      w = backward ? "2 x (C compares + 2C min/max) + 6C selects (results to their slots, d_a "
+                     "into free-list order) + 6N multiplies, C = Batcher comparators, simd count "
+                     "peak"
+                   : "C compares + 2C min/max + 2C selects (results to their slots) + 2N "
+                     "multiplies, C = Batcher comparators, simd count peak";
+      break;
+    }
     case AllocationVariant::sorted:
       kind = OpsPeak::scalar;
       ops = n * log2n + 2.0 * n + (backward ? n * log2n + 4.0 * n : 0.0);

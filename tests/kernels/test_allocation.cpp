@@ -4,8 +4,8 @@
 // 1. Every variant except parallel-eps agrees with `sorted` to 1e-5 in forward
 //    and backward for N ∈ {1, 2, 3, 4, 5, 8, 16, 32, 64, 128} on rows with random
 //    usages, exact ties, all zeros, exactly 1, values within 1e-7 of each
-//    other and values below ε; `rank` equals `sorted` and `parallel-block`
-//    equals `parallel` bit for bit (allocation.h promises it).
+//    other and values below ε; `rank` and `network` equal `sorted` and
+//    `parallel-block` equals `parallel` bit for bit (allocation.h promises it).
 // 2. parallel-eps agrees with `sorted` where usages are separated by more than
 //    N·ε', and differs by O(1) on a constructed near-tie (pinned).
 // 3. DNC properties and the hand case [0.1, 0.9, 0.0, 0.8] of thesis Fig. 2.28/3.7.
@@ -34,7 +34,8 @@ namespace {
 constexpr double kEps = 1e-6;
 
 std::vector<AllocationVariant> exact_variants() {
-  return {AllocationVariant::parallel, AllocationVariant::rank, AllocationVariant::parallel_block};
+  return {AllocationVariant::parallel, AllocationVariant::rank, AllocationVariant::parallel_block,
+          AllocationVariant::network};
 }
 
 std::string name_of(AllocationVariant v) {
@@ -97,7 +98,7 @@ TEST_P(AllocationAgreement, ExactVariantsMatchSortedForwardAndBackward) {
   }
 }
 
-TEST_P(AllocationAgreement, RankIsSortedAndBlockIsParallelBitForBit) {
+TEST_P(AllocationAgreement, RankAndNetworkAreSortedAndBlockIsParallelBitForBit) {
   const int64_t n = GetParam();
   Tensor u = tricky_usages(n, 900 + n);
   Tensor g = random_tensor(u.shape(), 901 + n);
@@ -108,10 +109,13 @@ TEST_P(AllocationAgreement, RankIsSortedAndBlockIsParallelBitForBit) {
   };
   auto [a_sorted, d_sorted] = run(AllocationVariant::sorted);
   auto [a_rank, d_rank] = run(AllocationVariant::rank);
+  auto [a_net, d_net] = run(AllocationVariant::network);
   auto [a_par, d_par] = run(AllocationVariant::parallel);
   auto [a_block, d_block] = run(AllocationVariant::parallel_block);
   EXPECT_TRUE(identical(a_rank, a_sorted, "rank forward"));
   EXPECT_TRUE(identical(d_rank, d_sorted, "rank backward"));
+  EXPECT_TRUE(identical(a_net, a_sorted, "network forward"));
+  EXPECT_TRUE(identical(d_net, d_sorted, "network backward"));
   EXPECT_TRUE(identical(a_block, a_par, "parallel-block forward"));
   EXPECT_TRUE(identical(d_block, d_par, "parallel-block backward"));
 }
@@ -186,9 +190,10 @@ INSTANTIATE_TEST_SUITE_P(N, AllocationAgreement,
 
 // The lane-block paths (16 memories per block, in-register transposition for
 // N = 4 and N a multiple of 16 on AVX-512 builds, the N = 4 and N = 16
-// register kernels, rank's counting and products across memories) over
-// several full blocks and a tail, on usages with many exact ties (values
-// from a small set) mixed with the awkward rows: `rank` ≡ `sorted` and
+// register kernels, rank's counting and products across memories, the
+// network's packed-key register kernels for N = 4 and 16 and its general path)
+// over several full blocks and a tail, on usages with many exact ties (values
+// from a small set) mixed with the awkward rows: `rank` ≡ `network` ≡ `sorted` and
 // `parallel-block` ≡ `parallel` bit for bit, forward and backward (the
 // backward accumulating into a non-zero d_usage).
 class AllocationLaneBlocks : public ::testing::TestWithParam<int64_t> {};
@@ -213,11 +218,14 @@ TEST_P(AllocationLaneBlocks, BitIdentitiesOverManyBlocks) {
   };
   auto [a_sorted, d_sorted] = run(AllocationVariant::sorted);
   auto [a_rank, d_rank] = run(AllocationVariant::rank);
+  auto [a_net, d_net] = run(AllocationVariant::network);
   auto [a_par, d_par] = run(AllocationVariant::parallel);
   auto [a_block, d_block] = run(AllocationVariant::parallel_block);
   const std::string at = ", N " + std::to_string(n);
   EXPECT_TRUE(identical(a_rank, a_sorted, "rank forward" + at));
   EXPECT_TRUE(identical(d_rank, d_sorted, "rank backward" + at));
+  EXPECT_TRUE(identical(a_net, a_sorted, "network forward" + at));
+  EXPECT_TRUE(identical(d_net, d_sorted, "network backward" + at));
   EXPECT_TRUE(identical(a_block, a_par, "parallel-block forward" + at));
   EXPECT_TRUE(identical(d_block, d_par, "parallel-block backward" + at));
   EXPECT_TRUE(close(a_block, a_sorted, 1e-5, 1e-5, "parallel-block vs sorted forward" + at));
@@ -226,6 +234,55 @@ TEST_P(AllocationLaneBlocks, BitIdentitiesOverManyBlocks) {
 
 INSTANTIATE_TEST_SUITE_P(N, AllocationLaneBlocks,
                          ::testing::Values(1, 2, 4, 6, 8, 12, 16, 17, 32, 48, 64, 128));
+
+// `network`'s register kernels (N = 4 and 16 on AVX-512 builds) pack û into
+// integer keys that are exact for 2^-20 ≤ û < 2^12 only: blocks with a usage
+// outside (negative, huge) take the general path, blocks beside them the
+// packed one, and every block still equals `sorted` bit for bit. Also the
+// comparator counts of Batcher's network, and a network that sorts every
+// 0/1 input (the 0-1 principle: then it sorts every input).
+TEST(AllocationNetwork, OutOfRangeUsagesTakeTheGeneralPath) {
+  for (int64_t n : {4, 16}) {
+    const int64_t rows = 4 * 16 + 3;
+    Tensor u = random_tensor({rows, n}, 2100 + n, 0.0f, 1.0f);
+    float* x = u.f32();
+    x[16 * n + 3] = -0.25f;                 // block 1: a negative usage
+    x[33 * n + 1] = 5000.0f;                // block 2: û above 2^12
+    x[34 * n + 0] = x[34 * n + 1] = -1.0f;  // and a tie below 0
+    x[65 * n + 2] = -3.0f;                  // the tail
+    Tensor g = random_tensor(u.shape(), 2200 + n);
+    Tensor start = random_tensor(u.shape(), 2300 + n);
+    auto run = [&](AllocationVariant v) {
+      Tensor d = start.clone();
+      allocation_backward(d, g, u, v);
+      return std::pair{allocation_forward(u, v), d};
+    };
+    auto [a_sorted, d_sorted] = run(AllocationVariant::sorted);
+    auto [a_net, d_net] = run(AllocationVariant::network);
+    const std::string at = ", N " + std::to_string(n);
+    EXPECT_TRUE(identical(a_net, a_sorted, "network forward" + at));
+    EXPECT_TRUE(identical(d_net, d_sorted, "network backward" + at));
+  }
+}
+
+TEST(AllocationNetwork, BatcherComparatorsSortEveryZeroOneInput) {
+  EXPECT_EQ(network_comparators(1), 0);
+  EXPECT_EQ(network_comparators(4), 5);
+  EXPECT_EQ(network_comparators(16), 63);
+  EXPECT_EQ(network_comparators(32), 191);
+  EXPECT_EQ(network_comparators(128), 1471);
+  // Through the kernel: usages of only two values, every pattern for N ≤ 12
+  // (4096 memories at N = 12), against `sorted` bit for bit.
+  for (int64_t n = 1; n <= 12; ++n) {
+    const int64_t rows = int64_t{1} << n;
+    Tensor u = Tensor::empty({rows, n});
+    for (int64_t b = 0; b < rows; ++b)
+      for (int64_t i = 0; i < n; ++i) u.f32()[b * n + i] = (b >> i) & 1 ? 0.75f : 0.25f;
+    EXPECT_TRUE(identical(allocation_forward(u, AllocationVariant::network),
+                          allocation_forward(u, AllocationVariant::sorted),
+                          "network forward, every 0/1 pattern, N " + std::to_string(n)));
+  }
+}
 
 // The benchmark's operation counts (allocation_sweep.h): what each variant's
 // compute bound divides by the measured peak.
@@ -240,6 +297,11 @@ TEST(AllocationOpsCount, CountsPerMemory) {
   EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::parallel, 4, true, &kind), 24.0 + 72.0);
   EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::rank, 4, false, &kind), 24.0 + 8.0);
   EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::rank, 4, true, &kind), 48.0 + 24.0);
+  EXPECT_EQ(kind, OpsPeak::count);
+  // network, N = 4: C = 5 comparators.
+  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::network, 4, false, &kind), 25.0 + 8.0);
+  EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::network, 4, true, &kind),
+            25.0 + 8.0 + 35.0 + 16.0);
   EXPECT_EQ(kind, OpsPeak::count);
   EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::sorted, 4, false, &kind), 8.0 + 8.0);
   EXPECT_EQ(kind, OpsPeak::scalar);

@@ -9,7 +9,7 @@
 //    each other and values below ε; GPU parallel-eps agrees with CPU
 //    parallel-eps to the same tolerance. Fresh GPU allocations are NaN-poisoned,
 //    so an output element a kernel forgets to write fails the finiteness check.
-// 2. Bit for bit on the GPU: `rank` ≡ `sorted` and `parallel-block` ≡ `parallel`
+// 2. Bit for bit on the GPU: `rank` ≡ `network` ≡ `sorted` and `parallel-block` ≡ `parallel`
 //    (allocation.cu promises both), and a second run gives the same bits.
 // 3. Many memories (grid-stride loops, partly filled warps of parallel-block).
 // 4. The pinned parallel-eps near-tie and the hand case of thesis Fig. 2.28/3.7.
@@ -119,10 +119,13 @@ TEST_P(AllocationCuda, RankIsSortedAndBlockIsParallelBitForBitAndRunsRepeat) {
   Tensor g = random_tensor(u.shape(), 1901 + n);
   const Result sorted = run_gpu(u, g, AllocationVariant::sorted);
   const Result rank = run_gpu(u, g, AllocationVariant::rank);
+  const Result net = run_gpu(u, g, AllocationVariant::network);
   const Result par = run_gpu(u, g, AllocationVariant::parallel);
   const Result block = run_gpu(u, g, AllocationVariant::parallel_block);
   EXPECT_TRUE(identical(rank.a, sorted.a, "rank forward"));
   EXPECT_TRUE(identical(rank.d, sorted.d, "rank backward"));
+  EXPECT_TRUE(identical(net.a, sorted.a, "network forward"));
+  EXPECT_TRUE(identical(net.d, sorted.d, "network backward"));
   EXPECT_TRUE(identical(block.a, par.a, "parallel-block forward"));
   EXPECT_TRUE(identical(block.d, par.d, "parallel-block backward"));
   for (AllocationVariant v : allocation_variants()) {
