@@ -926,6 +926,23 @@ inline void store_lanes_avx512(__m512 x[N], float* dst) {
   }
 }
 
+// dst (a block of 16 memories as stored) += x (N lane vectors): x goes back
+// to the stored layout and is added there, one add per element as in
+// `du[k] + x[k]` on lanes, without transposing dst in and out.
+template <int N>
+inline void add_lanes_avx512(__m512 x[N], float* dst) {
+  if constexpr (N == 4) {
+    __m512 a[4];
+    from_lanes4(x, a);
+    for (int j = 0; j < 4; ++j)
+      _mm512_storeu_ps(dst + 16 * j, _mm512_add_ps(_mm512_loadu_ps(dst + 16 * j), a[j]));
+  } else {
+    transpose16(x);
+    for (int l = 0; l < 16; ++l)
+      _mm512_storeu_ps(dst + l * 16, _mm512_add_ps(_mm512_loadu_ps(dst + l * 16), x[l]));
+  }
+}
+
 template <int N>
 void block_backward_regs_avx512(const float* u, const float* d_a, float* d_u, int64_t rows) {
   static_assert(N == 4 || N == 16);
@@ -964,10 +981,8 @@ void block_backward_regs_avx512(const float* u, const float* d_a, float* d_u, in
         suf = _mm512_mask_mul_ps(suf, g(k), suf, h[k]);
       }
     }
-    __m512 du[N];
-    load_lanes_avx512<N>(d_u + m0 * N, du);
-    for (int k = 0; k < N; ++k) du[k] = _mm512_add_ps(du[k], _mm512_mul_ps(ome, acc[k]));
-    store_lanes_avx512<N>(du, d_u + m0 * N);
+    for (int k = 0; k < N; ++k) acc[k] = _mm512_mul_ps(ome, acc[k]);
+    add_lanes_avx512<N>(acc, d_u + m0 * N);
   }
   if (full < rows)
     block_backward_lanes<N>(u + N * full, d_a + N * full, d_u + N * full, rows - full, N);
@@ -1194,10 +1209,7 @@ void network_regs_avx512(const float* u, const float* d_a, float* d_u, float* a,
         rr = _mm512_add_ps(_mm512_mul_ps(g[k], _mm512_sub_ps(one, s[k])), _mm512_mul_ps(s[k], rr));
       }
       to_slots(std::make_index_sequence<kC>{});
-      __m512 du[N];
-      load_lanes_avx512<N>(d_u + m0 * N, du);
-      for (int k = 0; k < N; ++k) du[k] = _mm512_add_ps(du[k], x[k]);
-      store_lanes_avx512<N>(du, d_u + m0 * N);
+      add_lanes_avx512<N>(x, d_u + m0 * N);
     }
   }
   if (full < rows)

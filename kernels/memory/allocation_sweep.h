@@ -112,6 +112,11 @@ EpsDisagreement count_eps_disagreement(const AllocationProblem& p);
 //   rank (count)
 //     forward  P compares + P adds (the counting) + 2N multiplies (2P + 2N)
 //     backward the counting again + 4N (2P + 4N)
+//   network (count), C = Batcher comparators (network_comparators)
+//     forward  C compares + 2C min/max + 2C selects (results back to their
+//              slots) + 2N multiplies (5C + 2N)
+//     backward the network again (3C) + 4C selects (d_a into free-list order,
+//              the gradient back) + 4N (7C + 4N)
 //   sorted (scalar)
 //     forward  N·ceil(log2 N) comparisons + 2N multiplies
 //     backward the same sort + 4N
