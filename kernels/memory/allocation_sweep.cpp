@@ -295,14 +295,27 @@ double allocation_ops_per_memory(AllocationVariant v, int64_t slots, bool backwa
                    : "N(N-1) compares + N(N-1) adds + 2N multiplies, simd count peak";
       break;
     case AllocationVariant::network: {
+      // The register kernels' packed keys (AVX-512 builds, N = 4 and 16), else
+      // the general path: (û, slot) compared lexicographically (two float
+      // compares, one integer compare, two mask operations) and both moved
+      // (four selects), the results placed per lane by slot (counted as one
+      // operation per slot; the backward also gathers d_a by slot).
       const double c = static_cast<double>(network_comparators(slots));
-      ops = 5.0 * c + 2.0 * n + (backward ? 7.0 * c + 4.0 * n : 0.0);
       kind = OpsPeak::count;
-      w = backward ? "2 x (C compares + 2C min/max) + 6C selects (results to their slots, d_a "
-                     "into free-list order) + 6N multiplies, C = Batcher comparators, simd count "
-                     "peak"
-                   : "C compares + 2C min/max + 2C selects (results to their slots) + 2N "
-                     "multiplies, C = Batcher comparators, simd count peak";
+      if (kAllocationLanes == 16 && (slots == 4 || slots == 16)) {
+        ops = 5.0 * c + 2.0 * n + (backward ? 7.0 * c + 4.0 * n : 0.0);
+        w = backward ? "2 x (C compares + 2C min/max) + 6C selects (results to their slots, "
+                       "d_a into free-list order) + 6N multiplies, C = Batcher comparators, "
+                       "packed keys, simd count peak"
+                     : "C compares + 2C min/max + 2C selects (results to their slots) + 2N "
+                       "multiplies, C = Batcher comparators, packed keys, simd count peak";
+      } else {
+        ops = 9.0 * c + 3.0 * n + (backward ? 9.0 * c + 6.0 * n : 0.0);
+        w = backward ? "2 x (5C compare operations + 4C selects) + 6N multiplies + 3N "
+                       "placements by slot, C = Batcher comparators, simd count peak"
+                     : "5C compare operations + 4C selects + 2N multiplies + N placements by "
+                       "slot, C = Batcher comparators, simd count peak";
+      }
       break;
     }
     case AllocationVariant::sorted:

@@ -112,11 +112,17 @@ EpsDisagreement count_eps_disagreement(const AllocationProblem& p);
 //   rank (count)
 //     forward  P compares + P adds (the counting) + 2N multiplies (2P + 2N)
 //     backward the counting again + 4N (2P + 4N)
-//   network (count), C = Batcher comparators (network_comparators)
+//   network (count), C = Batcher comparators (network_comparators); with
+//   packed keys (AVX-512 builds, N = 4 and 16):
 //     forward  C compares + 2C min/max + 2C selects (results back to their
 //              slots) + 2N multiplies (5C + 2N)
 //     backward the network again (3C) + 4C selects (d_a into free-list order,
 //              the gradient back) + 4N (7C + 4N)
+//   otherwise (the general path: (û, slot) pairs compared lexicographically,
+//   results placed by slot):
+//     forward  5C compare operations + 4C selects + 2N multiplies + N
+//              placements (9C + 3N)
+//     backward the network again (9C) + 4N + 2N placements (9C + 6N)
 //   sorted (scalar)
 //     forward  N·ceil(log2 N) comparisons + 2N multiplies
 //     backward the same sort + 4N
