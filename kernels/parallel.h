@@ -4,7 +4,10 @@
 // grain computed from the shapes), never on how many threads run them. Every
 // chunk writes its own outputs, or a partial result that the caller combines in
 // chunk order afterwards, so 1, 2, 3 or 7 threads give the same bytes: which
-// thread runs a chunk, and when, changes nothing.
+// thread runs a chunk, and when, changes nothing. With K threads each thread
+// first runs the chunks of its own contiguous K-th of the range, then helps
+// with the others' (consecutive kernels over the same rows then tend to find
+// them in the same core's cache).
 //
 // The pool is persistent (std::thread workers that sleep between jobs). The
 // thread count comes from set_threads(K), else the environment variable
