@@ -14,7 +14,7 @@
 // that ties and near-ties are the same ties for all of them; this file is
 // compiled without floating-point contraction so that the SIMD and scalar
 // paths round identically (parallel-block is bit-identical to parallel, rank
-// to sorted; tests/kernels/test_allocation.cpp checks both).
+// and network to sorted; tests/kernels/test_allocation.cpp checks them).
 #pragma GCC optimize("fp-contract=off")
 
 #include "kernels/memory/allocation.h"
@@ -1032,7 +1032,7 @@ struct Comparator {
 
 // Batcher's odd–even merge sort for n inputs: the network for the next power
 // of two, keeping the comparators inside [0, n) (the padding would hold keys
-// above every real one, which no comparator moves). calls f(lo, hi) in order.
+// above every real one, which no comparator moves). Calls f(lo, hi) in order.
 template <class F>
 constexpr void batcher_network(int64_t n, F&& f) {
   int64_t p2 = 1;
