@@ -680,6 +680,33 @@ void rank_lanes(const vf* __restrict h, int64_t n, vi* __restrict r) {
   }
 }
 
+// ordered_product and ordered_product_backward on lane vectors, the same
+// operations per lane in the same order: s = the usages in free-list order,
+// x = a in free-list order (forward) or the gradient in free-list order,
+// (1 − ε)·P_k·(R_k − g_k), for g = d_a in free-list order (backward).
+inline void ordered_product_lanes(const vf* s, int64_t n, vf* x) {
+  const vf one = splat(1.0f);
+  vf p = one;
+  for (int64_t j = 0; j < n; ++j) {
+    x[j] = (one - s[j]) * p;
+    p = p * s[j];
+  }
+}
+
+inline void ordered_backward_lanes(const vf* s, const vf* g, int64_t n, vf* x) {
+  const vf one = splat(1.0f);
+  vf p = one;
+  for (int64_t j = 0; j < n; ++j) {  // x: the prefix products
+    x[j] = p;
+    p = p * s[j];
+  }
+  vf rr = splat(0.0f);
+  for (int64_t k = n - 1; k >= 0; --k) {  // x: the gradient in free-list order
+    x[k] = splat(kOneMinusEps) * (x[k] * (rr - g[k]));
+    rr = g[k] * (one - s[k]) + s[k] * rr;
+  }
+}
+
 // The products of `sorted` on lane blocks: the usages in free-list order
 // s[j] (lane l: û of slot φ_l[j], placed by the ranks), then the cumulative
 // product (forward) or the prefix products and the reverse sweep (backward)
@@ -689,7 +716,6 @@ template <bool kBackward>
 void rank_blocks(const float* u, const float* d_a, float* d_u, float* a, int64_t rows, int64_t n) {
   std::vector<vf> h(n), s(n), x(n), y(n), g(n);
   std::vector<vi> r(n);
-  const vf one = splat(1.0f);
   // From N = 16 on, results go to (and d_a comes from) the stored layout
   // directly, lane by lane; below, through the block transpositions (faster there).
   const bool direct = n >= 16;
@@ -709,11 +735,7 @@ void rank_blocks(const float* u, const float* d_a, float* d_u, float* a, int64_t
     for (int64_t i = 0; i < n; ++i)  // padding lanes (u = 0) are ranked too
       for (int64_t l = 0; l < kLanes; ++l) s[r[i][l]][l] = h[i][l];
     if constexpr (!kBackward) {
-      vf p = one;
-      for (int64_t j = 0; j < n; ++j) {
-        x[j] = (one - s[j]) * p;
-        p = p * s[j];
-      }
+      ordered_product_lanes(s.data(), n, x.data());
       if (direct) {
         for (int64_t l = 0; l < lanes; ++l) {
           float* am = a + (m0 + lane_memory(l, lanes, n)) * n;
@@ -735,16 +757,7 @@ void rank_blocks(const float* u, const float* d_a, float* d_u, float* a, int64_t
         for (int64_t i = 0; i < n; ++i)
           for (int64_t l = 0; l < kLanes; ++l) g[r[i][l]][l] = y[i][l];
       }
-      vf p = one;
-      for (int64_t j = 0; j < n; ++j) {  // x: the prefix products
-        x[j] = p;
-        p = p * s[j];
-      }
-      vf rr = splat(0.0f);
-      for (int64_t k = n - 1; k >= 0; --k) {  // x: the gradient in free-list order
-        x[k] = splat(kOneMinusEps) * (x[k] * (rr - g[k]));
-        rr = g[k] * (one - s[k]) + s[k] * rr;
-      }
+      ordered_backward_lanes(s.data(), g.data(), n, x.data());
       if (direct) {  // d_u += the gradient
         for (int64_t l = 0; l < lanes; ++l) {
           float* dm = d_u + (m0 + lane_memory(l, lanes, n)) * n;
@@ -1077,7 +1090,6 @@ void network_blocks(const float* u, const float* d_a, float* d_u, float* a, int6
   const std::vector<Comparator> net = batcher_comparators(n);
   std::vector<vf> s(n), x(n), g(n);
   std::vector<vi> slot(n);
-  const vf one = splat(1.0f);
   for (int64_t m0 = 0; m0 < rows; m0 += kLanes) {
     const int64_t lanes = std::min(kLanes, rows - m0);
     to_lanes(u + m0 * n, lanes, n, s.data());
@@ -1093,11 +1105,7 @@ void network_blocks(const float* u, const float* d_a, float* d_u, float* a, int6
       slot[c.hi] = swap ? ia : ib;
     }
     if constexpr (!kBackward) {
-      vf p = one;
-      for (int64_t j = 0; j < n; ++j) {
-        x[j] = (one - s[j]) * p;
-        p = p * s[j];
-      }
+      ordered_product_lanes(s.data(), n, x.data());
       for (int64_t l = 0; l < lanes; ++l) {
         float* am = a + (m0 + lane_memory(l, lanes, n)) * n;
         for (int64_t j = 0; j < n; ++j) am[slot[j][l]] = x[j][l];
@@ -1107,16 +1115,7 @@ void network_blocks(const float* u, const float* d_a, float* d_u, float* a, int6
         const float* gm = l < lanes ? d_a + (m0 + lane_memory(l, lanes, n)) * n : nullptr;
         for (int64_t j = 0; j < n; ++j) g[j][l] = gm ? gm[slot[j][l]] : 0.0f;
       }
-      vf p = one;
-      for (int64_t j = 0; j < n; ++j) {  // x: the prefix products
-        x[j] = p;
-        p = p * s[j];
-      }
-      vf rr = splat(0.0f);
-      for (int64_t k = n - 1; k >= 0; --k) {  // x: the gradient in free-list order
-        x[k] = splat(kOneMinusEps) * (x[k] * (rr - g[k]));
-        rr = g[k] * (one - s[k]) + s[k] * rr;
-      }
+      ordered_backward_lanes(s.data(), g.data(), n, x.data());
       for (int64_t l = 0; l < lanes; ++l) {
         float* dm = d_u + (m0 + lane_memory(l, lanes, n)) * n;
         for (int64_t j = 0; j < n; ++j) dm[slot[j][l]] += x[j][l];
