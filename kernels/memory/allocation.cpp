@@ -1040,7 +1040,7 @@ void block_backward(const float* u, const float* d_a, float* d_u, int64_t rows, 
 // takes the general path: float compare with the slot as tie-break, the slots
 // carried through the network, results placed per lane by them.
 struct Comparator {
-  int16_t lo, hi;  // positions compared; the smaller key goes to lo
+  int32_t lo, hi;  // positions compared; the smaller key goes to lo
 };
 
 // Batcher's odd–even merge sort for n inputs: the network for the next power
@@ -1060,7 +1060,7 @@ constexpr void batcher_network(int64_t n, F&& f) {
 std::vector<Comparator> batcher_comparators(int64_t n) {
   std::vector<Comparator> c;
   batcher_network(n, [&](int64_t lo, int64_t hi) {
-    c.push_back({static_cast<int16_t>(lo), static_cast<int16_t>(hi)});
+    c.push_back({static_cast<int32_t>(lo), static_cast<int32_t>(hi)});
   });
   return c;
 }
@@ -1077,7 +1077,7 @@ constexpr std::array<Comparator, batcher_size<N>()> batcher_array() {
   std::array<Comparator, batcher_size<N>()> c{};
   int i = 0;
   batcher_network(N, [&](int64_t lo, int64_t hi) {
-    c[i++] = {static_cast<int16_t>(lo), static_cast<int16_t>(hi)};
+    c[i++] = {static_cast<int32_t>(lo), static_cast<int32_t>(hi)};
   });
   return c;
 }
