@@ -156,10 +156,9 @@ std::vector<const bench::ReDataShape*> shapes_of(const std::string& shape) {
   return out;
 }
 
-// The UTRE row an NTCRE row is compared with: the same name with UTRE for
-// NTCRE ("NTCRE-CPD+x" -> "UTRE-CPD+x"); empty for any other model.
 // The UTRE row an NTCRE row is compared with: the same name with UTRE for NTCRE and
-// without the memory's own switches (NTCRE-CPD+word=64 -> UTRE-CPD).
+// without the memory's own switches (NTCRE-CPD+word=64 -> UTRE-CPD); empty for any
+// other model.
 std::string utre_partner(const std::string& model) {
   std::string rest;
   if (model.rfind("NTCRE", 0) == 0)

@@ -152,12 +152,17 @@ namespace {
 constexpr int kPeakLanes = kAllocationLanes;
 using PeakVec = float __attribute__((vector_size(kPeakLanes * sizeof(float))));
 
+// The partners of every microbenchmark: values in [0.9, 1), n of them.
+void fill_partners(float* partners, int n) {
+  for (int i = 0; i < n; ++i)
+    partners[i] = 0.9f + 0.1f * static_cast<float>((i * 37) % 101) / 101.0f;
+}
+
 // Eight products advance over 64 partners (in L1) per round; renormalised
 // between rounds so that nothing reaches the subnormal range.
 double simd_pair_rate() {
   alignas(64) static float partners[64 * kPeakLanes];
-  for (int i = 0; i < 64 * kPeakLanes; ++i)
-    partners[i] = 0.9f + 0.1f * static_cast<float>((i * 37) % 101) / 101.0f;
+  fill_partners(partners, 64 * kPeakLanes);
   const PeakVec* h = reinterpret_cast<const PeakVec*>(partners);
   PeakVec p[8], hi[8];
   for (int t = 0; t < 8; ++t) {
@@ -184,8 +189,7 @@ using PeakInt = int32_t __attribute__((vector_size(kPeakLanes * sizeof(int32_t))
 
 double simd_count_rate() {
   alignas(64) static float partners[64 * kPeakLanes];
-  for (int i = 0; i < 64 * kPeakLanes; ++i)
-    partners[i] = 0.9f + 0.1f * static_cast<float>((i * 37) % 101) / 101.0f;
+  fill_partners(partners, 64 * kPeakLanes);
   const PeakVec* h = reinterpret_cast<const PeakVec*>(partners);
   PeakInt r[8];
   PeakVec hi[8];
@@ -208,8 +212,7 @@ double simd_count_rate() {
 
 double scalar_pair_rate() {
   float partners[64];
-  for (int i = 0; i < 64; ++i)
-    partners[i] = 0.9f + 0.1f * static_cast<float>((i * 37) % 101) / 101.0f;
+  fill_partners(partners, 64);
   float p[8], hi[8];
   for (int t = 0; t < 8; ++t) {
     p[t] = 1.0f;

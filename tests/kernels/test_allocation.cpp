@@ -42,6 +42,14 @@ std::string name_of(AllocationVariant v) {
   return std::string(to_string(v));
 }
 
+// {allocation_forward(u, v), start + the backward of g} (start is copied).
+std::pair<Tensor, Tensor> forward_and_backward(const Tensor& u, const Tensor& g,
+                                               const Tensor& start, AllocationVariant v) {
+  Tensor d = start.clone();
+  allocation_backward(d, g, u, v);
+  return {allocation_forward(u, v), d};
+}
+
 // Rows of every awkward kind for N slots (19 rows: more than one 16-memory
 // block of parallel-block, and not a multiple of 4).
 Tensor tricky_usages(int64_t n, uint64_t seed) {
@@ -102,11 +110,8 @@ TEST_P(AllocationAgreement, RankAndNetworkAreSortedAndBlockIsParallelBitForBit) 
   const int64_t n = GetParam();
   Tensor u = tricky_usages(n, 900 + n);
   Tensor g = random_tensor(u.shape(), 901 + n);
-  auto run = [&](AllocationVariant v) {
-    Tensor d = Tensor::zeros_like(u);
-    allocation_backward(d, g, u, v);
-    return std::pair{allocation_forward(u, v), d};
-  };
+  const Tensor start = Tensor::zeros_like(u);
+  auto run = [&](AllocationVariant v) { return forward_and_backward(u, g, start, v); };
   auto [a_sorted, d_sorted] = run(AllocationVariant::sorted);
   auto [a_rank, d_rank] = run(AllocationVariant::rank);
   auto [a_net, d_net] = run(AllocationVariant::network);
@@ -211,11 +216,7 @@ TEST_P(AllocationLaneBlocks, BitIdentitiesOverManyBlocks) {
     }
   Tensor g = random_tensor(u.shape(), 1600 + n);
   Tensor start = random_tensor(u.shape(), 1700 + n);
-  auto run = [&](AllocationVariant v) {
-    Tensor d = start.clone();
-    allocation_backward(d, g, u, v);
-    return std::pair{allocation_forward(u, v), d};
-  };
+  auto run = [&](AllocationVariant v) { return forward_and_backward(u, g, start, v); };
   auto [a_sorted, d_sorted] = run(AllocationVariant::sorted);
   auto [a_rank, d_rank] = run(AllocationVariant::rank);
   auto [a_net, d_net] = run(AllocationVariant::network);
@@ -252,11 +253,7 @@ TEST(AllocationNetwork, OutOfRangeUsagesTakeTheGeneralPath) {
     x[65 * n + 2] = -3.0f;                  // the tail
     Tensor g = random_tensor(u.shape(), 2200 + n);
     Tensor start = random_tensor(u.shape(), 2300 + n);
-    auto run = [&](AllocationVariant v) {
-      Tensor d = start.clone();
-      allocation_backward(d, g, u, v);
-      return std::pair{allocation_forward(u, v), d};
-    };
+    auto run = [&](AllocationVariant v) { return forward_and_backward(u, g, start, v); };
     auto [a_sorted, d_sorted] = run(AllocationVariant::sorted);
     auto [a_net, d_net] = run(AllocationVariant::network);
     const std::string at = ", N " + std::to_string(n);
