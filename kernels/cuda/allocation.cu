@@ -223,7 +223,8 @@ __global__ void ordered_backward_kernel(const float* __restrict__ u, const int* 
 }
 
 // ------------------------------------------------------------------ parallel, parallel-eps
-// a[i] = (1 − val[i]) · Π_k φ[i][k], φ[i][k] = g[i][k] ? val[k] : 1, k ascending.
+// a[i] = (1 − val[i]) · Π_k φ[i][k], φ[i][k] = g[i][k] ? val[k] : 1, rounded
+// as the CPU's mask_forward_row: from 1 − val[i], the factors in ascending k.
 // One thread per (memory, slot); count = M·N.
 template <bool kEpsKernel>
 __global__ void mask_forward_kernel(const float* __restrict__ u, float* __restrict__ a,
@@ -232,12 +233,12 @@ __global__ void mask_forward_kernel(const float* __restrict__ u, float* __restri
     const int idx = static_cast<int>(e), m = idx / n, i = idx % n;
     const float* um = u + int64_t(m) * n;
     const float key_i = mask_key<kEpsKernel>(um, i);
-    float p = 1.0f;
+    float p = 1.0f - mask_value<kEpsKernel>(um, i);
     for (int k = 0; k < n; ++k) {
       const bool g = precedes<kEpsKernel>(mask_key<kEpsKernel>(um, k), k, key_i, i);
       p = mul(p, g ? mask_value<kEpsKernel>(um, k) : 1.0f);
     }
-    a[idx] = mul(1.0f - mask_value<kEpsKernel>(um, i), p);
+    a[idx] = p;
   }
 }
 
@@ -295,13 +296,13 @@ __global__ void block_forward_kernel(const float* __restrict__ u, float* __restr
     const int64_t m = m0 + lane / kWidth;
     const bool live = m < rows && x < n;
     const float h = live ? hat(u[m * n + x]) : 1.0f;
-    float prod = 1.0f;
+    float prod = 1.0f - h;
     for (int k = 0; k < n; ++k) {
       const float hk = __shfl_sync(kFullMask, h, k, kWidth);
       const bool g = k < x ? hk <= h : (k > x && hk < h);  // slot k precedes slot x
       prod = mul(prod, g ? hk : 1.0f);
     }
-    if (live) a[m * n + x] = mul(1.0f - h, prod);
+    if (live) a[m * n + x] = prod;
   }
 }
 

@@ -170,17 +170,19 @@ void fill_phi(const float* vals, const float* cmp, int64_t n, float* phi_t, floa
   }
 }
 
-// a[i] = (1 − vals[i]) · Π_k φ[i][k]   (eq. 3-23). The N products advance
-// together over k; each still takes its factors in ascending k.
+// a[i] = (1 − vals[i]) · Π_k φ[i][k]   (eq. 3-23), rounded in this order:
+// p = 1 − vals[i], then p·φ[i][k] for ascending k (a factor of exactly 1
+// leaves p as it is, so the vector forms skip it with a masked multiply and no
+// blend). The N products advance together over k.
 // phi_t, g_t: [N, N] scratch; p: [N] scratch.
 template <bool kEpsKernel>
 void mask_forward_row(const float* vals, const float* cmp, int64_t n, float* a, float* phi_t,
                       float* g_t, float* p) {
   fill_phi<kEpsKernel>(vals, cmp, n, phi_t, g_t);
-  for (int64_t i = 0; i < n; ++i) p[i] = 1.0f;
+  for (int64_t i = 0; i < n; ++i) p[i] = 1.0f - vals[i];
   for (int64_t k = 0; k < n; ++k)
     for (int64_t i = 0; i < n; ++i) p[i] *= phi_t[k * n + i];
-  for (int64_t i = 0; i < n; ++i) a[i] = (1.0f - vals[i]) * p[i];
+  for (int64_t i = 0; i < n; ++i) a[i] = p[i];
 }
 
 // d_vals[k] += Σ_i d_a[i] · ∂a[i]/∂vals[k]:
@@ -389,8 +391,8 @@ inline void hat_lanes(vf* x, int64_t n) {
   for (int64_t k = 0; k < n; ++k) x[k] = splat(kEps) + splat(kOneMinusEps) * x[k];
 }
 
-// Rows i0 .. i0+T−1 of a block: out[i] = (1 − û[i]) · Π_k φ[i][k], the factors
-// in ascending k with T products advancing together (k outermost, the tile in
+// Rows i0 .. i0+T−1 of a block: out[i] = (1 − û[i]) · Π_k φ[i][k], from
+// 1 − û[i] the factors in ascending k with T products advancing together (k outermost, the tile in
 // registers). Partners before the tile tie-break with ≤, after it with <; the
 // tile's own slots by their index.
 template <int T>
@@ -398,7 +400,7 @@ inline void forward_tile(const vf* __restrict h, int64_t n, int64_t i0, vf* __re
   vf hi[T], p[T];
   for (int t = 0; t < T; ++t) {
     hi[t] = h[i0 + t];
-    p[t] = splat(1.0f);
+    p[t] = splat(1.0f) - hi[t];
   }
   for (int64_t k = 0; k < i0; ++k) {
     const vf hk = h[k];
@@ -417,7 +419,7 @@ inline void forward_tile(const vf* __restrict h, int64_t n, int64_t i0, vf* __re
     const vf hk = h[k];
     for (int t = 0; t < T; ++t) p[t] = hk < hi[t] ? p[t] * hk : p[t];
   }
-  for (int t = 0; t < T; ++t) out[i0 + t] = (splat(1.0f) - hi[t]) * p[t];
+  for (int t = 0; t < T; ++t) out[i0 + t] = p[t];
 }
 
 // The forward of one block: h = û [N], out = a [N].
@@ -451,51 +453,57 @@ void block_forward_lanes(const float* u, float* a, int64_t rows, int64_t n_runti
 }
 
 #if defined(__AVX512F__)
-// N = 4 in registers: the six pair comparisons once (g[k][i] = not g[i][k]
-// for i ≠ k), each row's first factor by a blend (1 · x = x), the others by
-// masked multiplies in ascending k, as mask_forward_row.
+// N = 4 in registers: row i starts from 1 − û_i and takes the other three
+// slots in ascending k by masked multiplies (mask: slot k precedes slot i,
+// [û_k < û_i] for k > i and [û_k ≤ û_i] for k < i, as fill_phi), as
+// mask_forward_row. Twelve comparisons rather than six and their complements:
+// the same count, and NaN compares as in the scalar form.
 void block_forward4_avx512(const float* u, float* a, int64_t rows) {
   const __m512 one = _mm512_set1_ps(1.0f), eps = _mm512_set1_ps(kEps),
                ome = _mm512_set1_ps(kOneMinusEps);
-  auto kernel = [&](const float* src, float* dst) {
-    __m512 x[4], h[4];
-    for (int j = 0; j < 4; ++j) x[j] = _mm512_loadu_ps(src + 16 * j);
-    to_lanes4(x, h);
-    for (int k = 0; k < 4; ++k) h[k] = _mm512_add_ps(eps, _mm512_mul_ps(ome, h[k]));
-    // lt[i][k] (i < k) = [û_k < û_i]: slot k precedes slot i; slot i precedes
-    // slot k exactly when it does not.
-    const __mmask16 l01 = _mm512_cmp_ps_mask(h[1], h[0], _CMP_LT_OQ),
-                    l02 = _mm512_cmp_ps_mask(h[2], h[0], _CMP_LT_OQ),
-                    l03 = _mm512_cmp_ps_mask(h[3], h[0], _CMP_LT_OQ),
-                    l12 = _mm512_cmp_ps_mask(h[2], h[1], _CMP_LT_OQ),
-                    l13 = _mm512_cmp_ps_mask(h[3], h[1], _CMP_LT_OQ),
-                    l23 = _mm512_cmp_ps_mask(h[3], h[2], _CMP_LT_OQ);
-    auto no = [](__mmask16 m) { return static_cast<__mmask16>(~m); };
-    __m512 p0 = _mm512_mask_blend_ps(l01, one, h[1]);
-    p0 = _mm512_mask_mul_ps(p0, l02, p0, h[2]);
-    p0 = _mm512_mask_mul_ps(p0, l03, p0, h[3]);
-    __m512 p1 = _mm512_mask_blend_ps(no(l01), one, h[0]);
-    p1 = _mm512_mask_mul_ps(p1, l12, p1, h[2]);
-    p1 = _mm512_mask_mul_ps(p1, l13, p1, h[3]);
-    __m512 p2 = _mm512_mask_blend_ps(no(l02), one, h[0]);
-    p2 = _mm512_mask_mul_ps(p2, no(l12), p2, h[1]);
-    p2 = _mm512_mask_mul_ps(p2, l23, p2, h[3]);
-    __m512 p3 = _mm512_mask_blend_ps(no(l03), one, h[0]);
-    p3 = _mm512_mask_mul_ps(p3, no(l13), p3, h[1]);
-    p3 = _mm512_mask_mul_ps(p3, no(l23), p3, h[2]);
-    const __m512 r[4] = {
-        _mm512_mul_ps(_mm512_sub_ps(one, h[0]), p0), _mm512_mul_ps(_mm512_sub_ps(one, h[1]), p1),
-        _mm512_mul_ps(_mm512_sub_ps(one, h[2]), p2), _mm512_mul_ps(_mm512_sub_ps(one, h[3]), p3)};
-    from_lanes4(r, x);
-    for (int j = 0; j < 4; ++j) _mm512_storeu_ps(dst + 16 * j, x[j]);
+  // B blocks per call, each phase for all B before the next: the 4 × 4
+  // transpositions (one shuffle per cycle on this machine's cores) then
+  // overlap the other blocks' arithmetic (2 blocks: 33 -> 29 cycles a block
+  // in a standalone test).
+  auto kernel = [&]<int B>(const float* src, float* dst) {
+    __m512 x[B][4], h[B][4], r[B][4];
+#pragma GCC unroll 2
+    for (int b = 0; b < B; ++b) {
+      for (int j = 0; j < 4; ++j) x[b][j] = _mm512_loadu_ps(src + 64 * b + 16 * j);
+      to_lanes4(x[b], h[b]);
+      for (int k = 0; k < 4; ++k) h[b][k] = _mm512_add_ps(eps, _mm512_mul_ps(ome, h[b][k]));
+    }
+#pragma GCC unroll 2
+    for (int b = 0; b < B; ++b)
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        r[b][i] = _mm512_sub_ps(one, h[b][i]);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+          if (k == i) continue;
+          const __mmask16 g = k > i ? _mm512_cmp_ps_mask(h[b][k], h[b][i], _CMP_LT_OQ)
+                                    : _mm512_cmp_ps_mask(h[b][k], h[b][i], _CMP_LE_OQ);
+          r[b][i] = _mm512_mask_mul_ps(r[b][i], g, r[b][i], h[b][k]);
+        }
+      }
+#pragma GCC unroll 2
+    for (int b = 0; b < B; ++b) {
+      from_lanes4(r[b], x[b]);
+      for (int j = 0; j < 4; ++j) _mm512_storeu_ps(dst + 64 * b + 16 * j, x[b][j]);
+    }
   };
   const int64_t full = rows / kLanes * kLanes;
-  for (int64_t m0 = 0; m0 < full; m0 += kLanes) kernel(u + 4 * m0, a + 4 * m0);
+  int64_t m0 = 0;
+  for (; m0 + 2 * kLanes <= full; m0 += 2 * kLanes)
+    kernel.template operator()<2>(u + 4 * m0, a + 4 * m0);
+  if (m0 < full) kernel.template operator()<1>(u + 4 * m0, a + 4 * m0);
   if (full < rows) block_forward_lanes<4>(u + 4 * full, a + 4 * full, rows - full, 4);
 }
 
-// N = 16 in registers: the 120 pair comparisons once, then every row's
-// product in ascending k (first factor by a blend), fully unrolled so that
+// N = 16 in registers: every row from 1 − û_i, then the other slots in
+// ascending k by masked multiplies, each mask compared where it is used (240
+// comparisons, no masks kept: storing the 120 pairs and their complements is
+// as many operations and spills the mask registers), fully unrolled so that
 // the sixteen independent products interleave.
 void block_forward16_avx512(const float* u, float* a, int64_t rows) {
   const __m512 one = _mm512_set1_ps(1.0f), eps = _mm512_set1_ps(kEps),
@@ -506,21 +514,17 @@ void block_forward16_avx512(const float* u, float* a, int64_t rows) {
     for (int l = 0; l < 16; ++l) h[l] = _mm512_loadu_ps(u + (m0 + l) * 16);
     transpose16(h);
     for (int k = 0; k < 16; ++k) h[k] = _mm512_add_ps(eps, _mm512_mul_ps(ome, h[k]));
-    __mmask16 lt[16][16];  // lt[i][k], i < k: [û_k < û_i]
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i)
-#pragma GCC unroll 16
-      for (int k = i + 1; k < 16; ++k) lt[i][k] = _mm512_cmp_ps_mask(h[k], h[i], _CMP_LT_OQ);
     __m512 r[16];
 #pragma GCC unroll 16
     for (int i = 0; i < 16; ++i) {
-      auto g = [&](int k) { return k > i ? lt[i][k] : static_cast<__mmask16>(~lt[k][i]); };
-      const int k0 = i == 0 ? 1 : 0;
-      __m512 p = _mm512_mask_blend_ps(g(k0), one, h[k0]);
+      r[i] = _mm512_sub_ps(one, h[i]);
 #pragma GCC unroll 16
-      for (int k = k0 + 1; k < 16; ++k)
-        if (k != i) p = _mm512_mask_mul_ps(p, g(k), p, h[k]);
-      r[i] = _mm512_mul_ps(_mm512_sub_ps(one, h[i]), p);
+      for (int k = 0; k < 16; ++k) {
+        if (k == i) continue;
+        const __mmask16 g = k > i ? _mm512_cmp_ps_mask(h[k], h[i], _CMP_LT_OQ)
+                                  : _mm512_cmp_ps_mask(h[k], h[i], _CMP_LE_OQ);
+        r[i] = _mm512_mask_mul_ps(r[i], g, r[i], h[k]);
+      }
     }
     transpose16(r);
     for (int l = 0; l < 16; ++l) _mm512_storeu_ps(a + (m0 + l) * 16, r[l]);
@@ -779,8 +783,8 @@ void rank_blocks(const float* u, const float* d_a, float* d_u, float* a, int64_t
 // one float lane per slot, so no transposition is needed. Partner j of slot i
 // is k_j(i) = j + [j >= i] (the other slots in ascending order, as in the
 // scalar product); `before` marks the lanes where k_j(i) < i, whose tie rule
-// is ≤ instead of <. prod starts at 1 and takes the factors in ascending k, so
-// the rounding is that of mask_forward_row.
+// is ≤ instead of <. prod starts at 1 − û and takes the factors in ascending
+// k, so the rounding is that of mask_forward_row.
 template <int N>
 void block_forward_avx512(const float* u, float* a, int64_t rows) {
   static_assert(16 % N == 0 && N >= 2);
@@ -805,14 +809,14 @@ void block_forward_avx512(const float* u, float* a, int64_t rows) {
     // comparison per partner serves both tie rules.
     const __m512 h_up =
         _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(h), _mm512_set1_epi32(1)));
-    __m512 prod = one;
+    __m512 prod = _mm512_sub_ps(one, h);
     for (int j = 0; j < N - 1; ++j) {
       const __m512 p = _mm512_permutexvar_ps(partner[j], h);
       const __mmask16 g =
           _mm512_cmp_ps_mask(p, _mm512_mask_blend_ps(before[j], h, h_up), _CMP_LT_OQ);
-      prod = _mm512_mul_ps(prod, _mm512_mask_blend_ps(g, one, p));
+      prod = _mm512_mask_mul_ps(prod, g, prod, p);
     }
-    return _mm512_mul_ps(_mm512_sub_ps(one, h), prod);
+    return prod;
   };
   int64_t m = 0;
   for (; m + kPerRegister <= rows; m += kPerRegister)
@@ -1031,12 +1035,15 @@ void block_backward(const float* u, const float* d_a, float* d_u, int64_t rows, 
 // Keys: (û, slot) compared lexicographically, so ties go to the lower slot and
 // the order is the free list whatever the network. On AVX-512 builds the
 // register kernels for N = 4 and 16 pack the pair into one 32-bit integer,
-//   key = (bits(û) − bits(2^-20)) << 4 | slot,
-// exact and order-preserving while 2^-20 ≤ û < 2^12 (it is for every usage u
-// in [0, 4095]: û ≥ ε = 1e-6 > 2^-20); a compare-exchange is then one compare (its mask kept)
-// and an unsigned min and max, the sorted û come back from the keys, and the
-// results return to their slots by replaying the recorded exchanges
-// backwards. A block with any usage outside [0, 4095] (or −0, or NaN)
+//   key = bits(û) << 4 | slot,
+// exact and order-preserving while 2^-31 ≤ û < 2 (every such û has 0x3 as
+// its top four bits, which the shift drops; it holds for every usage u in
+// [0, 2): û ≥ ε = 1e-6); a compare-exchange is then one compare (its mask
+// kept) and an unsigned min and max, the sorted û come back from the keys,
+// and the results return to their slots by replaying the recorded exchanges
+// backwards. With AVX512-VBMI2 the packing and the unpacking are one
+// concatenating shift each (vpshldd / vpshrdd). A block with any usage
+// outside [+0, 2) (negative, −0, NaN, ≥ 2), found by one OR over its bits,
 // takes the general path: float compare with the slot as tie-break, the slots
 // carried through the network, results placed per lane by them.
 struct Comparator {
@@ -1135,27 +1142,46 @@ void network_regs_avx512(const float* u, const float* d_a, float* d_u, float* a,
   constexpr int kC = static_cast<int>(kNet.size());
   const __m512 one = _mm512_set1_ps(1.0f), eps = _mm512_set1_ps(kEps),
                ome = _mm512_set1_ps(kOneMinusEps);
-  const __m512i base = _mm512_set1_epi32(0x35800000);  // bits(2^-20)
-  // bits(4095): every u with bits(u) ≤ this as unsigned is in [+0, 4095], so û in
-  // [ε, 4095] (negative numbers, −0 and NaN compare above it).
-  const __m512i top = _mm512_set1_epi32(0x457FF000);
+  // Packing: bits(û) << 4 | k; unpacking: key >> 4 | 0x3 << 28.
+  const __m512i three = _mm512_set1_epi32(3);
+  auto pack = [&](__m512 h, int k) {
+    const __m512i bits = _mm512_castps_si512(h);
+#if defined(__AVX512VBMI2__)
+    // (bits:k << 28) << 4, upper half
+    return _mm512_shldi_epi32(bits, _mm512_set1_epi32(static_cast<int32_t>(uint32_t(k) << 28)), 4);
+#else
+    return _mm512_or_si512(_mm512_slli_epi32(bits, 4), _mm512_set1_epi32(k));
+#endif
+  };
+  auto unpack = [&](__m512i key) {
+#if defined(__AVX512VBMI2__)
+    return _mm512_castsi512_ps(_mm512_shrdi_epi32(key, three, 4));  // (3:key) >> 4, lower half
+#else
+    return _mm512_castsi512_ps(
+        _mm512_or_si512(_mm512_srli_epi32(key, 4), _mm512_slli_epi32(three, 28)));
+#endif
+  };
   const int64_t full = rows / kLanes * kLanes;
   for (int64_t m0 = 0; m0 < full; m0 += kLanes) {
     __m512 h[N];
     load_lanes_avx512<N>(u + m0 * N, h);
-    __m512i key[N], high = _mm512_setzero_si512();
-    for (int k = 0; k < N; ++k) {
-      high = _mm512_max_epu32(high, _mm512_castps_si512(h[k]));
-      h[k] = _mm512_add_ps(eps, _mm512_mul_ps(ome, h[k]));
-      // (bits(û) − bits(2^-20)) << 4 | k, as bits(û) << 4 + (k − bits(2^-20) << 4) mod 2^32
-      key[k] = _mm512_add_epi32(
-          _mm512_slli_epi32(_mm512_castps_si512(h[k]), 4),
-          _mm512_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(k) - (0x35800000u << 4))));
-    }
-    if (_mm512_cmpgt_epu32_mask(high, top)) {
+    // Every u in [+0, 2) ⇔ no usage has bit 31 or 30 set: the OR of all of
+    // them, three inputs per ternary-logic operation.
+    __m512i any = _mm512_castps_si512(h[0]);
+    int k0 = 1;
+    for (; k0 + 2 <= N; k0 += 2)
+      any = _mm512_ternarylogic_epi32(any, _mm512_castps_si512(h[k0]),
+                                      _mm512_castps_si512(h[k0 + 1]), 0xFE);
+    for (; k0 < N; ++k0) any = _mm512_or_si512(any, _mm512_castps_si512(h[k0]));
+    if (_mm512_test_epi32_mask(any, _mm512_set1_epi32(static_cast<int32_t>(0xC0000000u)))) {
       network_blocks<kBackward>(u + m0 * N, d_a ? d_a + m0 * N : nullptr,
                                 d_u ? d_u + m0 * N : nullptr, a ? a + m0 * N : nullptr, kLanes, N);
       continue;
+    }
+    __m512i key[N];
+    for (int k = 0; k < N; ++k) {
+      h[k] = _mm512_add_ps(eps, _mm512_mul_ps(ome, h[k]));
+      key[k] = pack(h[k], k);
     }
     __mmask16 swap[kC];
     [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -1167,8 +1193,7 @@ void network_regs_avx512(const float* u, const float* d_a, float* d_u, float* a,
     }
     (std::make_index_sequence<kC>{});
     __m512 s[N], x[N];
-    for (int j = 0; j < N; ++j)
-      s[j] = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_srli_epi32(key[j], 4), base));
+    for (int j = 0; j < N; ++j) s[j] = unpack(key[j]);
     // Undoes the exchanges, last first: x in free-list order -> x in slot order.
     auto to_slots = [&]<std::size_t... I>(std::index_sequence<I...>) {
       constexpr int kLast = kC - 1;

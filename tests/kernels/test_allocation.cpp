@@ -237,8 +237,8 @@ INSTANTIATE_TEST_SUITE_P(N, AllocationLaneBlocks,
                          ::testing::Values(1, 2, 4, 6, 8, 12, 16, 17, 32, 48, 64, 128));
 
 // `network`'s register kernels (N = 4 and 16 on AVX-512 builds) pack û into
-// integer keys that are exact for 2^-20 ≤ û < 2^12 only: blocks with a usage
-// outside (negative, huge) take the general path, blocks beside them the
+// integer keys that are exact for 2^-31 ≤ û < 2 only: blocks with a usage
+// outside [0, 2) (negative, 2, huge) take the general path, blocks beside them the
 // packed one, and every block still equals `sorted` bit for bit. Also the
 // comparator counts of Batcher's network, and a network that sorts every
 // 0/1 input (the 0-1 principle: then it sorts every input).
@@ -247,10 +247,14 @@ TEST(AllocationNetwork, OutOfRangeUsagesTakeTheGeneralPath) {
     const int64_t rows = 4 * 16 + 3;
     Tensor u = random_tensor({rows, n}, 2100 + n, 0.0f, 1.0f);
     float* x = u.f32();
-    x[16 * n + 3] = -0.25f;                 // block 1: a negative usage
-    x[33 * n + 1] = 5000.0f;                // block 2: û above 2^12
-    x[34 * n + 0] = x[34 * n + 1] = -1.0f;  // and a tie below 0
-    x[65 * n + 2] = -3.0f;                  // the tail
+    x[16 * n + 3] = -0.25f;                     // block 1: a negative usage
+    x[33 * n + 1] = 5000.0f;                    // block 2: û above 2^12
+    x[34 * n + 0] = x[34 * n + 1] = -1.0f;      // and a tie below 0
+    x[65 * n + 2] = -3.0f;                      // the tail
+    x[48 * n + 2] = 3.0f;                       // block 3: past the packed range (2 is the
+    x[49 * n + 1] = 2.0f;                       // first usage outside it)
+    x[0 * n + 1] = std::nextafter(2.0f, 0.0f);  // block 0: the last one inside it,
+    x[1 * n + 0] = x[1 * n + 2] = 1.0f;         // beside exact ties at 1
     Tensor g = random_tensor(u.shape(), 2200 + n);
     Tensor start = random_tensor(u.shape(), 2300 + n);
     auto run = [&](AllocationVariant v) { return forward_and_backward(u, g, start, v); };

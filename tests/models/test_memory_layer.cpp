@@ -390,6 +390,7 @@ TEST(NtcreModel, TrainingTrajectoryOfEveryVariantFollowsSorted) {
     std::vector<float> losses;
     std::vector<Tensor> weights;
     std::vector<std::string> names;
+    std::vector<double> grad_max;  // per parameter, max |gradient| over the steps
   };
   auto train = [](const std::string& alloc) {
     auto m = build("NTCRE-CPD" + kSmall + "+alloc=" + alloc);
@@ -409,6 +410,12 @@ TEST(NtcreModel, TrainingTrajectoryOfEveryVariantFollowsSorted) {
       loss = ag::add(loss, out.aux_loss);
       t.losses.push_back(loss->value.item());
       ag::backward(loss);
+      const auto& ps = m->parameters().all();
+      t.grad_max.resize(ps.size(), 0.0);
+      for (size_t k = 0; k < ps.size(); ++k)
+        if (ps[k]->grad.defined())
+          for (int64_t i = 0; i < ps[k]->grad.numel(); ++i)
+            t.grad_max[k] = std::max(t.grad_max[k], double(std::fabs(ps[k]->grad.f32()[i])));
       adam.step(1e-2f);
     }
     for (const ag::Var& p : m->parameters().all()) {
@@ -432,15 +439,32 @@ TEST(NtcreModel, TrainingTrajectoryOfEveryVariantFollowsSorted) {
     const Trajectory t = train(alloc);
     for (size_t s = 0; s < ref.losses.size(); ++s)
       EXPECT_NEAR(t.losses[s], ref.losses[s], tol * (1 + std::fabs(ref.losses[s]))) << "step " << s;
-    // Weights: Adam divides by √v, so a gradient that is rounding noise (the
-    // n-gram conv bias, which the input BatchNorm cancels) moves by lr-sized
-    // steps whose sign follows the noise; parallel-eps's O(ε') offsets change
-    // that noise, so its weights are not compared, only its losses.
+    // Weights: Adam divides by √v, so a gradient that is rounding noise moves
+    // its parameter by lr-sized steps whose sign follows the noise, and any
+    // other rounding (the mask forms multiply in slot order, sorted in
+    // free-list order) changes that noise. Such parameters exist here: biases
+    // that add one vector to every token ahead of a normalisation over the
+    // tokens (the n-gram conv's and output layer's, the memory controller's
+    // ν, the transition's depthwise conv, the entity projections'), whose
+    // exact gradients are 0. They are found by their gradients in the
+    // reference run (at every step below 1e-5 of the largest parameter's: here
+    // 7e-10 to 1.1e-7 of it, the next smallest 1.4e-4) and not compared.
+    // parallel-eps's O(ε') offsets change every gradient's noise, so its
+    // weights are not compared at all, only its losses.
     if (std::string(alloc) == "parallel-eps") continue;
-    for (size_t k = 0; k < ref.weights.size(); ++k)
+    const double largest = *std::max_element(ref.grad_max.begin(), ref.grad_max.end());
+    int compared = 0;
+    for (size_t k = 0; k < ref.weights.size(); ++k) {
+      if (ref.grad_max[k] < 1e-5 * largest) {  // biases only (six of 49 here)
+        EXPECT_EQ(ref.names[k].substr(ref.names[k].size() - 2), ".b") << ref.names[k];
+        continue;
+      }
+      ++compared;
       for (int64_t i = 0; i < ref.weights[k].numel(); ++i)
         ASSERT_NEAR(t.weights[k].f32()[i], ref.weights[k].f32()[i], 10 * tol)
             << ref.names[k] << "[" << i << "]";
+    }
+    EXPECT_GE(compared, static_cast<int>(ref.weights.size()) * 3 / 4);
   }
 }
 
