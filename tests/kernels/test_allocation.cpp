@@ -248,7 +248,7 @@ TEST(AllocationNetwork, OutOfRangeUsagesTakeTheGeneralPath) {
     Tensor u = random_tensor({rows, n}, 2100 + n, 0.0f, 1.0f);
     float* x = u.f32();
     x[16 * n + 3] = -0.25f;                     // block 1: a negative usage
-    x[33 * n + 1] = 5000.0f;                    // block 2: û above 2^12
+    x[33 * n + 1] = 5000.0f;                    // block 2: û far above 2
     x[34 * n + 0] = x[34 * n + 1] = -1.0f;      // and a tie below 0
     x[65 * n + 2] = -3.0f;                      // the tail
     x[48 * n + 2] = 3.0f;                       // block 3: past the packed range (2 is the
