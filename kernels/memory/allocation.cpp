@@ -392,9 +392,9 @@ inline void hat_lanes(vf* x, int64_t n) {
 }
 
 // Rows i0 .. i0+T−1 of a block: out[i] = (1 − û[i]) · Π_k φ[i][k], from
-// 1 − û[i] the factors in ascending k with T products advancing together (k outermost, the tile in
-// registers). Partners before the tile tie-break with ≤, after it with <; the
-// tile's own slots by their index.
+// 1 − û[i] the factors in ascending k with T products advancing together (k
+// outermost, the tile in registers). Partners before the tile tie-break with ≤, after it with <;
+// the tile's own slots by their index.
 template <int T>
 inline void forward_tile(const vf* __restrict h, int64_t n, int64_t i0, vf* __restrict out) {
   vf hi[T], p[T];
