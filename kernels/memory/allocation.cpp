@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -1045,7 +1046,10 @@ void block_backward(const float* u, const float* d_a, float* d_u, int64_t rows, 
 // concatenating shift each (vpshldd / vpshrdd). A block with any usage
 // outside [+0, 2) (negative, −0, NaN, ≥ 2), found by one OR over its bits,
 // takes the general path: float compare with the slot as tie-break, the slots
-// carried through the network, results placed per lane by them.
+// carried through the network, results placed per lane by them. For
+// 16 < N ≤ 128 the wide path below (network_wide_avx512) sorts with another
+// network (Batcher's 16-input one per group of 16, then bitonic merges) on
+// 64-bit keys; any network serves, the keys being distinct.
 struct Comparator {
   int32_t lo, hi;  // positions compared; the smaller key goes to lo
 };
@@ -1089,6 +1093,40 @@ constexpr std::array<Comparator, batcher_size<N>()> batcher_array() {
   return c;
 }
 
+// After the sort: s[j] = û of slot φ[j] and slot[j] = φ[j] per lane, for the
+// block of `lanes` memories at m0; the products of `sorted` in free-list order,
+// the results placed per lane by slot into a copy of the block's rows as
+// stored (scratch in L1: placing them straight into the stored rows, scattered
+// over many cache lines, took half the time at N = 128) that then goes out in
+// one sequential pass. x, g: scratch of n vectors; y: of kLanes·n floats.
+template <bool kBackward>
+void network_finish(const vf* s, const vi* slot, vf* x, vf* g, float* y, int64_t m0, int64_t lanes,
+                    int64_t n, const float* d_a, float* d_u, float* a) {
+  const int64_t count = lanes * n;
+  int64_t row[kLanes];  // lane l's row in y
+  for (int64_t l = 0; l < lanes; ++l) row[l] = lane_memory(l, lanes, n) * n;
+  // x (free-list order) -> y (slot order), position by position over the lanes.
+  auto place = [&] {
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t l = 0; l < lanes; ++l) y[row[l] + slot[j][l]] = x[j][l];
+  };
+  if constexpr (!kBackward) {
+    ordered_product_lanes(s, n, x);
+    place();
+    std::memcpy(a + m0 * n, y, count * sizeof(float));
+  } else {
+    std::memcpy(y, d_a + m0 * n, count * sizeof(float));
+    for (int64_t j = 0; j < n; ++j) {  // d_a in free-list order
+      g[j] = splat(0.0f);
+      for (int64_t l = 0; l < lanes; ++l) g[j][l] = y[row[l] + slot[j][l]];
+    }
+    ordered_backward_lanes(s, g, n, x);
+    place();
+    float* du = d_u + m0 * n;  // d_u += the gradient, element by element
+    for (int64_t e = 0; e < count; ++e) du[e] += y[e];
+  }
+}
+
 // The general path on lane blocks: d_a / d_u null for the forward (into a),
 // a null for the backward (d_u += the gradient).
 template <bool kBackward>
@@ -1097,6 +1135,7 @@ void network_blocks(const float* u, const float* d_a, float* d_u, float* a, int6
   const std::vector<Comparator> net = batcher_comparators(n);
   std::vector<vf> s(n), x(n), g(n);
   std::vector<vi> slot(n);
+  std::vector<float> y(kLanes * n);
   for (int64_t m0 = 0; m0 < rows; m0 += kLanes) {
     const int64_t lanes = std::min(kLanes, rows - m0);
     to_lanes(u + m0 * n, lanes, n, s.data());
@@ -1111,23 +1150,8 @@ void network_blocks(const float* u, const float* d_a, float* d_u, float* a, int6
       slot[c.lo] = swap ? ib : ia;
       slot[c.hi] = swap ? ia : ib;
     }
-    if constexpr (!kBackward) {
-      ordered_product_lanes(s.data(), n, x.data());
-      for (int64_t l = 0; l < lanes; ++l) {
-        float* am = a + (m0 + lane_memory(l, lanes, n)) * n;
-        for (int64_t j = 0; j < n; ++j) am[slot[j][l]] = x[j][l];
-      }
-    } else {
-      for (int64_t l = 0; l < kLanes; ++l) {  // d_a in free-list order
-        const float* gm = l < lanes ? d_a + (m0 + lane_memory(l, lanes, n)) * n : nullptr;
-        for (int64_t j = 0; j < n; ++j) g[j][l] = gm ? gm[slot[j][l]] : 0.0f;
-      }
-      ordered_backward_lanes(s.data(), g.data(), n, x.data());
-      for (int64_t l = 0; l < lanes; ++l) {
-        float* dm = d_u + (m0 + lane_memory(l, lanes, n)) * n;
-        for (int64_t j = 0; j < n; ++j) dm[slot[j][l]] += x[j][l];
-      }
-    }
+    network_finish<kBackward>(s.data(), slot.data(), x.data(), g.data(), y.data(), m0, lanes, n,
+                              d_a, d_u, a);
   }
 }
 
@@ -1243,11 +1267,223 @@ void network_regs_avx512(const float* u, const float* d_a, float* d_u, float* a,
 }
 #endif
 
+#if defined(__AVX512F__)
+// 16 < N ≤ 128: keys of 64 bits, bits(û) << 32 | slot, exact and
+// order-preserving for every û > 0 (not NaN): ties go to the lower slot, every
+// key differs, so any sorting network gives the free list. A compare-exchange
+// is an unsigned 64-bit min and max, eight memories to a register; the slot
+// rides along in the key. The network: Batcher's 16-input network on every
+// aligned group of 16 positions (in registers), then bitonic merges of the
+// sorted runs, "flip" form (all comparators ascending): to merge runs of p
+// into runs of 2p, compare i with 2p − 1 − i, then i with i + k for k = p/2,
+// ..., 1 (i & k = 0). Comparators with distance ≥ 16 keep positions ≡ r or
+// 15 − r (mod 16) together, so each merge is two passes over the keys with
+// every window in registers: the p/4 positions of one residue pair (flip and
+// distances p/2 .. 16), then aligned groups of 16 (distances 8 .. 1). The
+// keys of a block (two halves of eight memories, N padded with all-ones keys
+// to the next power of two) stay in L1. Whole groups of 16 are sorted first
+// on 32-bit keys (below), then widened. Blocks with a usage outside [+0, 2)
+// take network_blocks. (On Zen 4 a 512-bit min or max of 64-bit lanes issues
+// once a cycle, of 32-bit lanes twice: the merges are four times the cost per
+// compare-exchange and memory of the 32-bit group sorts.)
+namespace wide {
+
+[[gnu::always_inline]] inline void cx(__m512i& a, __m512i& b) {
+  const __m512i lo = _mm512_min_epu64(a, b);
+  b = _mm512_max_epu64(a, b);
+  a = lo;
+}
+
+// Merge of runs of P, the window of one residue pair: A[t] = w[t] (position
+// r + 16t), B[t] = w[T + t] (position 15 − r + 16t), T = P / 8.
+template <class F>
+constexpr void merge_window(int p, F&& f) {
+  const int t_count = p / 8;
+  for (int t = 0; t < t_count / 2; ++t) {  // flip: i <-> 2P − 1 − i
+    f(t, 2 * t_count - 1 - t);
+    f(t_count + t, t_count - 1 - t);
+  }
+  for (int m = t_count / 4; m >= 1; m /= 2)  // distances 16m = P/2 .. 16
+    for (int t = 0; t < t_count; ++t)
+      if ((t & m) == 0) {
+        f(t, t + m);
+        f(t_count + t, t_count + t + m);
+      }
+}
+
+// Distances 8, 4, 2, 1 inside an aligned group of 16.
+template <class F>
+constexpr void clean16(F&& f) {
+  for (int k = 8; k >= 1; k /= 2)
+    for (int i = 0; i < 16; ++i)
+      if ((i & k) == 0) f(i, i + k);
+}
+
+template <class G>
+constexpr int count_of(G&& gen) {
+  int c = 0;
+  gen([&](int, int) { ++c; });
+  return c;
+}
+
+struct Sort16 {
+  static constexpr auto net = batcher_array<16>();
+};
+template <int P>
+struct MergeWindow {
+  static constexpr auto gen = [](auto&& f) { merge_window(P, f); };
+  static constexpr auto net = [] {
+    std::array<Comparator, count_of(gen)> c{};
+    int i = 0;
+    gen([&](int lo, int hi) { c[i++] = {lo, hi}; });
+    return c;
+  }();
+};
+struct Clean16 {
+  static constexpr auto gen = [](auto&& f) { clean16(f); };
+  static constexpr auto net = [] {
+    std::array<Comparator, count_of(gen)> c{};
+    int i = 0;
+    gen([&](int lo, int hi) { c[i++] = {lo, hi}; });
+    return c;
+  }();
+};
+
+// The same on 32-bit keys (sixteen memories to a register).
+[[gnu::always_inline]] inline void cx32(__m512i& a, __m512i& b) {
+  const __m512i lo = _mm512_min_epu32(a, b);
+  b = _mm512_max_epu32(a, b);
+  a = lo;
+}
+
+template <class Net, int kBits, std::size_t... I>
+[[gnu::always_inline]] inline void apply(__m512i* r, std::index_sequence<I...>) {
+  if constexpr (kBits == 64)
+    (cx(r[Net::net[I].lo], r[Net::net[I].hi]), ...);
+  else
+    (cx32(r[Net::net[I].lo], r[Net::net[I].hi]), ...);
+}
+template <class Net, int kBits = 64>
+[[gnu::always_inline]] inline void apply(__m512i* r) {
+  apply<Net, kBits>(r, std::make_index_sequence<Net::net.size()>{});
+}
+
+// Runs of P -> runs of 2P over the p2 keys k.
+template <int P>
+void merge_level(__m512i* k, int64_t p2) {
+  constexpr int kT = P / 8;
+  for (int64_t b = 0; b < p2; b += 2 * P)
+    for (int r = 0; r < 8; ++r) {
+      __m512i w[2 * kT];
+      for (int t = 0; t < kT; ++t) {
+        w[t] = k[b + r + 16 * t];
+        w[kT + t] = k[b + 15 - r + 16 * t];
+      }
+      apply<MergeWindow<P>>(w);
+      for (int t = 0; t < kT; ++t) {
+        k[b + r + 16 * t] = w[t];
+        k[b + 15 - r + 16 * t] = w[kT + t];
+      }
+    }
+  for (int64_t g0 = 0; g0 < p2; g0 += 16) {
+    __m512i w[16];
+    for (int t = 0; t < 16; ++t) w[t] = k[g0 + t];
+    apply<Clean16>(w);
+    for (int t = 0; t < 16; ++t) k[g0 + t] = w[t];
+  }
+}
+
+}  // namespace wide
+
+template <bool kBackward>
+void network_wide_avx512(const float* u, const float* d_a, float* d_u, float* a, int64_t rows,
+                         int64_t n) {
+  int64_t p2 = 32;
+  while (p2 < n) p2 *= 2;
+  alignas(64) __m512i key[2][128];
+  alignas(64) vf s[128], x[128], g[128];
+  alignas(64) vi slot[128];
+  alignas(64) float y[kLanes * 128];
+  const __m512i ones = _mm512_set1_epi32(-1);
+  const __m512 eps = _mm512_set1_ps(kEps), ome = _mm512_set1_ps(kOneMinusEps);
+  const __m512i top = _mm512_set1_epi32(0x3 << 28), fifteen = _mm512_set1_epi32(15);
+  const int64_t full = rows / kLanes * kLanes;
+  for (int64_t m0 = 0; m0 < full; m0 += kLanes) {
+    to_lanes(u + m0 * n, kLanes, n, s);
+    // Every u in [+0, 2) (no usage with bit 31 or 30 set), else network_blocks.
+    __m512i any = _mm512_setzero_si512();
+    for (int64_t j = 0; j < n; ++j) any = _mm512_or_si512(any, _mm512_load_si512(&s[j]));
+    if (_mm512_test_epi32_mask(any, _mm512_set1_epi32(static_cast<int32_t>(0xC0000000u)))) {
+      network_blocks<kBackward>(u + m0 * n, d_a ? d_a + m0 * n : nullptr,
+                                d_u ? d_u + m0 * n : nullptr, a ? a + m0 * n : nullptr, kLanes, n);
+      continue;
+    }
+    const int64_t whole = n / 16 * 16;
+    for (int64_t g0 = 0; g0 < whole; g0 += 16) {
+      // A whole group of 16 slots: 32-bit keys bits(û) << 4 | (slot − g0), exact
+      // for u in [0, 2) (the N = 16 register kernel's), sixteen memories to a
+      // register (min and max of 32-bit lanes issue twice as often as those of
+      // 64-bit lanes on Zen 4, at twice the lanes), then widened to the 64-bit keys.
+      __m512i r[16];
+      for (int t = 0; t < 16; ++t) {
+        const __m512 h = _mm512_add_ps(eps, _mm512_mul_ps(ome, _mm512_load_ps(&s[g0 + t])));
+        r[t] = _mm512_or_si512(_mm512_slli_epi32(_mm512_castps_si512(h), 4), _mm512_set1_epi32(t));
+      }
+      wide::apply<wide::Sort16, 32>(r);
+      for (int t = 0; t < 16; ++t) {
+        const __m512i bits = _mm512_or_si512(_mm512_srli_epi32(r[t], 4), top);
+        const __m512i sl = _mm512_add_epi32(_mm512_and_si512(r[t], fifteen),
+                                            _mm512_set1_epi32(static_cast<int32_t>(g0)));
+        key[0][g0 + t] = _mm512_unpacklo_epi32(sl, bits);
+        key[1][g0 + t] = _mm512_unpackhi_epi32(sl, bits);
+      }
+    }
+    for (int64_t g0 = whole; g0 < p2; g0 += 16) {  // the partial group (64-bit keys), padding
+      for (int64_t j = g0; j < std::min(n, g0 + 16); ++j)
+        _mm512_store_ps(&s[j], _mm512_add_ps(eps, _mm512_mul_ps(ome, _mm512_load_ps(&s[j]))));
+      for (int q = 0; q < 2; ++q) {  // memories 0, 1, 4, 5, ... (q = 0) and 2, 3, 6, 7, ...
+        __m512i r[16];
+        for (int t = 0; t < 16; ++t) {
+          const int64_t j = g0 + t;
+          if (j >= n) {
+            r[t] = ones;
+            continue;
+          }
+          const __m512i bits = _mm512_castps_si512(_mm512_load_ps(&s[j]));
+          const __m512i sl = _mm512_set1_epi32(static_cast<int32_t>(j));
+          r[t] = q == 0 ? _mm512_unpacklo_epi32(sl, bits) : _mm512_unpackhi_epi32(sl, bits);
+        }
+        if (g0 < n) wide::apply<wide::Sort16>(r);
+        for (int t = 0; t < 16; ++t) key[q][g0 + t] = r[t];
+      }
+    }
+    for (int q = 0; q < 2; ++q)
+      for (int64_t p = 16; p < p2; p *= 2) {
+        if (p == 16) wide::merge_level<16>(key[q], p2);
+        if (p == 32) wide::merge_level<32>(key[q], p2);
+        if (p == 64) wide::merge_level<64>(key[q], p2);
+      }
+    for (int64_t j = 0; j < n; ++j) {  // back to memory order: high halves û, low halves slots
+      const __m512 k0 = _mm512_castsi512_ps(key[0][j]), k1 = _mm512_castsi512_ps(key[1][j]);
+      _mm512_store_ps(&s[j], _mm512_shuffle_ps(k0, k1, _MM_SHUFFLE(3, 1, 3, 1)));
+      _mm512_store_si512(&slot[j],
+                         _mm512_castps_si512(_mm512_shuffle_ps(k0, k1, _MM_SHUFFLE(2, 0, 2, 0))));
+    }
+    network_finish<kBackward>(s, slot, x, g, y, m0, kLanes, n, d_a, d_u, a);
+  }
+  if (full < rows)
+    network_blocks<kBackward>(u + full * n, d_a ? d_a + full * n : nullptr,
+                              d_u ? d_u + full * n : nullptr, a ? a + full * n : nullptr,
+                              rows - full, n);
+}
+#endif
+
 template <bool kBackward>
 void network(const float* u, const float* d_a, float* d_u, float* a, int64_t rows, int64_t n) {
 #if defined(__AVX512F__)
   if (n == 4) return network_regs_avx512<4, kBackward>(u, d_a, d_u, a, rows);
   if (n == 16) return network_regs_avx512<16, kBackward>(u, d_a, d_u, a, rows);
+  if (n > 16 && n <= 128) return network_wide_avx512<kBackward>(u, d_a, d_u, a, rows, n);
 #endif
   network_blocks<kBackward>(u, d_a, d_u, a, rows, n);
 }
@@ -1375,6 +1611,23 @@ void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usa
 int64_t network_comparators(int64_t n) {
   int64_t c = 0;
   batcher_network(n, [&](int64_t, int64_t) { ++c; });
+  return c;
+}
+
+NetworkWideCounts network_wide_comparators(int64_t n) {
+  NetworkWideCounts c;
+#if defined(__AVX512F__)
+  if (n <= 16 || n > 128) return c;
+  int64_t p2 = 32;
+  while (p2 < n) p2 *= 2;
+  const int64_t sort16 = network_comparators(16);
+  c.sort16_32 = n / 16 * sort16;
+  c.sort16_64 = n % 16 ? sort16 : 0;
+  for (int64_t p = 16; p < p2; p *= 2)  // p2 / 2 comparators a stage, the flip and log2 p more
+    c.merge64 += p2 / 2 * std::bit_width(static_cast<uint64_t>(p));
+#else
+  (void)n;
+#endif
   return c;
 }
 

@@ -39,7 +39,9 @@
 //                 Batcher's odd–even merge sort on (û, slot) keys, a block of
 //                 memories side by side in SIMD lanes, O(N log² N)
 //                 compare-exchanges per memory (packed integer keys in
-//                 registers for N = 4 and 16 on AVX-512 builds); then the
+//                 registers for N = 4 and 16 on AVX-512 builds; for
+//                 16 < N ≤ 128 there, 64-bit keys (û, slot) sorted by groups
+//                 of 16 in registers and bitonic merges); then the
 //                 cumulative product of `sorted`. Bit-identical to `sorted`,
 //                 forward and backward.
 // On the CPU all variants run memories in chunks on the kernel threads, are
@@ -97,5 +99,16 @@ void allocation_order(const float* usage, int64_t n, AllocationVariant variant, 
 // Compare-exchanges per memory of `network` (Batcher's odd–even merge sort for
 // n inputs: 4 -> 5, 16 -> 63, 128 -> 1471).
 int64_t network_comparators(int64_t n);
+
+// `network`'s wide path (AVX-512 builds, 16 < n ≤ 128; zeros elsewhere),
+// compare-exchanges per memory: Batcher's 16-input network on every whole
+// group of 16 slots on 32-bit keys (sixteen memories to a register) and on a
+// partial last group on 64-bit keys, then the bitonic merges on 64-bit keys
+// (eight memories to a register), padding to the next power of two included:
+// n = 32 -> 126 + 0 + 80, 128 -> 504 + 0 + 1152, 100 -> 378 + 63 + 1152.
+struct NetworkWideCounts {
+  int64_t sort16_32 = 0, sort16_64 = 0, merge64 = 0;
+};
+NetworkWideCounts network_wide_comparators(int64_t n);
 
 }  // namespace mare

@@ -312,6 +312,20 @@ double allocation_ops_per_memory(AllocationVariant v, int64_t slots, bool backwa
                        "packed keys, simd count peak"
                      : "C compares + 2C min/max + 2C selects (results to their slots) + 2N "
                        "multiplies, C = Batcher comparators, packed keys, simd count peak";
+      } else if (const NetworkWideCounts wc = network_wide_comparators(slots); wc.merge64 > 0) {
+        // 32-bit min and max: one lane-operation each; 64-bit (two 32-bit
+        // lanes per memory): two each.
+        const double net = 2.0 * static_cast<double>(wc.sort16_32) +
+                           4.0 * static_cast<double>(wc.sort16_64 + wc.merge64);
+        ops = net + 3.0 * n + (backward ? net + 6.0 * n : 0.0);
+        w = backward ? "2 x (2 C32 + 4 C64) + 6N multiplies + 3N placements by slot; C32, C64 = "
+                       "compare-exchanges (a min and a max) on 32-bit and 64-bit keys: Batcher's "
+                       "16-input network per group of 16 slots, then bitonic merges; simd count "
+                       "peak"
+                     : "2 C32 + 4 C64 + 2N multiplies + N placements by slot; C32, C64 = "
+                       "compare-exchanges (a min and a max) on 32-bit and 64-bit keys: Batcher's "
+                       "16-input network per group of 16 slots, then bitonic merges; simd count "
+                       "peak";
       } else {
         ops = 9.0 * c + 3.0 * n + (backward ? 9.0 * c + 6.0 * n : 0.0);
         w = backward ? "2 x (5C compare operations + 4C selects) + 6N multiplies + 3N "

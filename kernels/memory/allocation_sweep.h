@@ -118,6 +118,11 @@ EpsDisagreement count_eps_disagreement(const AllocationProblem& p);
 //              slots) + 2N multiplies (5C + 2N)
 //     backward the network again (3C) + 4C selects (d_a into free-list order,
 //              the gradient back) + 4N (7C + 4N)
+//   the wide path (AVX-512 builds, 16 < N ≤ 128; network_wide_comparators):
+//   C32 compare-exchanges on 32-bit keys (a min and a max, 2 operations) and
+//   C64 on 64-bit keys (two 32-bit lanes per memory, 4 operations):
+//     forward  2 C32 + 4 C64 + 2N multiplies + N placements by slot
+//     backward the network again + 4N + 2N placements
 //   otherwise (the general path: (û, slot) pairs compared lexicographically,
 //   results placed by slot):
 //     forward  5C compare operations + 4C selects + 2N multiplies + N

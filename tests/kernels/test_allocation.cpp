@@ -196,7 +196,8 @@ INSTANTIATE_TEST_SUITE_P(N, AllocationAgreement,
 // The lane-block paths (16 memories per block, in-register transposition for
 // N = 4 and N a multiple of 16 on AVX-512 builds, the N = 4 and N = 16
 // register kernels, rank's counting and products across memories, the
-// network's packed-key register kernels for N = 4 and 16 and its general path)
+// network's packed-key register kernels for N = 4 and 16, its wide path for
+// 16 < N ≤ 128 (N = 17 and 48: a partial group and padding) and its general path)
 // over several full blocks and a tail, on usages with many exact ties (values
 // from a small set) mixed with the awkward rows: `rank` ≡ `network` ≡ `sorted` and
 // `parallel-block` ≡ `parallel` bit for bit, forward and backward (the
@@ -236,14 +237,15 @@ TEST_P(AllocationLaneBlocks, BitIdentitiesOverManyBlocks) {
 INSTANTIATE_TEST_SUITE_P(N, AllocationLaneBlocks,
                          ::testing::Values(1, 2, 4, 6, 8, 12, 16, 17, 32, 48, 64, 128));
 
-// `network`'s register kernels (N = 4 and 16 on AVX-512 builds) pack û into
-// integer keys that are exact for 2^-31 ≤ û < 2 only: blocks with a usage
-// outside [0, 2) (negative, 2, huge) take the general path, blocks beside them the
-// packed one, and every block still equals `sorted` bit for bit. Also the
-// comparator counts of Batcher's network, and a network that sorts every
-// 0/1 input (the 0-1 principle: then it sorts every input).
+// `network`'s register kernels (N = 4 and 16 on AVX-512 builds) and its wide
+// path (16 < N ≤ 128) pack û into integer keys that are exact for
+// 2^-31 ≤ û < 2 only: blocks with a usage outside [0, 2) (negative, 2, huge)
+// take the general path, blocks beside them the packed one, and every block
+// still equals `sorted` bit for bit. Also the comparator counts of Batcher's
+// network, and a network that sorts every 0/1 input (the 0-1 principle: then
+// it sorts every input).
 TEST(AllocationNetwork, OutOfRangeUsagesTakeTheGeneralPath) {
-  for (int64_t n : {4, 16}) {
+  for (int64_t n : {4, 16, 32, 100, 128}) {
     const int64_t rows = 4 * 16 + 3;
     Tensor u = random_tensor({rows, n}, 2100 + n, 0.0f, 1.0f);
     float* x = u.f32();
@@ -285,6 +287,44 @@ TEST(AllocationNetwork, BatcherComparatorsSortEveryZeroOneInput) {
   }
 }
 
+// The wide path's merges run on usages of two or three values, so that nearly
+// every comparison is an exact tie that only the slot decides, over whole
+// blocks, a tail, N a power of two and not (padding, a partial group): equal
+// to `sorted` bit for bit, forward and backward. And its comparator counts.
+TEST(AllocationNetwork, WidePathBreaksTiesBySlot) {
+  for (int64_t n : {17, 32, 48, 64, 100, 128}) {
+    const int64_t rows = 6 * 16 + 5;
+    Tensor u = Tensor::empty({rows, n});
+    PhiloxStream rng(2400 + n, 1);
+    for (int64_t b = 0; b < rows; ++b)
+      for (int64_t i = 0; i < n; ++i)
+        u.f32()[b * n + i] = b % 2 ? 0.25f * static_cast<float>(1 + rng.below(2))
+                                   : 0.125f * static_cast<float>(rng.below(3));
+    Tensor g = random_tensor(u.shape(), 2500 + n);
+    Tensor start = random_tensor(u.shape(), 2600 + n);
+    auto run = [&](AllocationVariant v) { return forward_and_backward(u, g, start, v); };
+    auto [a_sorted, d_sorted] = run(AllocationVariant::sorted);
+    auto [a_net, d_net] = run(AllocationVariant::network);
+    const std::string at = ", N " + std::to_string(n);
+    EXPECT_TRUE(identical(a_net, a_sorted, "network forward" + at));
+    EXPECT_TRUE(identical(d_net, d_sorted, "network backward" + at));
+  }
+  const auto counts = [](int64_t n) {
+    const NetworkWideCounts c = network_wide_comparators(n);
+    return std::vector<int64_t>{c.sort16_32, c.sort16_64, c.merge64};
+  };
+  EXPECT_EQ(counts(16), (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(counts(129), (std::vector<int64_t>{0, 0, 0}));
+  if (kAllocationLanes == 16) {
+    EXPECT_EQ(counts(32), (std::vector<int64_t>{126, 0, 80}));
+    EXPECT_EQ(counts(48), (std::vector<int64_t>{189, 0, 352}));
+    EXPECT_EQ(counts(100), (std::vector<int64_t>{378, 63, 1152}));
+    EXPECT_EQ(counts(128), (std::vector<int64_t>{504, 0, 1152}));
+  } else {
+    EXPECT_EQ(counts(128), (std::vector<int64_t>{0, 0, 0}));
+  }
+}
+
 // The benchmark's operation counts (allocation_sweep.h): what each variant's
 // compute bound divides by the measured peak.
 TEST(AllocationOpsCount, CountsPerMemory) {
@@ -309,6 +349,17 @@ TEST(AllocationOpsCount, CountsPerMemory) {
     EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::network, 4, false, &kind), 45.0 + 12.0);
   }
   EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::network, 8, false, &kind), 171.0 + 24.0);
+  // N = 32: the wide path on AVX-512 builds (2 x 126 + 4 x 80), else the
+  // general path (C = 191).
+  if (kAllocationLanes == 16) {
+    EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::network, 32, false, &kind),
+              252.0 + 320.0 + 96.0);
+    EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::network, 32, true, &kind),
+              2 * (252.0 + 320.0) + 288.0);
+  } else {
+    EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::network, 32, false, &kind),
+              9.0 * 191 + 96.0);
+  }
   EXPECT_EQ(kind, OpsPeak::count);
   EXPECT_EQ(allocation_ops_per_memory(AllocationVariant::sorted, 4, false, &kind), 8.0 + 8.0);
   EXPECT_EQ(kind, OpsPeak::scalar);
