@@ -1368,9 +1368,27 @@ template <class Net, int kBits = 64>
   apply<Net, kBits>(r, std::make_index_sequence<Net::net.size()>{});
 }
 
+// Software prefetch of the next block's rows, spread over the merge passes a
+// few cache lines at a time (all at once, 256 prefetches at the start of a
+// block stalled it: more misses than the core tracks).
+struct Prefetch {
+  const char* next[3] = {};
+  const char* end[3] = {};
+  bool write[3] = {};
+  void step() {
+    for (int i = 0; i < 3; ++i)
+      for (int l = 0; l < 2 && next[i] < end[i]; ++l, next[i] += 64) {
+        if (write[i])
+          __builtin_prefetch(next[i], 1);
+        else
+          __builtin_prefetch(next[i]);
+      }
+  }
+};
+
 // Runs of P -> runs of 2P over the p2 keys k.
 template <int P>
-void merge_level(__m512i* k, int64_t p2) {
+void merge_level(__m512i* k, int64_t p2, Prefetch& pf) {
   constexpr int kT = P / 8;
   for (int64_t b = 0; b < p2; b += 2 * P)
     for (int r = 0; r < 8; ++r) {
@@ -1380,6 +1398,7 @@ void merge_level(__m512i* k, int64_t p2) {
         w[kT + t] = k[b + 15 - r + 16 * t];
       }
       apply<MergeWindow<P>>(w);
+      pf.step();
       for (int t = 0; t < kT; ++t) {
         k[b + r + 16 * t] = w[t];
         k[b + 15 - r + 16 * t] = w[kT + t];
@@ -1389,6 +1408,7 @@ void merge_level(__m512i* k, int64_t p2) {
     __m512i w[16];
     for (int t = 0; t < 16; ++t) w[t] = k[g0 + t];
     apply<Clean16>(w);
+    pf.step();
     for (int t = 0; t < 16; ++t) k[g0 + t] = w[t];
   }
 }
@@ -1457,11 +1477,24 @@ void network_wide_avx512(const float* u, const float* d_a, float* d_u, float* a,
         for (int t = 0; t < 16; ++t) key[q][g0 + t] = r[t];
       }
     }
+    wide::Prefetch pf;
+    if (m0 + 2 * kLanes <= full) {
+      const int64_t next = (m0 + kLanes) * n, bytes = kLanes * n * 4;
+      pf.next[0] = reinterpret_cast<const char*>(u + next);
+      pf.next[1] = reinterpret_cast<const char*>(kBackward ? d_a + next : a + next);
+      pf.write[1] = !kBackward;
+      if constexpr (kBackward) {
+        pf.next[2] = reinterpret_cast<const char*>(d_u + next);
+        pf.write[2] = true;
+      }
+      for (int i = 0; i < 3; ++i)
+        if (pf.next[i]) pf.end[i] = pf.next[i] + bytes;
+    }
     for (int q = 0; q < 2; ++q)
       for (int64_t p = 16; p < p2; p *= 2) {
-        if (p == 16) wide::merge_level<16>(key[q], p2);
-        if (p == 32) wide::merge_level<32>(key[q], p2);
-        if (p == 64) wide::merge_level<64>(key[q], p2);
+        if (p == 16) wide::merge_level<16>(key[q], p2, pf);
+        if (p == 32) wide::merge_level<32>(key[q], p2, pf);
+        if (p == 64) wide::merge_level<64>(key[q], p2, pf);
       }
     for (int64_t j = 0; j < n; ++j) {  // back to memory order: high halves û, low halves slots
       const __m512 k0 = _mm512_castsi512_ps(key[0][j]), k1 = _mm512_castsi512_ps(key[1][j]);
