@@ -75,6 +75,38 @@ class FlushSubnormals {
 #endif
 };
 
+// Software prefetch of the next block's rows (up to three arrays of `bytes`
+// each), spread over a block's work a few cache lines per step() (all at once,
+// a few hundred prefetches at the start of a block stalled it: more misses
+// than the core tracks). steps: how often step() will be called per block.
+struct Prefetch {
+  const char* next[3] = {};
+  const char* end[3] = {};
+  bool write[3] = {};
+  int64_t per = 0;  // lines per array and step
+  void add(const float* p, bool w, int64_t bytes) {
+    for (int i = 0; i < 3; ++i)
+      if (!next[i]) {
+        next[i] = reinterpret_cast<const char*>(p);
+        end[i] = next[i] + bytes;
+        write[i] = w;
+        return;
+      }
+  }
+  void pace(int64_t bytes, int64_t steps) {
+    per = (bytes / 64 + steps - 1) / std::max<int64_t>(steps, 1);
+  }
+  void step() {
+    for (int i = 0; i < 3; ++i)
+      for (int64_t l = 0; l < per && next[i] < end[i]; ++l, next[i] += 64) {
+        if (write[i])
+          __builtin_prefetch(next[i], 1);
+        else
+          __builtin_prefetch(next[i]);
+      }
+  }
+};
+
 constexpr std::array kVariants = {AllocationVariant::sorted,         AllocationVariant::parallel,
                                   AllocationVariant::parallel_eps,   AllocationVariant::rank,
                                   AllocationVariant::parallel_block, AllocationVariant::network};
@@ -644,7 +676,7 @@ void block_backward_lanes(const float* u, const float* d_a, float* d_u, int64_t 
 // order[rank[i]] = i); the products then run per memory as for `sorted`.
 using vi = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
 
-void rank_lanes(const vf* __restrict h, int64_t n, vi* __restrict r) {
+void rank_lanes(const vf* __restrict h, int64_t n, vi* __restrict r, Prefetch& pf) {
   for (int64_t k = 0; k < n; ++k) r[k] = vi{};
   // Four rows at a time: their partners k after the tile are loaded once
   // (integer sums: the order of the additions does not matter).
@@ -672,6 +704,7 @@ void rank_lanes(const vf* __restrict h, int64_t n, vi* __restrict r) {
       r[k] += (g0 + g1) + (g2 + g3);
     }
     for (int t = 0; t < 4; ++t) r[i0 + t] = ri[t] + static_cast<int32_t>(i0 + t);
+    pf.step();
   }
   for (int64_t i = i0; i < n; ++i) {
     const vf hi = h[i];
@@ -726,17 +759,21 @@ void rank_blocks(const float* u, const float* d_a, float* d_u, float* a, int64_t
   const bool direct = n >= 16;
   for (int64_t m0 = 0; m0 < rows; m0 += kLanes) {
     const int64_t lanes = std::min(kLanes, rows - m0);
-    if (direct && m0 + 2 * kLanes <= rows)  // the next block's inputs, one cache line at a time
-      for (int64_t e = 0; e < kLanes * n; e += 16) {
-        __builtin_prefetch(u + (m0 + kLanes) * n + e);
-        if constexpr (kBackward) {
-          __builtin_prefetch(d_a + (m0 + kLanes) * n + e);
-          __builtin_prefetch(d_u + (m0 + kLanes) * n + e, 1);
-        }
+    Prefetch pf;
+    if (direct && m0 + 2 * kLanes <= rows) {  // the next block's inputs, over the counting
+      const int64_t next = (m0 + kLanes) * n, bytes = kLanes * n * 4;
+      pf.add(u + next, false, bytes);
+      if constexpr (kBackward) {
+        pf.add(d_a + next, false, bytes);
+        pf.add(d_u + next, true, bytes);
+      } else {
+        pf.add(a + next, true, bytes);
       }
+      pf.pace(bytes, n / 4);
+    }
     to_lanes(u + m0 * n, lanes, n, h.data());
     hat_lanes(h.data(), n);
-    rank_lanes(h.data(), n, r.data());
+    rank_lanes(h.data(), n, r.data(), pf);
     for (int64_t i = 0; i < n; ++i)  // padding lanes (u = 0) are ranked too
       for (int64_t l = 0; l < kLanes; ++l) s[r[i][l]][l] = h[i][l];
     if constexpr (!kBackward) {
@@ -1368,24 +1405,6 @@ template <class Net, int kBits = 64>
   apply<Net, kBits>(r, std::make_index_sequence<Net::net.size()>{});
 }
 
-// Software prefetch of the next block's rows, spread over the merge passes a
-// few cache lines at a time (all at once, 256 prefetches at the start of a
-// block stalled it: more misses than the core tracks).
-struct Prefetch {
-  const char* next[3] = {};
-  const char* end[3] = {};
-  bool write[3] = {};
-  void step() {
-    for (int i = 0; i < 3; ++i)
-      for (int l = 0; l < 2 && next[i] < end[i]; ++l, next[i] += 64) {
-        if (write[i])
-          __builtin_prefetch(next[i], 1);
-        else
-          __builtin_prefetch(next[i]);
-      }
-  }
-};
-
 // Runs of P -> runs of 2P over the p2 keys k.
 template <int P>
 void merge_level(__m512i* k, int64_t p2, Prefetch& pf) {
@@ -1477,18 +1496,17 @@ void network_wide_avx512(const float* u, const float* d_a, float* d_u, float* a,
         for (int t = 0; t < 16; ++t) key[q][g0 + t] = r[t];
       }
     }
-    wide::Prefetch pf;
-    if (m0 + 2 * kLanes <= full) {
+    Prefetch pf;
+    if (m0 + 2 * kLanes <= full) {  // two lines a merge window
       const int64_t next = (m0 + kLanes) * n, bytes = kLanes * n * 4;
-      pf.next[0] = reinterpret_cast<const char*>(u + next);
-      pf.next[1] = reinterpret_cast<const char*>(kBackward ? d_a + next : a + next);
-      pf.write[1] = !kBackward;
+      pf.add(u + next, false, bytes);
       if constexpr (kBackward) {
-        pf.next[2] = reinterpret_cast<const char*>(d_u + next);
-        pf.write[2] = true;
+        pf.add(d_a + next, false, bytes);
+        pf.add(d_u + next, true, bytes);
+      } else {
+        pf.add(a + next, true, bytes);
       }
-      for (int i = 0; i < 3; ++i)
-        if (pf.next[i]) pf.end[i] = pf.next[i] + bytes;
+      pf.per = 2;
     }
     for (int q = 0; q < 2; ++q)
       for (int64_t p = 16; p < p2; p *= 2) {
