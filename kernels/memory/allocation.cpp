@@ -93,6 +93,16 @@ struct Prefetch {
         return;
       }
   }
+  // The block of memories after the one at m0 (n slots each), of every array a
+  // pass reads or writes: u; a (forward), or d_a and d_u (backward).
+  void next_block(const float* u, const float* d_a, const float* d_u, const float* a, int64_t m0,
+                  int64_t lanes, int64_t n) {
+    const int64_t next = (m0 + lanes) * n, bytes = lanes * n * 4;
+    add(u + next, false, bytes);
+    if (a) add(a + next, true, bytes);
+    if (d_a) add(d_a + next, false, bytes);
+    if (d_u) add(d_u + next, true, bytes);
+  }
   void pace(int64_t bytes, int64_t steps) {
     per = (bytes / 64 + steps - 1) / std::max<int64_t>(steps, 1);
   }
@@ -760,16 +770,9 @@ void rank_blocks(const float* u, const float* d_a, float* d_u, float* a, int64_t
   for (int64_t m0 = 0; m0 < rows; m0 += kLanes) {
     const int64_t lanes = std::min(kLanes, rows - m0);
     Prefetch pf;
-    if (direct && m0 + 2 * kLanes <= rows) {  // the next block's inputs, over the counting
-      const int64_t next = (m0 + kLanes) * n, bytes = kLanes * n * 4;
-      pf.add(u + next, false, bytes);
-      if constexpr (kBackward) {
-        pf.add(d_a + next, false, bytes);
-        pf.add(d_u + next, true, bytes);
-      } else {
-        pf.add(a + next, true, bytes);
-      }
-      pf.pace(bytes, n / 4);
+    if (direct && m0 + 2 * kLanes <= rows) {  // the next block, over the counting
+      pf.next_block(u, d_a, d_u, a, m0, kLanes, n);
+      pf.pace(kLanes * n * 4, n / 4);
     }
     to_lanes(u + m0 * n, lanes, n, h.data());
     hat_lanes(h.data(), n);
@@ -1498,14 +1501,7 @@ void network_wide_avx512(const float* u, const float* d_a, float* d_u, float* a,
     }
     Prefetch pf;
     if (m0 + 2 * kLanes <= full) {  // two lines a merge window
-      const int64_t next = (m0 + kLanes) * n, bytes = kLanes * n * 4;
-      pf.add(u + next, false, bytes);
-      if constexpr (kBackward) {
-        pf.add(d_a + next, false, bytes);
-        pf.add(d_u + next, true, bytes);
-      } else {
-        pf.add(a + next, true, bytes);
-      }
+      pf.next_block(u, d_a, d_u, a, m0, kLanes, n);
       pf.per = 2;
     }
     for (int q = 0; q < 2; ++q)

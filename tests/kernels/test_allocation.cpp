@@ -237,6 +237,19 @@ TEST_P(AllocationLaneBlocks, BitIdentitiesOverManyBlocks) {
 INSTANTIATE_TEST_SUITE_P(N, AllocationLaneBlocks,
                          ::testing::Values(1, 2, 4, 6, 8, 12, 16, 17, 32, 48, 64, 128));
 
+// `network` ≡ `sorted` bit for bit on usages u, forward and backward (into a
+// random non-zero d_usage), gradients and start drawn from seed.
+void expect_network_is_sorted(const Tensor& u, uint64_t seed) {
+  Tensor g = random_tensor(u.shape(), seed);
+  Tensor start = random_tensor(u.shape(), seed + 100);
+  auto run = [&](AllocationVariant v) { return forward_and_backward(u, g, start, v); };
+  auto [a_sorted, d_sorted] = run(AllocationVariant::sorted);
+  auto [a_net, d_net] = run(AllocationVariant::network);
+  const std::string at = ", N " + std::to_string(u.shape()[1]);
+  EXPECT_TRUE(identical(a_net, a_sorted, "network forward" + at));
+  EXPECT_TRUE(identical(d_net, d_sorted, "network backward" + at));
+}
+
 // `network`'s register kernels (N = 4 and 16 on AVX-512 builds) and its wide
 // path (16 < N ≤ 128) pack û into integer keys that are exact for
 // 2^-31 ≤ û < 2 only: blocks with a usage outside [0, 2) (negative, 2, huge)
@@ -257,14 +270,7 @@ TEST(AllocationNetwork, OutOfRangeUsagesTakeTheGeneralPath) {
     x[49 * n + 1] = 2.0f;                       // first usage outside it)
     x[0 * n + 1] = std::nextafter(2.0f, 0.0f);  // block 0: the last one inside it,
     x[1 * n + 0] = x[1 * n + 2] = 1.0f;         // beside exact ties at 1
-    Tensor g = random_tensor(u.shape(), 2200 + n);
-    Tensor start = random_tensor(u.shape(), 2300 + n);
-    auto run = [&](AllocationVariant v) { return forward_and_backward(u, g, start, v); };
-    auto [a_sorted, d_sorted] = run(AllocationVariant::sorted);
-    auto [a_net, d_net] = run(AllocationVariant::network);
-    const std::string at = ", N " + std::to_string(n);
-    EXPECT_TRUE(identical(a_net, a_sorted, "network forward" + at));
-    EXPECT_TRUE(identical(d_net, d_sorted, "network backward" + at));
+    expect_network_is_sorted(u, 2200 + n);
   }
 }
 
@@ -300,14 +306,7 @@ TEST(AllocationNetwork, WidePathBreaksTiesBySlot) {
       for (int64_t i = 0; i < n; ++i)
         u.f32()[b * n + i] = b % 2 ? 0.25f * static_cast<float>(1 + rng.below(2))
                                    : 0.125f * static_cast<float>(rng.below(3));
-    Tensor g = random_tensor(u.shape(), 2500 + n);
-    Tensor start = random_tensor(u.shape(), 2600 + n);
-    auto run = [&](AllocationVariant v) { return forward_and_backward(u, g, start, v); };
-    auto [a_sorted, d_sorted] = run(AllocationVariant::sorted);
-    auto [a_net, d_net] = run(AllocationVariant::network);
-    const std::string at = ", N " + std::to_string(n);
-    EXPECT_TRUE(identical(a_net, a_sorted, "network forward" + at));
-    EXPECT_TRUE(identical(d_net, d_sorted, "network backward" + at));
+    expect_network_is_sorted(u, 2500 + n);
   }
   const auto counts = [](int64_t n) {
     const NetworkWideCounts c = network_wide_comparators(n);
