@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -1116,21 +1115,27 @@ std::vector<Comparator> batcher_comparators(int64_t n) {
   return c;
 }
 
-template <int N>
-constexpr int batcher_size() {
+// The comparators a generator gen(f) calls f(lo, hi) with, in order, as a
+// compile-time array (gen: a captureless lambda, so that its type names it).
+template <class Gen>
+constexpr int comparator_count() {
   int count = 0;
-  batcher_network(N, [&](int64_t, int64_t) { ++count; });
+  Gen{}([&](int64_t, int64_t) { ++count; });
   return count;
 }
-
-template <int N>
-constexpr std::array<Comparator, batcher_size<N>()> batcher_array() {
-  std::array<Comparator, batcher_size<N>()> c{};
+template <class Gen>
+constexpr auto comparator_array(Gen gen) {
+  std::array<Comparator, comparator_count<Gen>()> c{};
   int i = 0;
-  batcher_network(N, [&](int64_t lo, int64_t hi) {
+  gen([&](int64_t lo, int64_t hi) {
     c[i++] = {static_cast<int32_t>(lo), static_cast<int32_t>(hi)};
   });
   return c;
+}
+
+template <int N>
+constexpr auto batcher_array() {
+  return comparator_array([](auto&& f) { batcher_network(N, f); });
 }
 
 // After the sort: s[j] = û of slot φ[j] and slot[j] = φ[j] per lane, for the
@@ -1195,7 +1200,50 @@ void network_blocks(const float* u, const float* d_a, float* d_u, float* a, int6
   }
 }
 
+// network_blocks on `count` memories from memory m0 (d_a, d_u, a null as in
+// network_blocks): the tails and the blocks the packed keys cannot hold.
+template <bool kBackward>
+void network_blocks_at(const float* u, const float* d_a, float* d_u, float* a, int64_t m0,
+                       int64_t count, int64_t n) {
+  network_blocks<kBackward>(u + m0 * n, d_a ? d_a + m0 * n : nullptr, d_u ? d_u + m0 * n : nullptr,
+                            a ? a + m0 * n : nullptr, count, n);
+}
+
 #if defined(__AVX512F__)
+// The packed 32-bit keys of the header: bits(û) << 4 | k (k < 16), and back
+// to û (key >> 4 | 0x3 << 28); with AVX512-VBMI2 one concatenating shift each.
+inline __m512i pack_key(__m512 h, int k) {
+  const __m512i bits = _mm512_castps_si512(h);
+#if defined(__AVX512VBMI2__)
+  // (bits:k << 28) << 4, upper half
+  return _mm512_shldi_epi32(bits, _mm512_set1_epi32(static_cast<int32_t>(uint32_t(k) << 28)), 4);
+#else
+  return _mm512_or_si512(_mm512_slli_epi32(bits, 4), _mm512_set1_epi32(k));
+#endif
+}
+inline __m512 unpack_key(__m512i key) {
+  const __m512i three = _mm512_set1_epi32(3);
+#if defined(__AVX512VBMI2__)
+  return _mm512_castsi512_ps(_mm512_shrdi_epi32(key, three, 4));  // (3:key) >> 4, lower half
+#else
+  return _mm512_castsi512_ps(
+      _mm512_or_si512(_mm512_srli_epi32(key, 4), _mm512_slli_epi32(three, 28)));
+#endif
+}
+
+// Whether the keys can hold a block's usages u[0 .. n) (lane vectors, before
+// û): every u in [+0, 2) ⇔ no usage has bit 31 or 30 set, tested on the OR of
+// all of them, three inputs per ternary-logic operation.
+inline bool packable(const __m512* u, int64_t n) {
+  __m512i any = _mm512_castps_si512(u[0]);
+  int64_t k = 1;
+  for (; k + 2 <= n; k += 2)
+    any = _mm512_ternarylogic_epi32(any, _mm512_castps_si512(u[k]), _mm512_castps_si512(u[k + 1]),
+                                    0xFE);
+  for (; k < n; ++k) any = _mm512_or_si512(any, _mm512_castps_si512(u[k]));
+  return !_mm512_test_epi32_mask(any, _mm512_set1_epi32(static_cast<int32_t>(0xC0000000u)));
+}
+
 // The register kernels, N = 4 or 16, on whole blocks of 16 memories (the
 // packed keys of the header); the tail block and out-of-range blocks take
 // network_blocks.
@@ -1206,46 +1254,18 @@ void network_regs_avx512(const float* u, const float* d_a, float* d_u, float* a,
   constexpr int kC = static_cast<int>(kNet.size());
   const __m512 one = _mm512_set1_ps(1.0f), eps = _mm512_set1_ps(kEps),
                ome = _mm512_set1_ps(kOneMinusEps);
-  // Packing: bits(û) << 4 | k; unpacking: key >> 4 | 0x3 << 28.
-  const __m512i three = _mm512_set1_epi32(3);
-  auto pack = [&](__m512 h, int k) {
-    const __m512i bits = _mm512_castps_si512(h);
-#if defined(__AVX512VBMI2__)
-    // (bits:k << 28) << 4, upper half
-    return _mm512_shldi_epi32(bits, _mm512_set1_epi32(static_cast<int32_t>(uint32_t(k) << 28)), 4);
-#else
-    return _mm512_or_si512(_mm512_slli_epi32(bits, 4), _mm512_set1_epi32(k));
-#endif
-  };
-  auto unpack = [&](__m512i key) {
-#if defined(__AVX512VBMI2__)
-    return _mm512_castsi512_ps(_mm512_shrdi_epi32(key, three, 4));  // (3:key) >> 4, lower half
-#else
-    return _mm512_castsi512_ps(
-        _mm512_or_si512(_mm512_srli_epi32(key, 4), _mm512_slli_epi32(three, 28)));
-#endif
-  };
   const int64_t full = rows / kLanes * kLanes;
   for (int64_t m0 = 0; m0 < full; m0 += kLanes) {
     __m512 h[N];
     load_lanes_avx512<N>(u + m0 * N, h);
-    // Every u in [+0, 2) ⇔ no usage has bit 31 or 30 set: the OR of all of
-    // them, three inputs per ternary-logic operation.
-    __m512i any = _mm512_castps_si512(h[0]);
-    int k0 = 1;
-    for (; k0 + 2 <= N; k0 += 2)
-      any = _mm512_ternarylogic_epi32(any, _mm512_castps_si512(h[k0]),
-                                      _mm512_castps_si512(h[k0 + 1]), 0xFE);
-    for (; k0 < N; ++k0) any = _mm512_or_si512(any, _mm512_castps_si512(h[k0]));
-    if (_mm512_test_epi32_mask(any, _mm512_set1_epi32(static_cast<int32_t>(0xC0000000u)))) {
-      network_blocks<kBackward>(u + m0 * N, d_a ? d_a + m0 * N : nullptr,
-                                d_u ? d_u + m0 * N : nullptr, a ? a + m0 * N : nullptr, kLanes, N);
+    if (!packable(h, N)) {
+      network_blocks_at<kBackward>(u, d_a, d_u, a, m0, kLanes, N);
       continue;
     }
     __m512i key[N];
     for (int k = 0; k < N; ++k) {
       h[k] = _mm512_add_ps(eps, _mm512_mul_ps(ome, h[k]));
-      key[k] = pack(h[k], k);
+      key[k] = pack_key(h[k], k);
     }
     __mmask16 swap[kC];
     [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -1257,7 +1277,7 @@ void network_regs_avx512(const float* u, const float* d_a, float* d_u, float* a,
     }
     (std::make_index_sequence<kC>{});
     __m512 s[N], x[N];
-    for (int j = 0; j < N; ++j) s[j] = unpack(key[j]);
+    for (int j = 0; j < N; ++j) s[j] = unpack_key(key[j]);
     // Undoes the exchanges, last first: x in free-list order -> x in slot order.
     auto to_slots = [&]<std::size_t... I>(std::index_sequence<I...>) {
       constexpr int kLast = kC - 1;
@@ -1300,10 +1320,7 @@ void network_regs_avx512(const float* u, const float* d_a, float* d_u, float* a,
       add_lanes_avx512<N>(x, d_u + m0 * N);
     }
   }
-  if (full < rows)
-    network_blocks<kBackward>(u + full * N, d_a ? d_a + full * N : nullptr,
-                              d_u ? d_u + full * N : nullptr, a ? a + full * N : nullptr,
-                              rows - full, N);
+  if (full < rows) network_blocks_at<kBackward>(u, d_a, d_u, a, full, rows - full, N);
 }
 #endif
 
@@ -1359,35 +1376,31 @@ constexpr void clean16(F&& f) {
       if ((i & k) == 0) f(i, i + k);
 }
 
-template <class G>
-constexpr int count_of(G&& gen) {
-  int c = 0;
-  gen([&](int, int) { ++c; });
-  return c;
-}
-
 struct Sort16 {
   static constexpr auto net = batcher_array<16>();
 };
 template <int P>
 struct MergeWindow {
-  static constexpr auto gen = [](auto&& f) { merge_window(P, f); };
-  static constexpr auto net = [] {
-    std::array<Comparator, count_of(gen)> c{};
-    int i = 0;
-    gen([&](int lo, int hi) { c[i++] = {lo, hi}; });
-    return c;
-  }();
+  static constexpr auto net = comparator_array([](auto&& f) { merge_window(P, f); });
 };
 struct Clean16 {
-  static constexpr auto gen = [](auto&& f) { clean16(f); };
-  static constexpr auto net = [] {
-    std::array<Comparator, count_of(gen)> c{};
-    int i = 0;
-    gen([&](int lo, int hi) { c[i++] = {lo, hi}; });
-    return c;
-  }();
+  static constexpr auto net = comparator_array([](auto&& f) { clean16(f); });
 };
+
+// The keys a memory of n slots (16 < n ≤ 128) is padded to: a power of two.
+inline int64_t padded(int64_t n) {
+  int64_t p2 = 32;
+  while (p2 < n) p2 *= 2;
+  return p2;
+}
+
+// Compare-exchanges per memory of a merge of runs of P into runs of 2P over
+// p2 keys: the windows of the first pass, the groups of 16 of the second.
+template <int P>
+constexpr int64_t merge_comparators(int64_t p2) {
+  return p2 / (2 * P) * 8 * static_cast<int64_t>(MergeWindow<P>::net.size()) +
+         p2 / 16 * static_cast<int64_t>(Clean16::net.size());
+}
 
 // The same on 32-bit keys (sixteen memories to a register).
 [[gnu::always_inline]] inline void cx32(__m512i& a, __m512i& b) {
@@ -1440,24 +1453,19 @@ void merge_level(__m512i* k, int64_t p2, Prefetch& pf) {
 template <bool kBackward>
 void network_wide_avx512(const float* u, const float* d_a, float* d_u, float* a, int64_t rows,
                          int64_t n) {
-  int64_t p2 = 32;
-  while (p2 < n) p2 *= 2;
+  const int64_t p2 = wide::padded(n);
   alignas(64) __m512i key[2][128];
   alignas(64) vf s[128], x[128], g[128];
   alignas(64) vi slot[128];
   alignas(64) float y[kLanes * 128];
   const __m512i ones = _mm512_set1_epi32(-1);
   const __m512 eps = _mm512_set1_ps(kEps), ome = _mm512_set1_ps(kOneMinusEps);
-  const __m512i top = _mm512_set1_epi32(0x3 << 28), fifteen = _mm512_set1_epi32(15);
+  const __m512i fifteen = _mm512_set1_epi32(15);
   const int64_t full = rows / kLanes * kLanes;
   for (int64_t m0 = 0; m0 < full; m0 += kLanes) {
     to_lanes(u + m0 * n, kLanes, n, s);
-    // Every u in [+0, 2) (no usage with bit 31 or 30 set), else network_blocks.
-    __m512i any = _mm512_setzero_si512();
-    for (int64_t j = 0; j < n; ++j) any = _mm512_or_si512(any, _mm512_load_si512(&s[j]));
-    if (_mm512_test_epi32_mask(any, _mm512_set1_epi32(static_cast<int32_t>(0xC0000000u)))) {
-      network_blocks<kBackward>(u + m0 * n, d_a ? d_a + m0 * n : nullptr,
-                                d_u ? d_u + m0 * n : nullptr, a ? a + m0 * n : nullptr, kLanes, n);
+    if (!packable(reinterpret_cast<const __m512*>(s), n)) {
+      network_blocks_at<kBackward>(u, d_a, d_u, a, m0, kLanes, n);
       continue;
     }
     const int64_t whole = n / 16 * 16;
@@ -1469,11 +1477,11 @@ void network_wide_avx512(const float* u, const float* d_a, float* d_u, float* a,
       __m512i r[16];
       for (int t = 0; t < 16; ++t) {
         const __m512 h = _mm512_add_ps(eps, _mm512_mul_ps(ome, _mm512_load_ps(&s[g0 + t])));
-        r[t] = _mm512_or_si512(_mm512_slli_epi32(_mm512_castps_si512(h), 4), _mm512_set1_epi32(t));
+        r[t] = pack_key(h, t);
       }
       wide::apply<wide::Sort16, 32>(r);
       for (int t = 0; t < 16; ++t) {
-        const __m512i bits = _mm512_or_si512(_mm512_srli_epi32(r[t], 4), top);
+        const __m512i bits = _mm512_castps_si512(unpack_key(r[t]));
         const __m512i sl = _mm512_add_epi32(_mm512_and_si512(r[t], fifteen),
                                             _mm512_set1_epi32(static_cast<int32_t>(g0)));
         key[0][g0 + t] = _mm512_unpacklo_epi32(sl, bits);
@@ -1518,10 +1526,7 @@ void network_wide_avx512(const float* u, const float* d_a, float* d_u, float* a,
     }
     network_finish<kBackward>(s, slot, x, g, y, m0, kLanes, n, d_a, d_u, a);
   }
-  if (full < rows)
-    network_blocks<kBackward>(u + full * n, d_a ? d_a + full * n : nullptr,
-                              d_u ? d_u + full * n : nullptr, a ? a + full * n : nullptr,
-                              rows - full, n);
+  if (full < rows) network_blocks_at<kBackward>(u, d_a, d_u, a, full, rows - full, n);
 }
 #endif
 
@@ -1665,13 +1670,12 @@ NetworkWideCounts network_wide_comparators(int64_t n) {
   NetworkWideCounts c;
 #if defined(__AVX512F__)
   if (n <= 16 || n > 128) return c;
-  int64_t p2 = 32;
-  while (p2 < n) p2 *= 2;
-  const int64_t sort16 = network_comparators(16);
+  const int64_t p2 = wide::padded(n);
+  const int64_t sort16 = static_cast<int64_t>(wide::Sort16::net.size());
   c.sort16_32 = n / 16 * sort16;
   c.sort16_64 = n % 16 ? sort16 : 0;
-  for (int64_t p = 16; p < p2; p *= 2)  // p2 / 2 comparators a stage, the flip and log2 p more
-    c.merge64 += p2 / 2 * std::bit_width(static_cast<uint64_t>(p));
+  c.merge64 = wide::merge_comparators<16>(p2) + (p2 >= 64 ? wide::merge_comparators<32>(p2) : 0) +
+              (p2 >= 128 ? wide::merge_comparators<64>(p2) : 0);
 #else
   (void)n;
 #endif
