@@ -285,11 +285,12 @@ TEST(SweepKill, KilledAtRandomTimesResumesToTheSameBytes) {
     kills = 0;
     for (;;) {
       ASSERT_LT(++sweeps, 1200) << "the sweep does not finish";
-      // The first 20 kills come at most t_ref / 40 after the start (halved each attempt),
+      // The first 20 kills come at most t_ref / 40 (≥ 50 ms) after the start, halved
+      // each attempt (the floor too: t_ref / 40 is below it on this machine),
       // so that together they run at most half the sweep even when the machine's load
       // makes the killed sweeps faster than the reference; then the sweep is given
       // longer and longer until it finishes.
-      const double hi = kills < 20 ? std::max(0.05, t_ref / (40 << attempt))
+      const double hi = kills < 20 ? std::max(0.05, t_ref / 40) / (1 << attempt)
                                    : std::max(0.2, t_ref * (kills - 18) / 4);
       const double delay = std::uniform_real_distribution<double>(t_start, t_start + hi)(rng);
       const pid_t pid = spawn_mare(args(killed), t / "killed.log");
