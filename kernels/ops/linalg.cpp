@@ -53,8 +53,7 @@ void gemm(float* out, const float* a, const float* b, Dims d, bool ta, bool tb, 
   const double work = static_cast<double>(d.m) * d.n * d.k;
   int64_t grain = extent;
   if (split_work(work, kMinSplitWork)) {
-    grain = grain_for(extent, work / extent, kMinBlockWork, kMaxBlocks);
-    if (grain > 16) grain = std::min(extent, (grain + 15) / 16 * 16);  // whole SIMD panels
+    grain = whole_panels(grain_for(extent, work / extent, kMinBlockWork, kMaxBlocks), extent);
   }
   // One block of rows or columns [begin, end) of `o` from the matching block of A or B.
   auto block = [&](const auto& lhs, const auto& rhs, int64_t begin, int64_t end) {
