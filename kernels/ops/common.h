@@ -90,6 +90,12 @@ namespace mare::detail {
 // on the thread count. Defined in linalg.cpp.
 void gemm(float* out, const float* a, const float* b, int64_t m, int64_t k, int64_t n, bool ta,
           bool tb, bool accumulate);
+// The same product as one Eigen call on the calling thread, never split: for
+// kernels that already run in fixed chunks (the GRPU cell's row blocks) and
+// call it once per chunk. Counted like gemm (kernels/ops/gemm_count.h).
+void gemm_serial(float* out, const float* a, const float* b, int64_t m, int64_t k, int64_t n,
+                 bool ta, bool tb, bool accumulate);
+
 // A grain of rows or columns of a product's output rounded up to whole 16-wide
 // SIMD panels (at most n). Grains up to 16 used to stay as they were: blocks of
 // 7 columns ran [100, 101] × [101, 204] (the GRPU's gates) at 28 GFLOP/s on one

@@ -1,9 +1,13 @@
 // The GRPU cell on the CPU (equations in kernels/ops/grpu.h; dissertation
-// eqs. 4.5–4.9, 4.13, 4.16, 4.18 and appendix A). The two products with the
-// weights are GEMMs cut into fixed output blocks (detail::gemm, the same bytes
-// at any thread count); the gates, the ALU and the update are row loops, run
-// in chunks of rows on the kernel threads (each row's values do not depend on
-// its chunk, so the bytes are those of one thread).
+// eqs. 4.5–4.9, 4.13, 4.16, 4.18 and appendix A). A step is one pass over
+// fixed chunks of rows (for_row_chunks: 25 rows of the thesis's batch of 100)
+// forward, and two backward: each chunk joins its rows' inputs, multiplies
+// them by the weights (one product of its rows, detail::gemm_serial) and runs
+// the gates, the ALU and the update on them, so the two threads synchronise
+// once per pass instead of once per product and row loop; the backward's
+// second pass forms the weights' gradients in fixed blocks of columns. The
+// chunks depend on the shapes alone, so the bytes are the same at any thread
+// count.
 // The product's gradient uses prefix and suffix products, so a zero factor
 // gives no NaN.
 #include "kernels/ops/grpu.h"
@@ -14,6 +18,8 @@
 #include <vector>
 
 #include "kernels/ops/common.h"
+#include "kernels/ops/gemm_count.h"
+#include "kernels/parallel.h"
 
 namespace mare {
 using namespace detail;
@@ -53,23 +59,38 @@ Dims check_inputs(const Tensor& x_c, const Tensor& h_prev, const Tensor& w_gates
   return d;
 }
 
-// [x_c, v] as one [B, Ic + H] matrix, v = h^c or r^c ⊙ h^c.
-MatRM join(const Tensor& x_c, const float* v, int64_t v_stride, const float* scale,
-           int64_t scale_stride, const Dims& d) {
-  MatRM a(d.b, d.ic + d.h);
+// Rows [b0, b1) of [x_c, v] into rows [0, b1 − b0) of `a` ([·, Ic + H]):
+// v = h^c, or r^c ⊙ h^c when `scale` is given.
+void join_rows(float* a, const Tensor& x_c, const float* v, int64_t v_stride, const float* scale,
+               int64_t scale_stride, const Dims& d, int64_t b0, int64_t b1) {
   const float* x = x_c.f32();
-  for_items(d.b, static_cast<double>(d.ic + d.h), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      for (int64_t j = 0; j < d.ic; ++j) a(b, j) = x[b * d.ic + j];
-      for (int64_t j = 0; j < d.h; ++j)
-        a(b, d.ic + j) = v[b * v_stride + j] * (scale ? scale[b * scale_stride + j] : 1.0f);
-    }
-  });
-  return a;
+  const int64_t w = d.ic + d.h;
+  for (int64_t b = b0; b < b1; ++b) {
+    float* row = a + (b - b0) * w;
+    for (int64_t j = 0; j < d.ic; ++j) row[j] = x[b * d.ic + j];
+    for (int64_t j = 0; j < d.h; ++j)
+      row[d.ic + j] = v[b * v_stride + j] * (scale ? scale[b * scale_stride + j] : 1.0f);
+  }
 }
 
-// Work of one exp or tanh in for_items' units (about one flop each).
+// Work of one exp or tanh in the grain's units (about one flop each).
 constexpr double kTranscendental = 20.0;
+
+// Rows per chunk of the fused row passes, at work scale 1: four chunks of the
+// thesis's batch of 100, each one product of 25 rows on one thread.
+constexpr int64_t kChunkRows = 25;
+
+// The row passes run in chunks of rows fixed by the shapes (and the work
+// scale), never by the thread count; every row's values, products included,
+// are computed inside its chunk, so the bytes are the same at any K.
+template <class F>
+void for_row_chunks(const Dims& d, F&& f) {
+  const double per_row = 2.0 * static_cast<double>(d.ic + d.h) * (2.0 * d.s + d.h) +
+                         (2.0 * d.s + d.h) * kTranscendental;
+  if (d.b <= 0) return;
+  if (!split_work(static_cast<double>(d.b) * per_row, kSplitWork)) return f(int64_t{0}, d.b);
+  parallel_for_chunks(d.b, grain_for(d.b, per_row, kChunkRows * per_row), f);
+}
 
 float sigmoid(float z) {
   return 1.0f / (1.0f + std::exp(-z));
@@ -102,36 +123,32 @@ GrpuCellResult grpu_cell_forward(const Tensor& x_c, const Tensor& x_vm, const Te
   out.args = Tensor::empty({d.b, K});
   out.u = Tensor::empty({d.b, S});
 
-  // Gates (eqs. 4.5, 4.6).
-  MatRM a = join(x_c, hp, S, nullptr, 0, d);
-  MapRM gates = as_matrix(out.gates, d.b, 2 * S);
-  gemm(gates.data(), a.data(), w_gates.f32(), d.b, d.ic + H, 2 * S, false, false, false);
-  const float* bg = b_gates.f32();
   float* g = out.gates.f32();
-  for_items(d.b, 2.0 * S * kTranscendental, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b)
-      for (int64_t j = 0; j < 2 * S; ++j) g[b * 2 * S + j] = sigmoid(g[b * 2 * S + j] + bg[j]);
-  });
-
-  // Controller candidate (eq. 4.7): r^c are the first H reset entries.
-  MatRM a2 = join(x_c, hp, S, g, 2 * S, d);
-  MatRM zc(d.b, H);
-  gemm(zc.data(), a2.data(), w_cand.f32(), d.b, d.ic + H, H, false, false, false);
-  const float* bc = b_cand.f32();
   float* cand = out.cand.f32();
-  for_items(d.b, static_cast<double>(H) * kTranscendental, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b)
-      for (int64_t j = 0; j < H; ++j) cand[b * S + j] = std::tanh(zc(b, j) + bc[j]);
-  });
-
-  // The ALU (eq. 4.8), the conditional (eq. 4.19) and the update (eq. 4.9).
   float* mach = out.machine.f32();
   float* args = out.args.f32();
   float* u = out.u.f32();
   float* h = out.h.f32();
+  const float* bg = b_gates.f32();
+  const float* bc = b_cand.f32();
   const float* xv = K > 0 ? x_vm.f32() : nullptr;
-  const int64_t iv = cfg.machine_inputs();
-  for_items(d.b, 4.0 * S + 8.0 * K, [&](int64_t b0, int64_t b1) {
+  const int64_t iv = cfg.machine_inputs(), w = d.ic + H;
+  for_row_chunks(d, [&](int64_t b0, int64_t b1) {
+    const int64_t n = b1 - b0;
+    std::vector<float> a(static_cast<size_t>(n * w)), zc(static_cast<size_t>(n * H));
+    // Gates (eqs. 4.5, 4.6).
+    join_rows(a.data(), x_c, hp, S, nullptr, 0, d, b0, b1);
+    gemm_serial(g + b0 * 2 * S, a.data(), w_gates.f32(), n, w, 2 * S, false, false, false);
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t j = 0; j < 2 * S; ++j) g[b * 2 * S + j] = sigmoid(g[b * 2 * S + j] + bg[j]);
+
+    // Controller candidate (eq. 4.7): r^c are the first H reset entries.
+    join_rows(a.data(), x_c, hp, S, g, 2 * S, d, b0, b1);
+    gemm_serial(zc.data(), a.data(), w_cand.f32(), n, w, H, false, false, false);
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t j = 0; j < H; ++j) cand[b * S + j] = std::tanh(zc[(b - b0) * H + j] + bc[j]);
+
+    // The ALU (eq. 4.8), the conditional (eq. 4.19) and the update (eq. 4.9).
     for (int64_t b = b0; b < b1; ++b) {
       const float* r = g + b * 2 * S + H;  // r^vm
       const float* u0 = g + b * 2 * S + S;
@@ -205,9 +222,12 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
   const float* dh = d_h.f32();
   float* dhp = d_h_prev.defined() ? d_h_prev.f32() : nullptr;
 
+  const int64_t w = d.ic + H;
+  float* dx = d_x_c.defined() ? d_x_c.f32() : nullptr;
   MatRM d_z = MatRM::Zero(d.b, 2 * S);  // through the sigmoids
   MatRM d_zc(d.b, H);                   // through the tanh
-  for_items(d.b, 8.0 * S + 16.0 * K, [&](int64_t b0, int64_t b1) {
+  MatRM a(d.b, w), a2(d.b, w);          // the products' inputs, for the weight gradients
+  for_row_chunks(d, [&](int64_t b0, int64_t b1) {
     std::vector<float> prefix(K + 1), suffix(K + 1), q(K), d_u(S), d_cand(S), d_u0(S), d_m(K),
         d_p(K), d_r(K);
     for (int64_t b = b0; b < b1; ++b) {
@@ -283,59 +303,69 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
       // Controller candidate: tanh.
       for (int64_t j = 0; j < H; ++j) d_zc(b, j) = d_cand[j] * (1.0f - cb[j] * cb[j]);
     }
-  });
-
-  // Back through the candidate GEMM: a2 = [x_c, r^c ⊙ h^c].
-  MatRM a2 = join(x_c, hp, S, g, 2 * S, d);
-  CMapRM wc = as_matrix(w_cand, d.ic + H, H);
-  if (d_w_cand.defined()) {
-    gemm(d_w_cand.f32(), a2.data(), d_zc.data(), d.ic + H, d.b, H, true, false, true);
-  }
-  if (d_b_cand.defined()) {
-    float* db = d_b_cand.f32();
-    for (int64_t b = 0; b < d.b; ++b)
-      for (int64_t j = 0; j < H; ++j) db[j] += d_zc(b, j);
-  }
-  MatRM d_a2(d.b, d.ic + H);
-  gemm(d_a2.data(), d_zc.data(), wc.data(), d.b, H, d.ic + H, false, true, false);
-  float* dx = d_x_c.defined() ? d_x_c.f32() : nullptr;
-  for_items(d.b, static_cast<double>(d.ic) + 8.0 * S, [&](int64_t b0, int64_t b1) {
+    const int64_t n = b1 - b0;
+    std::vector<float> d_a(static_cast<size_t>(n * w));
+    // Back through the candidate GEMM: a2 = [x_c, r^c ⊙ h^c].
+    join_rows(a2.data() + b0 * w, x_c, hp, S, g, 2 * S, d, b0, b1);
+    gemm_serial(d_a.data(), d_zc.data() + b0 * H, w_cand.f32(), n, H, w, false, true, false);
     for (int64_t b = b0; b < b1; ++b) {
+      const float* dab = d_a.data() + (b - b0) * w;
       if (dx)
-        for (int64_t j = 0; j < d.ic; ++j) dx[b * d.ic + j] += d_a2(b, j);
+        for (int64_t j = 0; j < d.ic; ++j) dx[b * d.ic + j] += dab[j];
       const float* gb = g + b * 2 * S;
       float* dzb = d_z.data() + b * 2 * S;
       for (int64_t j = 0; j < H; ++j) {
-        float dv = d_a2(b, d.ic + j);  // gradient of r^c_j · h^c_j
+        float dv = dab[d.ic + j];  // gradient of r^c_j · h^c_j
         dzb[j] += dv * hp[b * S + j];
         if (dhp) dhp[b * S + j] += dv * gb[j];
       }
       for (int64_t j = 0; j < 2 * S; ++j) dzb[j] *= gb[j] * (1.0f - gb[j]);
     }
+    // Back through the gate GEMM: a = [x_c, h^c].
+    join_rows(a.data() + b0 * w, x_c, hp, S, nullptr, 0, d, b0, b1);
+    if (dx || dhp) {
+      gemm_serial(d_a.data(), d_z.data() + b0 * 2 * S, w_gates.f32(), n, 2 * S, w, false, true,
+                  false);
+      for (int64_t b = b0; b < b1; ++b) {
+        const float* dab = d_a.data() + (b - b0) * w;
+        if (dx)
+          for (int64_t j = 0; j < d.ic; ++j) dx[b * d.ic + j] += dab[j];
+        if (dhp)
+          for (int64_t j = 0; j < H; ++j) dhp[b * S + j] += dab[d.ic + j];
+      }
+    }
   });
 
-  // Back through the gate GEMM: a = [x_c, h^c].
-  MatRM a = join(x_c, hp, S, nullptr, 0, d);
-  if (d_w_gates.defined()) {
-    gemm(d_w_gates.f32(), a.data(), d_z.data(), d.ic + H, d.b, 2 * S, true, false, true);
-  }
-  if (d_b_gates.defined()) {
-    float* db = d_b_gates.f32();
-    for (int64_t b = 0; b < d.b; ++b)
-      for (int64_t j = 0; j < 2 * S; ++j) db[j] += d_z(b, j);
-  }
-  if (dx || dhp) {
-    MatRM d_a(d.b, d.ic + H);
-    gemm(d_a.data(), d_z.data(), w_gates.f32(), d.b, 2 * S, d.ic + H, false, true, false);
-    for_items(d.b, static_cast<double>(d.ic + H), [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
-        if (dx)
-          for (int64_t j = 0; j < d.ic; ++j) dx[b * d.ic + j] += d_a(b, j);
-        if (dhp)
-          for (int64_t j = 0; j < H; ++j) dhp[b * S + j] += d_a(b, d.ic + j);
-      }
-    });
-  }
+  // The weights' gradients, a2ᵀ·d_zc and aᵀ·d_z, and the biases' column sums,
+  // in fixed blocks of the columns of [d_w_cand | d_w_gates]: each block is one
+  // product over the whole batch, each bias column a sum in row order.
+  const bool dwc = d_w_cand.defined(), dbc = d_b_cand.defined();
+  const bool dwg = d_w_gates.defined(), dbg = d_b_gates.defined();
+  if (dwc) count_gemm(w, H, d.b);
+  if (dwg) count_gemm(w, 2 * S, d.b);
+  auto columns = [&](const MatRM& in, const MatRM& dz, float* dw, float* db, int64_t width,
+                     int64_t c0, int64_t c1) {
+    if (dw) {
+      StridedMap out(dw + c0, w, c1 - c0, Eigen::OuterStride<>(width));
+      out.noalias() += in.transpose() * dz.middleCols(c0, c1 - c0);
+    }
+    if (db)
+      for (int64_t b = 0; b < d.b; ++b)
+        for (int64_t j = c0; j < c1; ++j) db[j] += dz(b, j);
+  };
+  const int64_t cols = H + 2 * S;
+  const double per_col = 2.0 * static_cast<double>(w) * d.b;
+  int64_t grain = cols;
+  if (split_work(per_col * cols, kSplitWork))
+    grain = whole_panels(grain_for(cols, per_col, kSplitWork, 32), cols);
+  parallel_for_chunks(cols, grain, [&](int64_t c0, int64_t c1) {
+    if (c0 < H && (dwc || dbc))
+      columns(a2, d_zc, dwc ? d_w_cand.f32() : nullptr, dbc ? d_b_cand.f32() : nullptr, H, c0,
+              std::min(c1, H));
+    if (c1 > H && (dwg || dbg))
+      columns(a, d_z, dwg ? d_w_gates.f32() : nullptr, dbg ? d_b_gates.f32() : nullptr, 2 * S,
+              std::max(c0, H) - H, c1 - H);
+  });
 }
 
 }  // namespace mare

@@ -107,6 +107,23 @@ void gemm(float* out, const float* a, const float* b, int64_t m, int64_t k, int6
           bool tb, bool accumulate) {
   ::mare::gemm(out, a, b, Dims{m, k, n}, ta, tb, accumulate);
 }
+
+void gemm_serial(float* out, const float* a, const float* b, int64_t m, int64_t k, int64_t n,
+                 bool ta, bool tb, bool accumulate) {
+  count_gemm(m, n, k);
+  MapRM o(out, m, n);
+  CMapRM A(a, ta ? k : m, ta ? m : k);
+  CMapRM B(b, tb ? n : k, tb ? k : n);
+  if (!accumulate) o.setZero();
+  if (!ta && !tb)
+    o.noalias() += A * B;
+  else if (ta && !tb)
+    o.noalias() += A.transpose() * B;
+  else if (!ta && tb)
+    o.noalias() += A * B.transpose();
+  else
+    o.noalias() += A.transpose() * B.transpose();
+}
 }  // namespace detail
 
 Tensor matmul_forward(const Tensor& a, const Tensor& b, bool ta, bool tb) {

@@ -4,7 +4,9 @@
 // production thresholds split them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,45 @@ INSTANTIATE_TEST_SUITE_P(Cases, OpTableThreads, ::testing::Range<size_t>(0, all_
                              s += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
                            return s;
                          });
+
+// Cut into as many chunks as allowed, on 2 threads, an op computes what it does
+// in one piece on one thread, up to rounding (a reduction's partial sums, a
+// product's blocks): a chunk that read or wrote another chunk's rows would not.
+TEST_P(OpTableThreads, ChunkedMatchesOnePiece) {
+  const size_t i = GetParam();
+  std::vector<Tensor> whole, chunked;
+  {
+    ThreadScope scope(1.0);
+    set_threads(1);
+    whole = run_case(i);
+  }
+  {
+    ThreadScope scope(1e-9);
+    set_threads(2);
+    chunked = run_case(i);
+  }
+  ASSERT_EQ(whole.size(), chunked.size());
+  for (size_t t = 0; t < whole.size(); ++t) {
+    if (!whole[t].defined()) continue;
+    ASSERT_EQ(whole[t].shape(), chunked[t].shape()) << all_op_cases()[i].name << " tensor " << t;
+    if (whole[t].dtype() != DType::f32) {
+      EXPECT_EQ(first_difference(whole[t], chunked[t]), -1)
+          << all_op_cases()[i].name << " tensor " << t;
+      continue;
+    }
+    const float* a = whole[t].f32();
+    const float* b = chunked[t].f32();
+    for (int64_t e = 0; e < whole[t].numel(); ++e) {
+      const bool both_nan = std::isnan(a[e]) && std::isnan(b[e]);
+      if (!both_nan && !(std::fabs(a[e] - b[e]) <= 1e-5f * std::max(1.0f, std::fabs(a[e])))) {
+        ADD_FAILURE() << all_op_cases()[i].name << ": tensor " << t << " " << whole[t].shape().str()
+                      << " element " << e << ": " << a[e] << " in one piece, " << b[e]
+                      << " in chunks";
+        break;
+      }
+    }
+  }
+}
 
 Tensor rnd(const Shape& s, uint64_t seed) {
   return random_tensor(s, seed);
