@@ -92,9 +92,13 @@ void for_row_chunks(const Dims& d, F&& f) {
   parallel_for_chunks(d.b, grain_for(d.b, per_row, kChunkRows * per_row), f);
 }
 
-float sigmoid(float z) {
-  return 1.0f / (1.0f + std::exp(-z));
-}
+// Column-major views of row-major row blocks (a column is a row), for Eigen's
+// vectorised logistic and tanh: the same polynomial in the vector body and the
+// remainder, and rows of [B, 2S] cost 2S/16 calls instead of 2S.
+using ArrayMap = Eigen::Map<Eigen::ArrayXXf>;
+using CArrayMap = Eigen::Map<const Eigen::ArrayXXf>;
+using StridedArrayMap = Eigen::Map<Eigen::ArrayXXf, 0, Eigen::OuterStride<>>;
+using CVecMap = Eigen::Map<const Eigen::ArrayXf>;
 
 }  // namespace
 
@@ -139,14 +143,16 @@ GrpuCellResult grpu_cell_forward(const Tensor& x_c, const Tensor& x_vm, const Te
     // Gates (eqs. 4.5, 4.6).
     join_rows(a.data(), x_c, hp, S, nullptr, 0, d, b0, b1);
     gemm_serial(g + b0 * 2 * S, a.data(), w_gates.f32(), n, w, 2 * S, false, false, false);
-    for (int64_t b = b0; b < b1; ++b)
-      for (int64_t j = 0; j < 2 * S; ++j) g[b * 2 * S + j] = sigmoid(g[b * 2 * S + j] + bg[j]);
+    ArrayMap gates(g + b0 * 2 * S, 2 * S, n);  // column b − b0: row b
+    gates.colwise() += CVecMap(bg, 2 * S);
+    gates = gates.logistic();
 
     // Controller candidate (eq. 4.7): r^c are the first H reset entries.
     join_rows(a.data(), x_c, hp, S, g, 2 * S, d, b0, b1);
     gemm_serial(zc.data(), a.data(), w_cand.f32(), n, w, H, false, false, false);
-    for (int64_t b = b0; b < b1; ++b)
-      for (int64_t j = 0; j < H; ++j) cand[b * S + j] = std::tanh(zc[(b - b0) * H + j] + bc[j]);
+    ArrayMap z(zc.data(), H, n);
+    z.colwise() += CVecMap(bc, H);
+    StridedArrayMap(cand + b0 * S, H, n, Eigen::OuterStride<>(S)) = z.tanh();
 
     // The ALU (eq. 4.8), the conditional (eq. 4.19) and the update (eq. 4.9).
     for (int64_t b = b0; b < b1; ++b) {
