@@ -93,8 +93,10 @@ void for_row_chunks(const Dims& d, F&& f) {
 }
 
 // Column-major views of row-major row blocks (a column is a row), for Eigen's
-// vectorised logistic and tanh: the same polynomial in the vector body and the
-// remainder, and rows of [B, 2S] cost 2S/16 calls instead of 2S.
+// vectorised float logistic and tanh: rational polynomials, the same in the
+// vector body and the remainder (the logistic below −9 is exp(x): Eigen's in
+// the body, the C library's in the remainder; which elements fall in the
+// remainder depends on the chunk's shape alone).
 using ArrayMap = Eigen::Map<Eigen::ArrayXXf>;
 using CArrayMap = Eigen::Map<const Eigen::ArrayXXf>;
 using StridedArrayMap = Eigen::Map<Eigen::ArrayXXf, 0, Eigen::OuterStride<>>;
