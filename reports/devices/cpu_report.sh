@@ -101,7 +101,7 @@ section() {  # title, file
   section 'Allocation kernels, native build (`mare bench allocation`)' "$dir/allocation.txt"
   section "Training iterations at the paper size, $shape shape (\`mare bench iteration\`)" "$dir/iteration.txt"
   section 'NTCRE-CPD against UTRE-CPD at both shapes, and at W = 64 (`mare bench iteration`)' "$dir/iteration_ntcre.txt"
-  if [ -f "$dir/allocation_portable.txt" ]; then
+  if [ "$portable" = 1 ] && [ -f "$dir/allocation_portable.txt" ]; then
     section 'Allocation kernels, portable build (`-DMARE_NATIVE=OFF`)' "$dir/allocation_portable.txt"
   fi
   echo
