@@ -108,6 +108,52 @@ inline int64_t whole_panels(int64_t grain, int64_t n) {
 // Work (about one flop per unit) below which an op runs on the calling thread.
 constexpr double kSplitWork = 1 << 16;
 
+// Work of one exp or tanh in the grains' units (about one flop each).
+constexpr double kTranscendental = 20.0;
+
+// Column-major views of row-major row blocks (a column is a row), for Eigen's
+// vectorised float logistic and tanh over a cell's rows: rational polynomials,
+// the same in the vector body and the remainder (the logistic below −9 is
+// exp(x): Eigen's in the body, the C library's in the remainder; which elements
+// fall in the remainder depends on the block's shape alone).
+using ArrayMap = Eigen::Map<Eigen::ArrayXXf>;
+using CArrayMap = Eigen::Map<const Eigen::ArrayXXf>;
+using StridedArrayMap = Eigen::Map<Eigen::ArrayXXf, 0, Eigen::OuterStride<>>;
+using CVecMap = Eigen::Map<const Eigen::ArrayXf>;
+
+// The recurrent cells' steps (GRPU, GRU, LSTM): rows of the batch per chunk, at
+// work scale 1 (four chunks of the thesis's batch of 100).
+constexpr int64_t kCellChunkRows = 25;
+
+// Runs f(b0, b1) over fixed chunks of a recurrent cell's batch rows [0, n), each
+// row `per_row` work (its products included): one chunk when the whole is
+// small. The chunks depend on n, per_row and the work scale, never on the
+// thread count, so a cell that computes every row's values inside its chunk
+// (its products by gemm_serial on the chunk's rows) gives the same bytes at any K.
+template <class F>
+void for_cell_rows(int64_t n, double per_row, F&& f) {
+  if (n <= 0) return;
+  if (!split_work(static_cast<double>(n) * per_row, kSplitWork)) return f(int64_t{0}, n);
+  parallel_for_chunks(n, grain_for(n, per_row, kCellChunkRows * per_row), f);
+}
+
+// One weight's gradient of a recurrent cell: dw [w, cols] += inᵀ · dz and
+// db [cols] += dz's column sums (either may be null), in [rows, w] and
+// [rows, cols].
+struct CellGradient {
+  const float* in;
+  const float* dz;
+  float* dw;
+  float* db;
+  int64_t cols;
+};
+
+// Adds the parts' gradients over `rows` batch rows in fixed blocks of their
+// concatenated columns (whole 16-wide panels): each block one product over the
+// whole batch, each bias column a sum in row order. The same bytes at any
+// thread count. Counted like gemm. Defined in linalg.cpp.
+void add_cell_gradients(std::initializer_list<CellGradient> parts, int64_t rows, int64_t w);
+
 // Independent items [0, n) (elements, rows, memories) of `cost` work each, in
 // chunks when the whole is large: f(begin, end). Each item's result does not
 // depend on its chunk, so the bytes are those of the plain loop.

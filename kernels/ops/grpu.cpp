@@ -1,6 +1,6 @@
 // The GRPU cell on the CPU (equations in kernels/ops/grpu.h; dissertation
 // eqs. 4.5–4.9, 4.13, 4.16, 4.18 and appendix A). A step is one pass over
-// fixed chunks of rows (for_row_chunks: 25 rows of the thesis's batch of 100)
+// fixed chunks of rows (for_cell_rows: 25 rows of the thesis's batch of 100)
 // forward, and two backward: each chunk joins its rows' inputs, multiplies
 // them by the weights (one product of its rows, detail::gemm_serial) and runs
 // the gates, the ALU and the update on them, so the two threads synchronise
@@ -18,8 +18,6 @@
 #include <vector>
 
 #include "kernels/ops/common.h"
-#include "kernels/ops/gemm_count.h"
-#include "kernels/parallel.h"
 
 namespace mare {
 using namespace detail;
@@ -73,34 +71,12 @@ void join_rows(float* a, const Tensor& x_c, const float* v, int64_t v_stride, co
   }
 }
 
-// Work of one exp or tanh in the grain's units (about one flop each).
-constexpr double kTranscendental = 20.0;
-
-// Rows per chunk of the fused row passes, at work scale 1: four chunks of the
-// thesis's batch of 100, each one product of 25 rows on one thread.
-constexpr int64_t kChunkRows = 25;
-
-// The row passes run in chunks of rows fixed by the shapes (and the work
-// scale), never by the thread count; every row's values, products included,
-// are computed inside its chunk, so the bytes are the same at any K.
-template <class F>
-void for_row_chunks(const Dims& d, F&& f) {
-  const double per_row = 2.0 * static_cast<double>(d.ic + d.h) * (2.0 * d.s + d.h) +
-                         (2.0 * d.s + d.h) * kTranscendental;
-  if (d.b <= 0) return;
-  if (!split_work(static_cast<double>(d.b) * per_row, kSplitWork)) return f(int64_t{0}, d.b);
-  parallel_for_chunks(d.b, grain_for(d.b, per_row, kChunkRows * per_row), f);
+// Work of one step of the cell per batch row: both products and the
+// transcendentals (for_cell_rows' grain).
+double row_work(const Dims& d) {
+  return 2.0 * static_cast<double>(d.ic + d.h) * (2.0 * d.s + d.h) +
+         (2.0 * d.s + d.h) * kTranscendental;
 }
-
-// Column-major views of row-major row blocks (a column is a row), for Eigen's
-// vectorised float logistic and tanh: rational polynomials, the same in the
-// vector body and the remainder (the logistic below −9 is exp(x): Eigen's in
-// the body, the C library's in the remainder; which elements fall in the
-// remainder depends on the chunk's shape alone).
-using ArrayMap = Eigen::Map<Eigen::ArrayXXf>;
-using CArrayMap = Eigen::Map<const Eigen::ArrayXXf>;
-using StridedArrayMap = Eigen::Map<Eigen::ArrayXXf, 0, Eigen::OuterStride<>>;
-using CVecMap = Eigen::Map<const Eigen::ArrayXf>;
 
 }  // namespace
 
@@ -139,7 +115,7 @@ GrpuCellResult grpu_cell_forward(const Tensor& x_c, const Tensor& x_vm, const Te
   const float* bc = b_cand.f32();
   const float* xv = K > 0 ? x_vm.f32() : nullptr;
   const int64_t iv = cfg.machine_inputs(), w = d.ic + H;
-  for_row_chunks(d, [&](int64_t b0, int64_t b1) {
+  for_cell_rows(d.b, row_work(d), [&](int64_t b0, int64_t b1) {
     const int64_t n = b1 - b0;
     std::vector<float> a(static_cast<size_t>(n * w)), zc(static_cast<size_t>(n * H));
     // Gates (eqs. 4.5, 4.6).
@@ -235,7 +211,7 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
   MatRM d_z = MatRM::Zero(d.b, 2 * S);  // through the sigmoids
   MatRM d_zc(d.b, H);                   // through the tanh
   MatRM a(d.b, w), a2(d.b, w);          // the products' inputs, for the weight gradients
-  for_row_chunks(d, [&](int64_t b0, int64_t b1) {
+  for_cell_rows(d.b, row_work(d), [&](int64_t b0, int64_t b1) {
     std::vector<float> prefix(K + 1), suffix(K + 1), q(K), d_u(S), d_cand(S), d_u0(S), d_m(K),
         d_p(K), d_r(K);
     for (int64_t b = b0; b < b1; ++b) {
@@ -344,36 +320,12 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
     }
   });
 
-  // The weights' gradients, a2ᵀ·d_zc and aᵀ·d_z, and the biases' column sums,
-  // in fixed blocks of the columns of [d_w_cand | d_w_gates]: each block is one
-  // product over the whole batch, each bias column a sum in row order.
-  const bool dwc = d_w_cand.defined(), dbc = d_b_cand.defined();
-  const bool dwg = d_w_gates.defined(), dbg = d_b_gates.defined();
-  if (dwc) count_gemm(w, H, d.b);
-  if (dwg) count_gemm(w, 2 * S, d.b);
-  auto columns = [&](const MatRM& in, const MatRM& dz, float* dw, float* db, int64_t width,
-                     int64_t c0, int64_t c1) {
-    if (dw) {
-      StridedMap out(dw + c0, w, c1 - c0, Eigen::OuterStride<>(width));
-      out.noalias() += in.transpose() * dz.middleCols(c0, c1 - c0);
-    }
-    if (db)
-      for (int64_t b = 0; b < d.b; ++b)
-        for (int64_t j = c0; j < c1; ++j) db[j] += dz(b, j);
-  };
-  const int64_t cols = H + 2 * S;
-  const double per_col = 2.0 * static_cast<double>(w) * d.b;
-  int64_t grain = cols;
-  if (split_work(per_col * cols, kSplitWork))
-    grain = whole_panels(grain_for(cols, per_col, kSplitWork, 32), cols);
-  parallel_for_chunks(cols, grain, [&](int64_t c0, int64_t c1) {
-    if (c0 < H && (dwc || dbc))
-      columns(a2, d_zc, dwc ? d_w_cand.f32() : nullptr, dbc ? d_b_cand.f32() : nullptr, H, c0,
-              std::min(c1, H));
-    if (c1 > H && (dwg || dbg))
-      columns(a, d_z, dwg ? d_w_gates.f32() : nullptr, dbg ? d_b_gates.f32() : nullptr, 2 * S,
-              std::max(c0, H) - H, c1 - H);
-  });
+  // The weights' gradients, a2ᵀ·d_zc and aᵀ·d_z, and the biases' column sums.
+  add_cell_gradients({{a2.data(), d_zc.data(), d_w_cand.defined() ? d_w_cand.f32() : nullptr,
+                       d_b_cand.defined() ? d_b_cand.f32() : nullptr, H},
+                      {a.data(), d_z.data(), d_w_gates.defined() ? d_w_gates.f32() : nullptr,
+                       d_b_gates.defined() ? d_b_gates.f32() : nullptr, 2 * S}},
+                     d.b, w);
 }
 
 }  // namespace mare

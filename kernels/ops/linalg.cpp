@@ -124,6 +124,35 @@ void gemm_serial(float* out, const float* a, const float* b, int64_t m, int64_t 
   else
     o.noalias() += A.transpose() * B.transpose();
 }
+
+void add_cell_gradients(std::initializer_list<CellGradient> parts, int64_t rows, int64_t w) {
+  std::vector<CellGradient> list(parts);
+  int64_t cols = 0;
+  for (const CellGradient& p : list) {
+    if (p.dw) count_gemm(w, p.cols, rows);
+    cols += p.cols;
+  }
+  const double per_col = 2.0 * static_cast<double>(w) * rows;
+  int64_t grain = std::max<int64_t>(cols, 1);
+  if (split_work(per_col * cols, kSplitWork))
+    grain = whole_panels(grain_for(cols, per_col, kSplitWork, 32), cols);
+  parallel_for_chunks(cols, grain, [&](int64_t c0, int64_t c1) {
+    int64_t base = 0;  // the part's first column in the concatenation
+    for (const CellGradient& p : list) {
+      const int64_t b = std::max(c0, base) - base, e = std::min(c1, base + p.cols) - base;
+      base += p.cols;
+      if (b >= e) continue;
+      CMapRM dz(p.dz, rows, p.cols);
+      if (p.dw) {
+        StridedMap out(p.dw + b, w, e - b, Eigen::OuterStride<>(p.cols));
+        out.noalias() += CMapRM(p.in, rows, w).transpose() * dz.middleCols(b, e - b);
+      }
+      if (p.db)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = b; j < e; ++j) p.db[j] += dz(r, j);
+    }
+  });
+}
 }  // namespace detail
 
 Tensor matmul_forward(const Tensor& a, const Tensor& b, bool ta, bool tb) {

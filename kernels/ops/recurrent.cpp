@@ -1,6 +1,11 @@
 // GRU and LSTM cells on the CPU (equations in kernels/ops/recurrent.h). The
-// GRU is the GRPU cell without machine fields; the LSTM is one GEMM (detail::gemm) for
-// the four gates and row loops for the rest.
+// GRU is the GRPU cell without machine fields. The LSTM's step, like the
+// GRPU's, is one pass over fixed chunks of the batch's rows forward (the joined
+// input, one product for the four gates of the chunk's rows, Eigen's
+// vectorised logistic and tanh, the cell and the output) and two backward (the
+// per-row pass and the product into d_x and d_h_prev; then the weight's and
+// the bias's gradients in fixed blocks of columns): the same bytes at any
+// thread count.
 #include "kernels/ops/recurrent.h"
 
 #include <cmath>
@@ -16,8 +21,19 @@ GrpuConfig plain_gru() {
   cfg.machine = false;
   return cfg;
 }
-float sigmoid(float z) {
-  return 1.0f / (1.0f + std::exp(-z));
+// One step's work per batch row: the product and the five transcendentals.
+double lstm_row_work(int64_t I, int64_t H) {
+  return 2.0 * static_cast<double>(I + H) * 4.0 * H + 5.0 * H * kTranscendental;
+}
+
+// Rows [b0, b1) of [x, h_prev] into rows [0, b1 − b0) of `a`.
+void join_rows(float* a, const float* x, const float* hp, int64_t I, int64_t H, int64_t b0,
+               int64_t b1) {
+  for (int64_t r = b0; r < b1; ++r) {
+    float* row = a + (r - b0) * (I + H);
+    for (int64_t j = 0; j < I; ++j) row[j] = x[r * I + j];
+    for (int64_t j = 0; j < H; ++j) row[I + j] = hp[r * H + j];
+  }
 }
 }  // namespace
 
@@ -52,31 +68,39 @@ LstmCellResult lstm_cell_forward(const Tensor& x, const Tensor& h_prev, const Te
   MARE_CUDA_DISPATCH("lstm_cell_forward", lstm_cell_forward(x, h_prev, c_prev, w, b, mask), &x,
                      &h_prev, &c_prev, &w, &b, &mask);
 
-  MatRM a(B, I + H);
-  a.leftCols(I) = as_matrix(x, B, I);
-  a.rightCols(H) = as_matrix(h_prev, B, H);
   LstmCellResult out{Tensor::empty({B, H}), Tensor::empty({B, H}), Tensor::empty({B, 4 * H}),
                      Tensor::empty({B, H})};
-  gemm(out.gates.f32(), a.data(), w.f32(), B, I + H, 4 * H, false, false, false);
   float* g = out.gates.f32();
   const float* pb = b.f32();
   const float* hp = h_prev.f32();
   const float* cp = c_prev.f32();
-  for (int64_t r = 0; r < B; ++r) {
-    float* gr = g + r * 4 * H;
-    for (int64_t j = 0; j < 4 * H; ++j) {
-      float z = gr[j] + pb[j];
-      gr[j] = (j >= 2 * H && j < 3 * H) ? std::tanh(z) : sigmoid(z);
+  const int64_t w_in = I + H;
+  for_cell_rows(B, lstm_row_work(I, H), [&](int64_t b0, int64_t b1) {
+    const int64_t n = b1 - b0;
+    std::vector<float> a(static_cast<size_t>(n * w_in)), c(static_cast<size_t>(n * H));
+    join_rows(a.data(), x.f32(), hp, I, H, b0, b1);
+    gemm_serial(g + b0 * 4 * H, a.data(), w.f32(), n, w_in, 4 * H, false, false, false);
+    ArrayMap gates(g + b0 * 4 * H, 4 * H, n);  // column r − b0: row r (i, f, g, o)
+    gates.colwise() += CVecMap(pb, 4 * H);
+    gates.topRows(2 * H) = gates.topRows(2 * H).logistic();
+    gates.middleRows(2 * H, H) = gates.middleRows(2 * H, H).tanh();
+    gates.bottomRows(H) = gates.bottomRows(H).logistic();
+    for (int64_t r = b0; r < b1; ++r) {
+      const float* gr = g + r * 4 * H;
+      for (int64_t j = 0; j < H; ++j)
+        c[(r - b0) * H + j] = gr[H + j] * cp[r * H + j] + gr[j] * gr[2 * H + j];
     }
-    bool active = !mask.defined() || mask.f32()[r] != 0.0f;
-    for (int64_t j = 0; j < H; ++j) {
-      float c = gr[H + j] * cp[r * H + j] + gr[j] * gr[2 * H + j];
-      float tc = std::tanh(c);
-      out.tanh_c.f32()[r * H + j] = tc;
-      out.c.f32()[r * H + j] = active ? c : cp[r * H + j];
-      out.h.f32()[r * H + j] = active ? gr[3 * H + j] * tc : hp[r * H + j];
+    ArrayMap(out.tanh_c.f32() + b0 * H, H, n) = CArrayMap(c.data(), H, n).tanh();
+    for (int64_t r = b0; r < b1; ++r) {
+      const float* gr = g + r * 4 * H;
+      const bool active = !mask.defined() || mask.f32()[r] != 0.0f;
+      for (int64_t j = 0; j < H; ++j) {
+        const float tc = out.tanh_c.f32()[r * H + j];
+        out.c.f32()[r * H + j] = active ? c[(r - b0) * H + j] : cp[r * H + j];
+        out.h.f32()[r * H + j] = active ? gr[3 * H + j] * tc : hp[r * H + j];
+      }
     }
-  }
+  });
   return out;
 }
 
@@ -111,44 +135,50 @@ void lstm_cell_backward(Tensor& d_x, Tensor& d_h_prev, Tensor& d_c_prev, Tensor&
   const float* dc = d_c.defined() ? d_c.f32() : nullptr;
   float* dhp = d_h_prev.defined() ? d_h_prev.f32() : nullptr;
   float* dcp = d_c_prev.defined() ? d_c_prev.f32() : nullptr;
+  const int64_t w_in = I + H;
+  float* dx = d_x.defined() ? d_x.f32() : nullptr;
   MatRM dz = MatRM::Zero(B, 4 * H);
-  for (int64_t r = 0; r < B; ++r) {
-    bool active = !mask.defined() || mask.f32()[r] != 0.0f;
-    if (!active) {
-      for (int64_t j = 0; j < H; ++j) {
-        if (dhp) dhp[r * H + j] += dh[r * H + j];
-        if (dcp && dc) dcp[r * H + j] += dc[r * H + j];
+  MatRM a(d_w.defined() ? B : 0, w_in);  // [x, h_prev], for the weight's gradient
+  for_cell_rows(B, lstm_row_work(I, H), [&](int64_t b0, int64_t b1) {
+    for (int64_t r = b0; r < b1; ++r) {
+      bool active = !mask.defined() || mask.f32()[r] != 0.0f;
+      if (!active) {
+        for (int64_t j = 0; j < H; ++j) {
+          if (dhp) dhp[r * H + j] += dh[r * H + j];
+          if (dcp && dc) dcp[r * H + j] += dc[r * H + j];
+        }
+        continue;
       }
-      continue;
+      const float* gr = g + r * 4 * H;
+      for (int64_t j = 0; j < H; ++j) {
+        float i = gr[j], f = gr[H + j], gg = gr[2 * H + j], o = gr[3 * H + j];
+        float tc = fwd.tanh_c.f32()[r * H + j];
+        float dhv = dh[r * H + j];
+        float dcv = (dc ? dc[r * H + j] : 0.0f) + dhv * o * (1.0f - tc * tc);
+        if (dcp) dcp[r * H + j] += dcv * f;
+        dz(r, j) = dcv * gg * i * (1.0f - i);
+        dz(r, H + j) = dcv * cp[r * H + j] * f * (1.0f - f);
+        dz(r, 2 * H + j) = dcv * i * (1.0f - gg * gg);
+        dz(r, 3 * H + j) = dhv * tc * o * (1.0f - o);
+      }
     }
-    const float* gr = g + r * 4 * H;
-    for (int64_t j = 0; j < H; ++j) {
-      float i = gr[j], f = gr[H + j], gg = gr[2 * H + j], o = gr[3 * H + j];
-      float tc = fwd.tanh_c.f32()[r * H + j];
-      float dhv = dh[r * H + j];
-      float dcv = (dc ? dc[r * H + j] : 0.0f) + dhv * o * (1.0f - tc * tc);
-      if (dcp) dcp[r * H + j] += dcv * f;
-      dz(r, j) = dcv * gg * i * (1.0f - i);
-      dz(r, H + j) = dcv * cp[r * H + j] * f * (1.0f - f);
-      dz(r, 2 * H + j) = dcv * i * (1.0f - gg * gg);
-      dz(r, 3 * H + j) = dhv * tc * o * (1.0f - o);
+    if (d_w.defined()) join_rows(a.data() + b0 * w_in, x.f32(), h_prev.f32(), I, H, b0, b1);
+    if (dx || dhp) {
+      const int64_t n = b1 - b0;
+      std::vector<float> da(static_cast<size_t>(n * w_in));
+      gemm_serial(da.data(), dz.data() + b0 * 4 * H, w.f32(), n, 4 * H, w_in, false, true, false);
+      for (int64_t r = b0; r < b1; ++r) {
+        const float* dar = da.data() + (r - b0) * w_in;
+        if (dx)
+          for (int64_t j = 0; j < I; ++j) dx[r * I + j] += dar[j];
+        if (dhp)
+          for (int64_t j = 0; j < H; ++j) dhp[r * H + j] += dar[I + j];
+      }
     }
-  }
-  if (d_w.defined()) {
-    MatRM a(B, I + H);
-    a.leftCols(I) = as_matrix(x, B, I);
-    a.rightCols(H) = as_matrix(h_prev, B, H);
-    gemm(d_w.f32(), a.data(), dz.data(), I + H, B, 4 * H, true, false, true);
-  }
-  if (d_b.defined()) {
-    as_matrix(d_b, 1, 4 * H) += dz.colwise().sum();
-  }
-  if (d_x.defined() || dhp) {
-    MatRM da(B, I + H);
-    gemm(da.data(), dz.data(), w.f32(), B, 4 * H, I + H, false, true, false);
-    if (d_x.defined()) as_matrix(d_x, B, I) += da.leftCols(I);
-    if (dhp) as_matrix(d_h_prev, B, H) += da.rightCols(H);
-  }
+  });
+  add_cell_gradients({{a.data(), dz.data(), d_w.defined() ? d_w.f32() : nullptr,
+                       d_b.defined() ? d_b.f32() : nullptr, 4 * H}},
+                     B, w_in);
 }
 
 }  // namespace mare
