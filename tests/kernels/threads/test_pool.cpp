@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/ops/common.h"
 #include "kernels/parallel.h"
 #include "tests/kernels/threads/threads_check.h"
 
@@ -147,6 +148,19 @@ TEST(ThreadPool, GrainDependsOnlyOnTheProblem) {
   EXPECT_EQ(grain_for(10, 1.0, 1e9, 64), 10);         // too small to split
   set_work_scale(0.01);
   EXPECT_EQ(grain_for(1000, 1.0, 100.0, 64), 16);
+}
+
+// A product's output blocks are whole 16-wide panels at every grain above 1
+// (7 columns once ran [100, 101] x [101, 204] at a third of one Eigen call's
+// rate), at most the extent; a grain of 1 (the thread tests) stays 1.
+TEST(ThreadPool, ProductBlocksAreWholePanels) {
+  EXPECT_EQ(detail::whole_panels(1, 204), 1);
+  EXPECT_EQ(detail::whole_panels(2, 204), 16);
+  EXPECT_EQ(detail::whole_panels(7, 204), 16);
+  EXPECT_EQ(detail::whole_panels(16, 204), 16);
+  EXPECT_EQ(detail::whole_panels(17, 204), 32);
+  EXPECT_EQ(detail::whole_panels(10, 12), 12);
+  EXPECT_EQ(detail::whole_panels(200, 204), 204);
 }
 
 }  // namespace
