@@ -137,6 +137,19 @@ void for_cell_rows(int64_t n, double per_row, F&& f) {
   parallel_for_chunks(n, grain_for(n, per_row, kCellChunkRows * per_row), f);
 }
 
+// A recurrent cell's joined input for rows [b0, b1): row r − b0 of `a`
+// ([·, ic + h]) is [x_r, v_r ⊙ scale_r] (x: [·, ic]; v, scale: rows of stride
+// v_stride, scale_stride; scale null: v alone).
+inline void join_rows(float* a, const float* x, int64_t ic, const float* v, int64_t v_stride,
+                      int64_t h, const float* scale, int64_t scale_stride, int64_t b0, int64_t b1) {
+  for (int64_t r = b0; r < b1; ++r) {
+    float* row = a + (r - b0) * (ic + h);
+    for (int64_t j = 0; j < ic; ++j) row[j] = x[r * ic + j];
+    for (int64_t j = 0; j < h; ++j)
+      row[ic + j] = v[r * v_stride + j] * (scale ? scale[r * scale_stride + j] : 1.0f);
+  }
+}
+
 // One weight's gradient of a recurrent cell: dw [w, cols] += inᵀ · dz and
 // db [cols] += dz's column sums (either may be null), in [rows, w] and
 // [rows, cols].

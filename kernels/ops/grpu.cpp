@@ -57,20 +57,6 @@ Dims check_inputs(const Tensor& x_c, const Tensor& h_prev, const Tensor& w_gates
   return d;
 }
 
-// Rows [b0, b1) of [x_c, v] into rows [0, b1 − b0) of `a` ([·, Ic + H]):
-// v = h^c, or r^c ⊙ h^c when `scale` is given.
-void join_rows(float* a, const Tensor& x_c, const float* v, int64_t v_stride, const float* scale,
-               int64_t scale_stride, const Dims& d, int64_t b0, int64_t b1) {
-  const float* x = x_c.f32();
-  const int64_t w = d.ic + d.h;
-  for (int64_t b = b0; b < b1; ++b) {
-    float* row = a + (b - b0) * w;
-    for (int64_t j = 0; j < d.ic; ++j) row[j] = x[b * d.ic + j];
-    for (int64_t j = 0; j < d.h; ++j)
-      row[d.ic + j] = v[b * v_stride + j] * (scale ? scale[b * scale_stride + j] : 1.0f);
-  }
-}
-
 // Work of one step of the cell per batch row: both products and the
 // transcendentals (for_cell_rows' grain).
 double row_work(const Dims& d) {
@@ -119,14 +105,14 @@ GrpuCellResult grpu_cell_forward(const Tensor& x_c, const Tensor& x_vm, const Te
     const int64_t n = b1 - b0;
     std::vector<float> a(static_cast<size_t>(n * w)), zc(static_cast<size_t>(n * H));
     // Gates (eqs. 4.5, 4.6).
-    join_rows(a.data(), x_c, hp, S, nullptr, 0, d, b0, b1);
+    join_rows(a.data(), x_c.f32(), d.ic, hp, S, H, nullptr, 0, b0, b1);
     gemm_serial(g + b0 * 2 * S, a.data(), w_gates.f32(), n, w, 2 * S, false, false, false);
     ArrayMap gates(g + b0 * 2 * S, 2 * S, n);  // column b − b0: row b
     gates.colwise() += CVecMap(bg, 2 * S);
     gates = gates.logistic();
 
     // Controller candidate (eq. 4.7): r^c are the first H reset entries.
-    join_rows(a.data(), x_c, hp, S, g, 2 * S, d, b0, b1);
+    join_rows(a.data(), x_c.f32(), d.ic, hp, S, H, g, 2 * S, b0, b1);
     gemm_serial(zc.data(), a.data(), w_cand.f32(), n, w, H, false, false, false);
     ArrayMap z(zc.data(), H, n);
     z.colwise() += CVecMap(bc, H);
@@ -290,7 +276,7 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
     const int64_t n = b1 - b0;
     std::vector<float> d_a(static_cast<size_t>(n * w));
     // Back through the candidate GEMM: a2 = [x_c, r^c ⊙ h^c].
-    join_rows(a2.data() + b0 * w, x_c, hp, S, g, 2 * S, d, b0, b1);
+    join_rows(a2.data() + b0 * w, x_c.f32(), d.ic, hp, S, H, g, 2 * S, b0, b1);
     gemm_serial(d_a.data(), d_zc.data() + b0 * H, w_cand.f32(), n, H, w, false, true, false);
     for (int64_t b = b0; b < b1; ++b) {
       const float* dab = d_a.data() + (b - b0) * w;
@@ -306,7 +292,7 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
       for (int64_t j = 0; j < 2 * S; ++j) dzb[j] *= gb[j] * (1.0f - gb[j]);
     }
     // Back through the gate GEMM: a = [x_c, h^c].
-    join_rows(a.data() + b0 * w, x_c, hp, S, nullptr, 0, d, b0, b1);
+    join_rows(a.data() + b0 * w, x_c.f32(), d.ic, hp, S, H, nullptr, 0, b0, b1);
     if (dx || dhp) {
       gemm_serial(d_a.data(), d_z.data() + b0 * 2 * S, w_gates.f32(), n, 2 * S, w, false, true,
                   false);

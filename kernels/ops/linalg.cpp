@@ -31,6 +31,19 @@ Dims product_dims(const Shape& sa, const Shape& sb, bool ta, bool tb, const char
   return {m, ka, n};
 }
 
+// Calls f(op(A), op(B)) with op(X) = X or Xᵀ as Eigen expressions.
+template <class F>
+void with_ops(const CMapRM& A, const CMapRM& B, bool ta, bool tb, F&& f) {
+  if (!ta && !tb)
+    f(A, B);
+  else if (ta && !tb)
+    f(A.transpose(), B);
+  else if (!ta && tb)
+    f(A, B.transpose());
+  else
+    f(A.transpose(), B.transpose());
+}
+
 // Products below this many multiply-adds run as one Eigen call; above it the
 // output is cut into blocks of at least kMinBlockWork each (at most kMaxBlocks).
 constexpr double kMinSplitWork = 1 << 18, kMinBlockWork = 1 << 16;
@@ -69,14 +82,7 @@ void gemm(float* out, const float* a, const float* b, Dims d, bool ta, bool tb, 
     }
   };
   parallel_for_chunks(extent, grain, [&](int64_t begin, int64_t end) {
-    if (!ta && !tb)
-      block(A, B, begin, end);
-    else if (ta && !tb)
-      block(A.transpose(), B, begin, end);
-    else if (!ta && tb)
-      block(A, B.transpose(), begin, end);
-    else
-      block(A.transpose(), B.transpose(), begin, end);
+    with_ops(A, B, ta, tb, [&](const auto& lhs, const auto& rhs) { block(lhs, rhs, begin, end); });
   });
 }
 
@@ -115,20 +121,12 @@ void gemm_serial(float* out, const float* a, const float* b, int64_t m, int64_t 
   CMapRM A(a, ta ? k : m, ta ? m : k);
   CMapRM B(b, tb ? n : k, tb ? k : n);
   if (!accumulate) o.setZero();
-  if (!ta && !tb)
-    o.noalias() += A * B;
-  else if (ta && !tb)
-    o.noalias() += A.transpose() * B;
-  else if (!ta && tb)
-    o.noalias() += A * B.transpose();
-  else
-    o.noalias() += A.transpose() * B.transpose();
+  with_ops(A, B, ta, tb, [&](const auto& lhs, const auto& rhs) { o.noalias() += lhs * rhs; });
 }
 
 void add_cell_gradients(std::initializer_list<CellGradient> parts, int64_t rows, int64_t w) {
-  std::vector<CellGradient> list(parts);
   int64_t cols = 0;
-  for (const CellGradient& p : list) {
+  for (const CellGradient& p : parts) {
     if (p.dw) count_gemm(w, p.cols, rows);
     cols += p.cols;
   }
@@ -138,7 +136,7 @@ void add_cell_gradients(std::initializer_list<CellGradient> parts, int64_t rows,
     grain = whole_panels(grain_for(cols, per_col, kSplitWork, 32), cols);
   parallel_for_chunks(cols, grain, [&](int64_t c0, int64_t c1) {
     int64_t base = 0;  // the part's first column in the concatenation
-    for (const CellGradient& p : list) {
+    for (const CellGradient& p : parts) {
       const int64_t b = std::max(c0, base) - base, e = std::min(c1, base + p.cols) - base;
       base += p.cols;
       if (b >= e) continue;

@@ -8,8 +8,6 @@
 // thread count.
 #include "kernels/ops/recurrent.h"
 
-#include <cmath>
-
 #include "kernels/ops/common.h"
 
 namespace mare {
@@ -24,16 +22,6 @@ GrpuConfig plain_gru() {
 // One step's work per batch row: the product and the five transcendentals.
 double lstm_row_work(int64_t I, int64_t H) {
   return 2.0 * static_cast<double>(I + H) * 4.0 * H + 5.0 * H * kTranscendental;
-}
-
-// Rows [b0, b1) of [x, h_prev] into rows [0, b1 − b0) of `a`.
-void join_rows(float* a, const float* x, const float* hp, int64_t I, int64_t H, int64_t b0,
-               int64_t b1) {
-  for (int64_t r = b0; r < b1; ++r) {
-    float* row = a + (r - b0) * (I + H);
-    for (int64_t j = 0; j < I; ++j) row[j] = x[r * I + j];
-    for (int64_t j = 0; j < H; ++j) row[I + j] = hp[r * H + j];
-  }
 }
 }  // namespace
 
@@ -78,7 +66,7 @@ LstmCellResult lstm_cell_forward(const Tensor& x, const Tensor& h_prev, const Te
   for_cell_rows(B, lstm_row_work(I, H), [&](int64_t b0, int64_t b1) {
     const int64_t n = b1 - b0;
     std::vector<float> a(static_cast<size_t>(n * w_in)), c(static_cast<size_t>(n * H));
-    join_rows(a.data(), x.f32(), hp, I, H, b0, b1);
+    join_rows(a.data(), x.f32(), I, hp, H, H, nullptr, 0, b0, b1);
     gemm_serial(g + b0 * 4 * H, a.data(), w.f32(), n, w_in, 4 * H, false, false, false);
     ArrayMap gates(g + b0 * 4 * H, 4 * H, n);  // column r − b0: row r (i, f, g, o)
     gates.colwise() += CVecMap(pb, 4 * H);
@@ -162,7 +150,8 @@ void lstm_cell_backward(Tensor& d_x, Tensor& d_h_prev, Tensor& d_c_prev, Tensor&
         dz(r, 3 * H + j) = dhv * tc * o * (1.0f - o);
       }
     }
-    if (d_w.defined()) join_rows(a.data() + b0 * w_in, x.f32(), h_prev.f32(), I, H, b0, b1);
+    if (d_w.defined())
+      join_rows(a.data() + b0 * w_in, x.f32(), I, h_prev.f32(), H, H, nullptr, 0, b0, b1);
     if (dx || dhp) {
       const int64_t n = b1 - b0;
       std::vector<float> da(static_cast<size_t>(n * w_in));
