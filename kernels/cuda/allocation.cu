@@ -98,8 +98,11 @@ __device__ __forceinline__ float mask_key(const float* __restrict__ um, int k) {
 
 // g[i][k]: slot k precedes slot i in the free list. Exact: ascending key, ties to
 // the lower slot. A.1: (key[i] − key[k]) > 0 (equal keys precede neither way).
+// Both: a NaN key after every number, NaN keys among themselves by slot (the
+// NaN rule of allocation.h, as allocation.cpp's precedes()).
 template <bool kEpsKernel>
 __device__ __forceinline__ bool precedes(float key_k, int k, float key_i, int i) {
+  if (isnan(key_k) || isnan(key_i)) return isnan(key_i) && (!isnan(key_k) || k < i);
   if constexpr (kEpsKernel)
     return __fsub_rn(key_i, key_k) > 0.0f;
   else
@@ -112,7 +115,12 @@ __global__ void sort_inputs_kernel(const float* __restrict__ u, float* __restric
                                    int* __restrict__ slots, int64_t count, int n) {
   for (int64_t e = grid_start(); e < count; e += grid_stride()) {
     const int i = static_cast<int>(e);
-    if (keys != nullptr) keys[i] = hat(u[i]);
+    // A NaN key as the one positive quiet NaN: the radix sort puts it after
+    // +∞, and its stability orders NaNs by slot (the NaN rule).
+    if (keys != nullptr) {
+      const float h = hat(u[i]);
+      keys[i] = isnan(h) ? __int_as_float(0x7FC00000) : h;
+    }
     slots[i] = i % n;
   }
 }
@@ -132,8 +140,7 @@ __global__ void rank_order_kernel(const float* __restrict__ u, int* __restrict__
     const float* um = u + int64_t(m) * n;
     const float ui = hat(um[i]);
     int rank = 0;
-    for (int k = 0; k < i; ++k) rank += hat(um[k]) <= ui;
-    for (int k = i + 1; k < n; ++k) rank += hat(um[k]) < ui;
+    for (int k = 0; k < n; ++k) rank += precedes<false>(hat(um[k]), k, ui, i);
     order[int64_t(m) * n + rank] = i;
   }
 }
@@ -162,7 +169,7 @@ __global__ void network_order_kernel(const float* __restrict__ u, float* __restr
             const int lo = i + j, hi = i + j + k;
             const float a = km[lo], b = km[hi];
             const int sa = om[lo], sb = om[hi];
-            if (a > b || (a == b && sa > sb)) {
+            if (precedes<false>(b, sb, a, sa)) {
               km[lo] = b;
               km[hi] = a;
               om[lo] = sb;
@@ -172,9 +179,9 @@ __global__ void network_order_kernel(const float* __restrict__ u, float* __restr
   }
 }
 
-// Slot φ_j of a free list. Only a NaN usage can leave a free list that is not a
-// permutation (rank counting then collides); the clamp keeps such garbage inside
-// the memory's row.
+// Slot φ_j of a free list. Every free list is a permutation (precedes() is a
+// strict total order, NaNs included); the clamp keeps the row's writes inside
+// the row whatever the order kernel left.
 __device__ __forceinline__ int slot_at(const int* __restrict__ om, int j, int n) {
   return min(max(om[j], 0), n - 1);
 }
@@ -299,7 +306,7 @@ __global__ void block_forward_kernel(const float* __restrict__ u, float* __restr
     float prod = 1.0f - h;
     for (int k = 0; k < n; ++k) {
       const float hk = __shfl_sync(kFullMask, h, k, kWidth);
-      const bool g = k < x ? hk <= h : (k > x && hk < h);  // slot k precedes slot x
+      const bool g = precedes<false>(hk, k, h, x);  // slot k precedes slot x
       prod = mul(prod, g ? hk : 1.0f);
     }
     if (live) a[m * n + x] = prod;
@@ -323,8 +330,8 @@ __global__ void block_backward_kernel(const float* __restrict__ u, const float* 
     float acc = 0.0f;
     for (int i = 0; i < n; ++i) {
       const float hi = __shfl_sync(kFullMask, h, i, kWidth);
-      const bool g = x < i ? h <= hi : (x > i && h < hi);  // slot x precedes slot i
-      const float phi = g ? h : 1.0f;                      // φ[i][x]
+      const bool g = precedes<false>(h, x, hi, i);  // slot x precedes slot i
+      const float phi = g ? h : 1.0f;               // φ[i][x]
       float prefix = 1.0f, suffix = 1.0f;
       for (int k = 0; k + 1 < n; ++k) {  // prefix[x] = Π_{k<x} φ[i][k], ascending
         const float pk = __shfl_sync(kFullMask, phi, k, kWidth);

@@ -16,6 +16,11 @@
 // paths round identically (parallel-block is bit-identical to parallel, rank
 // and network to sorted; tests/kernels/test_allocation.cpp checks them).
 #pragma GCC optimize("fp-contract=off")
+// GCC 12's "__Y is used uninitialized" from inside avx512fintrin.h (its
+// _mm512_undefined_* self-initialisation), the false positive kernels/CMakeLists.txt
+// silences in its "maybe" form; here it also comes in the definite form once
+// transpose16 is inlined into a path that leaves the loop early.
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "kernels/memory/allocation.h"
 
@@ -23,6 +28,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <tuple>
@@ -126,9 +132,18 @@ void check_usage(const Tensor& usage, const char* op) {
   check_dtype(usage, DType::f32, op);
 }
 
+// The NaN rule of the free list (allocation.h): a NaN after every number,
+// NaNs among themselves by slot. For a pair with at least one NaN: whether
+// slot k precedes slot n.
+inline bool nan_precedes(float uk, int64_t k, float un, int64_t n) {
+  return std::isnan(un) && (!std::isnan(uk) || k < n);
+}
+
 // Slot `k` precedes slot `n` in the free list (g[n][k] = 1): ascending û,
-// ties to the lower index.
+// ties to the lower index, NaNs last. A strict weak order for every float, as
+// std::sort requires (a comparison that is false both ways for a NaN is not).
 inline bool precedes(float uk, int64_t k, float un, int64_t n) {
+  if (std::isnan(uk) || std::isnan(un)) return nan_precedes(uk, k, un, n);
   return uk < un || (uk == un && k < n);
 }
 
@@ -193,8 +208,25 @@ void ordered_backward(const float* u, const float* d_a, float* d_u, int64_t rows
 //   phi_t[k·N + i] = φ[i][k] = 1 − g[i][k] + g[i][k]·vals[k]      (eq. 3-20..3-22)
 // vals: what enters the product (û for parallel, raw u for parallel-eps);
 // cmp: what the mask compares (û, or the ε-offset keys of A.1).
+// special: whether cmp holds a NaN or ±∞. Then g follows the NaN rule of
+// precedes() pair by pair and φ is a select (g ? vals[k] : 1): where g = 0
+// and vals[k] is ±∞ or NaN, 1 − g + g·vals[k] would be NaN (0·∞), the select
+// is 1. For finite rows the two agree, and the arithmetic form vectorises.
 template <bool kEpsKernel>
-void fill_phi(const float* vals, const float* cmp, int64_t n, float* phi_t, float* g_t) {
+void fill_phi(const float* vals, const float* cmp, int64_t n, bool special, float* phi_t,
+              float* g_t) {
+  if (special) {
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t i = 0; i < n; ++i) {
+        const bool either = std::isnan(cmp[k]) || std::isnan(cmp[i]);
+        const bool g = i != k && (either       ? nan_precedes(cmp[k], k, cmp[i], i)
+                                  : kEpsKernel ? (cmp[i] - cmp[k]) > 0.0f
+                                               : precedes(cmp[k], k, cmp[i], i));
+        g_t[k * n + i] = g ? 1.0f : 0.0f;
+        phi_t[k * n + i] = g ? vals[k] : 1.0f;
+      }
+    return;
+  }
   for (int64_t k = 0; k < n; ++k) {
     float* phi = phi_t + k * n;
     float* gk = g_t + k * n;
@@ -212,6 +244,11 @@ void fill_phi(const float* vals, const float* cmp, int64_t n, float* phi_t, floa
   }
 }
 
+// Whether any of v[0 .. n) is NaN or ±∞.
+inline bool any_nonfinite(const float* v, int64_t n) {
+  return !std::all_of(v, v + n, [](float x) { return std::isfinite(x); });
+}
+
 // a[i] = (1 − vals[i]) · Π_k φ[i][k]   (eq. 3-23), rounded in this order:
 // p = 1 − vals[i], then p·φ[i][k] for ascending k (a factor of exactly 1
 // leaves p as it is, so the vector forms skip it with a masked multiply and no
@@ -220,7 +257,7 @@ void fill_phi(const float* vals, const float* cmp, int64_t n, float* phi_t, floa
 template <bool kEpsKernel>
 void mask_forward_row(const float* vals, const float* cmp, int64_t n, float* a, float* phi_t,
                       float* g_t, float* p) {
-  fill_phi<kEpsKernel>(vals, cmp, n, phi_t, g_t);
+  fill_phi<kEpsKernel>(vals, cmp, n, any_nonfinite(cmp, n), phi_t, g_t);
   for (int64_t i = 0; i < n; ++i) p[i] = 1.0f - vals[i];
   for (int64_t k = 0; k < n; ++k)
     for (int64_t i = 0; i < n; ++i) p[i] *= phi_t[k * n + i];
@@ -239,7 +276,8 @@ void mask_backward_row(const float* vals, const float* cmp, int64_t n, const flo
                        float* d_vals, float* scratch) {
   float *phi_t = scratch, *g_t = phi_t + n * n, *pre_t = g_t + n * n, *term_t = pre_t + (n + 1) * n,
         *c = term_t + n * n, *suffix = c + n;
-  fill_phi<kEpsKernel>(vals, cmp, n, phi_t, g_t);
+  const bool special = any_nonfinite(cmp, n);
+  fill_phi<kEpsKernel>(vals, cmp, n, special, phi_t, g_t);
   for (int64_t i = 0; i < n; ++i) pre_t[i] = 1.0f;
   for (int64_t k = 0; k < n; ++k)
     for (int64_t i = 0; i < n; ++i) pre_t[(k + 1) * n + i] = pre_t[k * n + i] * phi_t[k * n + i];
@@ -249,7 +287,9 @@ void mask_backward_row(const float* vals, const float* cmp, int64_t n, const flo
   }
   for (int64_t k = n - 1; k >= 0; --k)
     for (int64_t i = 0; i < n; ++i) {
-      term_t[k * n + i] = g_t[k * n + i] * (c[i] * (pre_t[k * n + i] * suffix[i]));
+      // g·x is NaN where g = 0 and x is ±∞ or NaN: a select for such rows.
+      const float x = c[i] * (pre_t[k * n + i] * suffix[i]);
+      term_t[k * n + i] = special ? (g_t[k * n + i] != 0.0f ? x : 0.0f) : g_t[k * n + i] * x;
       suffix[i] *= phi_t[k * n + i];
     }
   for (int64_t i = 0; i < n; ++i) {
@@ -312,6 +352,7 @@ void mask_backward(const float* u, const float* d_a, float* d_u, int64_t rows, i
 // build, lowered lane by lane in scalar code).
 constexpr int64_t kLanes = kAllocationLanes;
 using vf = float __attribute__((vector_size(kLanes * sizeof(float))));
+using vi = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
 
 inline vf splat(float x) {
   return vf{} + x;
@@ -321,7 +362,7 @@ inline vf splat(float x) {
 // In-register transpositions between 16 memories of N slots (memory-major, as
 // stored) and N lane vectors (slot-major). N = 4: four registers of four
 // memories each; N = 16: a 16 × 16 transpose (an involution).
-inline void transpose16(__m512 r[16]) {
+[[gnu::always_inline]] inline void transpose16(__m512 r[16]) {
   __m512 t[16];
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -351,7 +392,7 @@ inline void transpose16(__m512 r[16]) {
 // gives r[k] = slot k of all 16 memories, memory 4q + j at lane 4j + q (any
 // fixed placement serves: lanes are independent); the same transpose undoes
 // it.
-inline void transpose4_lanes(const __m512 a[4], __m512 r[4]) {
+[[gnu::always_inline]] inline void transpose4_lanes(const __m512 a[4], __m512 r[4]) {
   const __m512 t0 = _mm512_unpacklo_ps(a[0], a[1]), t1 = _mm512_unpackhi_ps(a[0], a[1]),
                t2 = _mm512_unpacklo_ps(a[2], a[3]), t3 = _mm512_unpackhi_ps(a[2], a[3]);
   r[0] = _mm512_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
@@ -359,10 +400,10 @@ inline void transpose4_lanes(const __m512 a[4], __m512 r[4]) {
   r[2] = _mm512_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
   r[3] = _mm512_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
 }
-inline void to_lanes4(const __m512 a[4], __m512 r[4]) {
+[[gnu::always_inline]] inline void to_lanes4(const __m512 a[4], __m512 r[4]) {
   transpose4_lanes(a, r);
 }
-inline void from_lanes4(const __m512 r[4], __m512 a[4]) {
+[[gnu::always_inline]] inline void from_lanes4(const __m512 r[4], __m512 a[4]) {
   transpose4_lanes(r, a);
 }
 #endif
@@ -431,6 +472,19 @@ inline int64_t lane_memory(int64_t l, int64_t lanes, int64_t n) {
 // û of a block, in place.
 inline void hat_lanes(vf* x, int64_t n) {
   for (int64_t k = 0; k < n; ++k) x[k] = splat(kEps) + splat(kOneMinusEps) * x[k];
+}
+
+// Whether any lane of x[0 .. n) is NaN. The lane forms compare with NaN
+// false both ways; the forward products come out as under the NaN rule
+// anyway (a NaN slot's own product is NaN, and no NaN precedes a number), the
+// backward sums and the ranks do not: blocks with a NaN take the scalar
+// reference of their variant (mask_backward, ordered_*), which follows the rule.
+inline bool lanes_have_nan(const vf* x, int64_t n) {
+  vi any{};
+  for (int64_t k = 0; k < n; ++k) any |= x[k] != x[k];
+  for (int64_t l = 0; l < kLanes; ++l)
+    if (any[l]) return true;
+  return false;
 }
 
 // Rows i0 .. i0+T−1 of a block: out[i] = (1 − û[i]) · Π_k φ[i][k], from
@@ -665,6 +719,10 @@ void block_backward_lanes(const float* u, const float* d_a, float* d_u, int64_t 
     const int64_t lanes = std::min(kLanes, rows - m0);
     to_lanes(u + m0 * n, lanes, n, h);
     hat_lanes(h, n);
+    if (lanes_have_nan(h, n)) {
+      mask_backward<false>(u + m0 * n, d_a + m0 * n, d_u + m0 * n, lanes, n);
+      continue;
+    }
     to_lanes(d_a + m0 * n, lanes, n, da);
     for (int64_t k = 0; k < n; ++k) dh[k] = splat(0.0f);
     int64_t i0 = 0;
@@ -683,8 +741,6 @@ void block_backward_lanes(const float* u, const float* d_a, float* d_u, int64_t 
 // rank[k] += 1 − g. The counts are exact integers, so the free lists are
 // those of a per-memory count (rank[i] = #{k : slot k precedes slot i},
 // order[rank[i]] = i); the products then run per memory as for `sorted`.
-using vi = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
-
 void rank_lanes(const vf* __restrict h, int64_t n, vi* __restrict r, Prefetch& pf) {
   for (int64_t k = 0; k < n; ++k) r[k] = vi{};
   // Four rows at a time: their partners k after the tile are loaded once
@@ -775,6 +831,13 @@ void rank_blocks(const float* u, const float* d_a, float* d_u, float* a, int64_t
     }
     to_lanes(u + m0 * n, lanes, n, h.data());
     hat_lanes(h.data(), n);
+    if (lanes_have_nan(h.data(), n)) {
+      if constexpr (kBackward)
+        ordered_backward(u + m0 * n, d_a + m0 * n, d_u + m0 * n, lanes, n);
+      else
+        ordered_forward(u + m0 * n, a + m0 * n, lanes, n);
+      continue;
+    }
     rank_lanes(h.data(), n, r.data(), pf);
     for (int64_t i = 0; i < n; ++i)  // padding lanes (u = 0) are ranked too
       for (int64_t l = 0; l < kLanes; ++l) s[r[i][l]][l] = h[i][l];
@@ -843,18 +906,32 @@ void block_forward_avx512(const float* u, float* a, int64_t rows) {
   }
   const __m512 eps = _mm512_set1_ps(kEps), one_minus_eps = _mm512_set1_ps(kOneMinusEps),
                one = _mm512_set1_ps(1.0f);
+  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
   auto kernel = [&](__m512 v) {
     const __m512 h = _mm512_add_ps(eps, _mm512_mul_ps(one_minus_eps, v));  // û
-    // û is positive and finite, so p ≤ û  ⇔  p < next float above û: one
-    // comparison per partner serves both tie rules.
-    const __m512 h_up =
-        _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(h), _mm512_set1_epi32(1)));
     __m512 prod = _mm512_sub_ps(one, h);
-    for (int j = 0; j < N - 1; ++j) {
-      const __m512 p = _mm512_permutexvar_ps(partner[j], h);
-      const __mmask16 g =
-          _mm512_cmp_ps_mask(p, _mm512_mask_blend_ps(before[j], h, h_up), _CMP_LT_OQ);
-      prod = _mm512_mask_mul_ps(prod, g, prod, p);
+    // For û positive and finite (every usage in [0, ∞)), p ≤ û ⇔ p < the next
+    // float above û, whose bits are û's plus one: one comparison per partner
+    // serves both tie rules. Otherwise (a negative, infinite or NaN usage) the
+    // two comparisons.
+    const __mmask16 positive_finite = _mm512_cmp_ps_mask(h, _mm512_setzero_ps(), _CMP_GT_OQ) &
+                                      _mm512_cmp_ps_mask(h, inf, _CMP_LT_OQ);
+    if (positive_finite == 0xFFFF) {
+      const __m512 h_up =
+          _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(h), _mm512_set1_epi32(1)));
+      for (int j = 0; j < N - 1; ++j) {
+        const __m512 p = _mm512_permutexvar_ps(partner[j], h);
+        const __mmask16 g =
+            _mm512_cmp_ps_mask(p, _mm512_mask_blend_ps(before[j], h, h_up), _CMP_LT_OQ);
+        prod = _mm512_mask_mul_ps(prod, g, prod, p);
+      }
+    } else {
+      for (int j = 0; j < N - 1; ++j) {
+        const __m512 p = _mm512_permutexvar_ps(partner[j], h);
+        const __mmask16 g = _mm512_cmp_ps_mask(p, h, _CMP_LT_OQ) |
+                            _mm512_mask_cmp_ps_mask(before[j], p, h, _CMP_EQ_OQ);
+        prod = _mm512_mask_mul_ps(prod, g, prod, p);
+      }
     }
     return prod;
   };
@@ -937,16 +1014,27 @@ void block_backward_avx512(const float* u, const float* d_a, float* d_u, int64_t
     }
     return _mm512_add_ps(du, _mm512_mul_ps(one_minus_eps, acc));
   };
+  // Registers with a NaN take mask_backward (the NaN rule: see lanes_have_nan).
+  auto has_nan = [](__m512 v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0; };
   int64_t m = 0;
-  for (; m + kPerRegister <= rows; m += kPerRegister)
-    _mm512_storeu_ps(d_u + m * N, kernel(_mm512_loadu_ps(u + m * N), _mm512_loadu_ps(d_a + m * N),
-                                         _mm512_loadu_ps(d_u + m * N)));
+  for (; m + kPerRegister <= rows; m += kPerRegister) {
+    const __m512 v = _mm512_loadu_ps(u + m * N);
+    if (has_nan(v)) {
+      mask_backward<false>(u + m * N, d_a + m * N, d_u + m * N, kPerRegister, N);
+      continue;
+    }
+    _mm512_storeu_ps(d_u + m * N,
+                     kernel(v, _mm512_loadu_ps(d_a + m * N), _mm512_loadu_ps(d_u + m * N)));
+  }
   if (m < rows) {
     const __mmask16 live = static_cast<__mmask16>((1u << ((rows - m) * N)) - 1u);
-    _mm512_mask_storeu_ps(
-        d_u + m * N, live,
-        kernel(_mm512_maskz_loadu_ps(live, u + m * N), _mm512_maskz_loadu_ps(live, d_a + m * N),
-               _mm512_maskz_loadu_ps(live, d_u + m * N)));
+    const __m512 v = _mm512_maskz_loadu_ps(live, u + m * N);
+    if (has_nan(v))
+      mask_backward<false>(u + m * N, d_a + m * N, d_u + m * N, rows - m, N);
+    else
+      _mm512_mask_storeu_ps(d_u + m * N, live,
+                            kernel(v, _mm512_maskz_loadu_ps(live, d_a + m * N),
+                                   _mm512_maskz_loadu_ps(live, d_u + m * N)));
   }
 }
 #endif
@@ -960,7 +1048,7 @@ void block_backward_avx512(const float* u, const float* d_a, float* d_u, int64_t
 // AVX-512 (kLanes = 16): a block of 16 memories as stored -> x[k] = slot k of
 // the 16 memories (N = 4 or 16).
 template <int N>
-inline void load_lanes_avx512(const float* src, __m512 x[N]) {
+[[gnu::always_inline]] inline void load_lanes_avx512(const float* src, __m512 x[N]) {
   if constexpr (N == 4) {
     __m512 a[4];
     for (int j = 0; j < 4; ++j) a[j] = _mm512_loadu_ps(src + 16 * j);
@@ -972,7 +1060,7 @@ inline void load_lanes_avx512(const float* src, __m512 x[N]) {
 }
 
 template <int N>
-inline void store_lanes_avx512(__m512 x[N], float* dst) {
+[[gnu::always_inline]] inline void store_lanes_avx512(__m512 x[N], float* dst) {
   if constexpr (N == 4) {
     __m512 a[4];
     from_lanes4(x, a);
@@ -987,7 +1075,7 @@ inline void store_lanes_avx512(__m512 x[N], float* dst) {
 // to the stored layout and is added there, one add per element as in
 // `du[k] + x[k]` on lanes, without transposing dst in and out.
 template <int N>
-inline void add_lanes_avx512(__m512 x[N], float* dst) {
+[[gnu::always_inline]] inline void add_lanes_avx512(__m512 x[N], float* dst) {
   if constexpr (N == 4) {
     __m512 a[4];
     from_lanes4(x, a);
@@ -1009,6 +1097,12 @@ void block_backward_regs_avx512(const float* u, const float* d_a, float* d_u, in
   for (int64_t m0 = 0; m0 < full; m0 += kLanes) {
     __m512 h[N], da[N], acc[N];
     load_lanes_avx512<N>(u + m0 * N, h);
+    __mmask16 nan = 0;
+    for (int k = 0; k < N; ++k) nan |= _mm512_cmp_ps_mask(h[k], h[k], _CMP_UNORD_Q);
+    if (nan) {  // the NaN rule: see lanes_have_nan
+      mask_backward<false>(u + m0 * N, d_a + m0 * N, d_u + m0 * N, kLanes, N);
+      continue;
+    }
     for (int k = 0; k < N; ++k) h[k] = _mm512_add_ps(eps, _mm512_mul_ps(ome, h[k]));
     load_lanes_avx512<N>(d_a + m0 * N, da);
     __mmask16 lt[N][N];  // lt[i][k], i < k: [û_k < û_i]
@@ -1185,6 +1279,13 @@ void network_blocks(const float* u, const float* d_a, float* d_u, float* a, int6
     const int64_t lanes = std::min(kLanes, rows - m0);
     to_lanes(u + m0 * n, lanes, n, s.data());
     hat_lanes(s.data(), n);
+    if (lanes_have_nan(s.data(), n)) {
+      if constexpr (kBackward)
+        ordered_backward(u + m0 * n, d_a + m0 * n, d_u + m0 * n, lanes, n);
+      else
+        ordered_forward(u + m0 * n, a + m0 * n, lanes, n);
+      continue;
+    }
     for (int64_t k = 0; k < n; ++k) slot[k] = vi{} + static_cast<int32_t>(k);
     for (const Comparator& c : net) {  // s[j] = û of slot φ[j], slot[j] = φ[j]
       const vf va = s[c.lo], vb = s[c.hi];

@@ -7,6 +7,14 @@
 // Rule every variant keeps: the backward is the derivative with the order held
 // fixed (no gradient through the order), computed without dividing by usage
 // values (zeros never give NaN), and accumulated (+=) into d_usage.
+// The NaN rule (usages come from a model, which may diverge): a NaN û comes
+// after every number in the free list, NaNs among themselves by slot; ±∞ and
+// negative usages are ordered as numbers. So a NaN slot's allocation is NaN
+// and every other slot's is what it would be without the NaN slot, in every
+// variant; its backward turns the gradient of the slots before it in the
+// free list NaN. Every promise below holds for such usages too, on both
+// devices (the masks of `parallel` are selects, 1 where g = 0, so a NaN or ∞
+// factor of a slot that does not precede another never reaches its product).
 //
 // Variants:
 //   sorted        a real sort of slot indices per memory (std::sort on (û, index)),

@@ -6,12 +6,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "kernels/random.h"
 #include "kernels/tensor.h"
+#include "tests/kernels/op_table.h"
 
 namespace mare::test {
 
@@ -131,6 +136,53 @@ inline Tensor select_rows(const Tensor& t, const std::vector<int64_t>& rows) {
   std::vector<float> out;
   for (int64_t row : rows) out.insert(out.end(), v.begin() + row * n, v.begin() + (row + 1) * n);
   return Tensor::from_vector(out, {static_cast<int64_t>(rows.size()), n});
+}
+
+// Usages outside [0, 1] and NaNs (a diverging model produces them) for N
+// slots: 37 rows, two blocks of 16 memories and a tail. Rows 0–7: one or two
+// NaNs (four signs and payloads) among usages in [0, 1]; 9–13: ±∞, negative
+// values, a tie below 0, huge values; 14: every slot NaN; 15: NaNs and ties;
+// rows 16–31 (the second block) stay in [0, 1]; the tail has a NaN and −∞.
+inline float float_from_bits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+inline Tensor nonfinite_usages(int64_t n, uint64_t seed) {
+  const float nans[] = {std::numeric_limits<float>::quiet_NaN(), float_from_bits(0xFFC00000u),
+                        float_from_bits(0x7F800001u), float_from_bits(0xFFFFFFFFu)};
+  const float inf = std::numeric_limits<float>::infinity();
+  const int64_t rows = 2 * 16 + 5;
+  Tensor u = random_tensor({rows, n}, seed, 0.0f, 1.0f);
+  float* x = u.f32();
+  PhiloxStream rng(seed, 3);
+  auto at = [&](int64_t row) { return x + row * n + rng.below(static_cast<uint32_t>(n)); };
+  for (int64_t r = 0; r < 8; ++r) *at(r) = nans[r % 4];
+  for (int64_t r = 0; r < 4; ++r) *at(r) = nans[(r + 1) % 4];
+  *at(9) = inf;
+  *at(10) = -inf;
+  *at(11) = -0.25f;
+  *at(11) = -3.0f;
+  *at(12) = 1e30f;
+  *at(13) = 2.5f;
+  x[13 * n] = x[13 * n + n - 1] = -0.5f;  // a tie below 0
+  for (int64_t i = 0; i < n; ++i) x[14 * n + i] = nans[i % 4];
+  for (int64_t i = 0; i < n; ++i) x[15 * n + i] = i % 2 ? 0.5f : nans[0];
+  *at(33) = nans[3];
+  *at(35) = -inf;
+  return u;
+}
+
+// Element by element equal, or both NaN (any payloads).
+inline ::testing::AssertionResult same_or_both_nan(const Tensor& a, const Tensor& b,
+                                                   const std::string& what) {
+  std::vector<float> x = a.to_vector(), y = b.to_vector();
+  if (x.size() != y.size()) return ::testing::AssertionFailure() << what << ": sizes differ";
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!(x[i] == y[i]) && !(std::isnan(x[i]) && std::isnan(y[i])))
+      return ::testing::AssertionFailure()
+             << what << ": element " << i << ": " << x[i] << " vs " << y[i];
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace mare::test

@@ -324,6 +324,58 @@ TEST(AllocationNetwork, WidePathBreaksTiesBySlot) {
   }
 }
 
+// Usages outside [0, 1] and NaN (nonfinite_usages): the free list puts a NaN
+// after every number (NaNs among themselves by slot), so a NaN slot's
+// allocation is NaN and every other slot's is that of the memory without it,
+// in every variant; the bit-for-bit promises (rank and network = sorted,
+// parallel-block = parallel) hold forward and backward with ±∞, negative and
+// huge usages and NaNs of every sign and payload, on whole lane blocks,
+// 2-memory registers (N = 8) and tails. Before, `sorted` handed NaNs to
+// std::sort (no strict weak order: undefined behaviour), `rank` could give two
+// slots one rank, and the fast paths disagreed with their references.
+TEST(AllocationNonFinite, EveryVariantKeepsItsPromises) {
+  for (int64_t n : {1, 2, 3, 4, 5, 8, 16, 17, 32, 100, 128}) {
+    Tensor u = nonfinite_usages(n, 3100 + n);
+    const float* x = u.f32();
+    const std::string where = ", N " + std::to_string(n);
+    Tensor g = random_tensor(u.shape(), 3300 + n);
+    const Tensor start = random_tensor(u.shape(), 3400 + n);
+    auto run = [&](AllocationVariant v) { return forward_and_backward(u, g, start, v); };
+    const auto sorted = run(AllocationVariant::sorted), parallel = run(AllocationVariant::parallel);
+    for (auto [v, ref] : {std::pair{AllocationVariant::rank, &sorted},
+                          std::pair{AllocationVariant::network, &sorted},
+                          std::pair{AllocationVariant::parallel_block, &parallel}}) {
+      const auto got = run(v);
+      EXPECT_TRUE(same_or_both_nan(got.first, ref->first, name_of(v) + " forward" + where));
+      EXPECT_TRUE(same_or_both_nan(got.second, ref->second, name_of(v) + " backward" + where));
+    }
+    // Rows 0..7: NaNs among usages in [0, 1].
+    for (AllocationVariant v : allocation_variants()) {
+      const std::vector<float> a = allocation_forward(u, v).to_vector();
+      for (int64_t r = 0; r < 8; ++r) {
+        std::vector<float> kept;
+        for (int64_t i = 0; i < n; ++i) {
+          const float ui = x[r * n + i], ai = a[r * n + i];
+          EXPECT_EQ(std::isnan(ai), std::isnan(ui))
+              << name_of(v) << where << ", row " << r << ", slot " << i << ": a = " << ai;
+          if (!std::isnan(ui)) kept.push_back(ui);
+        }
+        if (v == AllocationVariant::parallel_eps || kept.empty())
+          continue;  // its keys hold the slot
+        const std::vector<float> alone =
+            allocation_forward(Tensor::from_vector(kept, {1, static_cast<int64_t>(kept.size())}), v)
+                .to_vector();
+        for (int64_t i = 0, j = 0; i < n; ++i)
+          if (!std::isnan(x[r * n + i])) {
+            EXPECT_EQ(a[r * n + i], alone[j])
+                << name_of(v) << where << ", row " << r << ", slot " << i;
+            ++j;
+          }
+      }
+    }
+  }
+}
+
 // The benchmark's operation counts (allocation_sweep.h): what each variant's
 // compute bound divides by the measured peak.
 TEST(AllocationOpsCount, CountsPerMemory) {

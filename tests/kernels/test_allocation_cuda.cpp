@@ -13,6 +13,7 @@
 //    (allocation.cu promises both), and a second run gives the same bits.
 // 3. Many memories (grid-stride loops, partly filled warps of parallel-block).
 // 4. The pinned parallel-eps near-tie and the hand case of thesis Fig. 2.28/3.7.
+// 5. Usages outside [0, 1] and NaNs: the NaN rule of allocation.h.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -157,6 +158,41 @@ TEST_P(AllocationCuda, TrickyRowsMatchTheIndependentDoubleReference) {
         close(select_rows(gpu.a, rows), eps ? a_eps : a_dnc, 1e-5, 1e-5, what + " forward"));
     EXPECT_TRUE(close(Tensor::from_vector(d, a_dnc.shape()), eps ? d_eps : d_dnc, 1e-5, 1e-5,
                       what + " backward"));
+  }
+}
+
+// Usages outside [0, 1] and NaNs (allocation_checks.h's nonfinite_usages): the
+// NaN rule of allocation.h on the GPU. A NaN slot's allocation is NaN and no
+// other (the poisoned allocations make an unwritten element NaN too); every
+// GPU variant equals its CPU twin where the CPU is finite; rank ≡ network ≡
+// sorted and parallel-block ≡ parallel bit for bit, NaNs included.
+TEST_P(AllocationCuda, NonFiniteUsagesFollowTheNaNRule) {
+  MARE_NEEDS_GPU();
+  const int64_t n = GetParam();
+  Tensor u = nonfinite_usages(n, 2600 + n);
+  Tensor g = random_tensor(u.shape(), 2601 + n);
+  const std::vector<float> x = u.to_vector();
+  for (AllocationVariant v : allocation_variants()) {
+    const std::string what = name_of(v) + " on the GPU, N " + std::to_string(n);
+    const Result gpu = run_gpu(u, g, v), cpu = run(u, g, v);
+    const std::vector<float> ga = gpu.a.to_vector(), ca = cpu.a.to_vector();
+    for (size_t e = 0; e < ga.size(); ++e) {
+      if (e < size_t(8 * n)) {  // rows 0..7: NaNs among usages in [0, 1]
+        EXPECT_EQ(std::isnan(ga[e]), std::isnan(x[e])) << what << ", element " << e;
+      }
+      if (std::isfinite(ca[e])) {
+        EXPECT_NEAR(ga[e], ca[e], 1e-5 + 1e-5 * std::fabs(ca[e])) << what << ", element " << e;
+      }
+    }
+  }
+  const Result sorted = run_gpu(u, g, AllocationVariant::sorted);
+  const Result par = run_gpu(u, g, AllocationVariant::parallel);
+  for (auto [v, ref] :
+       {std::pair{AllocationVariant::rank, &sorted}, std::pair{AllocationVariant::network, &sorted},
+        std::pair{AllocationVariant::parallel_block, &par}}) {
+    const Result got = run_gpu(u, g, v);
+    EXPECT_TRUE(same_or_both_nan(got.a, ref->a, name_of(v) + " forward on the GPU"));
+    EXPECT_TRUE(same_or_both_nan(got.d, ref->d, name_of(v) + " backward on the GPU"));
   }
 }
 
