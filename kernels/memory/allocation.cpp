@@ -202,6 +202,17 @@ void ordered_backward(const float* u, const float* d_a, float* d_u, int64_t rows
   }
 }
 
+// `sorted` on `count` memories from memory m0: the forward into a (d_a, d_u
+// unused), or the backward into d_u (a unused).
+template <bool kBackward>
+void ordered_at(const float* u, const float* d_a, float* d_u, float* a, int64_t m0, int64_t count,
+                int64_t n) {
+  if constexpr (kBackward)
+    ordered_backward(u + m0 * n, d_a + m0 * n, d_u + m0 * n, count, n);
+  else
+    ordered_forward(u + m0 * n, a + m0 * n, count, n);
+}
+
 // ------------------------------------------------------------- parallel
 // The mask formulation materialised per memory, transposed so that the loops
 // run over rows i (contiguous, no dependency between rows):
@@ -832,10 +843,7 @@ void rank_blocks(const float* u, const float* d_a, float* d_u, float* a, int64_t
     to_lanes(u + m0 * n, lanes, n, h.data());
     hat_lanes(h.data(), n);
     if (lanes_have_nan(h.data(), n)) {
-      if constexpr (kBackward)
-        ordered_backward(u + m0 * n, d_a + m0 * n, d_u + m0 * n, lanes, n);
-      else
-        ordered_forward(u + m0 * n, a + m0 * n, lanes, n);
+      ordered_at<kBackward>(u, d_a, d_u, a, m0, lanes, n);
       continue;
     }
     rank_lanes(h.data(), n, r.data(), pf);
@@ -1280,10 +1288,7 @@ void network_blocks(const float* u, const float* d_a, float* d_u, float* a, int6
     to_lanes(u + m0 * n, lanes, n, s.data());
     hat_lanes(s.data(), n);
     if (lanes_have_nan(s.data(), n)) {
-      if constexpr (kBackward)
-        ordered_backward(u + m0 * n, d_a + m0 * n, d_u + m0 * n, lanes, n);
-      else
-        ordered_forward(u + m0 * n, a + m0 * n, lanes, n);
+      ordered_at<kBackward>(u, d_a, d_u, a, m0, lanes, n);
       continue;
     }
     for (int64_t k = 0; k < n; ++k) slot[k] = vi{} + static_cast<int32_t>(k);
