@@ -14,6 +14,8 @@
 //    differences of an independent double-precision composition, for every
 //    variant (the reference freezes w^w_{t−1} inside the usage and the free
 //    list at the point of evaluation, i.e. exactly SPEC §3's "no gradient").
+// 5. Usages outside [0, 1] and NaN: the NaN rule of allocation.h in every
+//    variant, and the bit-for-bit promises with such usages.
 #include <gtest/gtest.h>
 
 #include <algorithm>
