@@ -12,9 +12,10 @@
 // negative usages are ordered as numbers. So a NaN slot's allocation is NaN
 // and every other slot's is what it would be without the NaN slot, in every
 // variant; its backward turns the gradient of the slots before it in the
-// free list NaN. Every promise below holds for such usages too, on both
-// devices (the masks of `parallel` are selects, 1 where g = 0, so a NaN or ∞
-// factor of a slot that does not precede another never reaches its product).
+// free list NaN. Every promise below holds for such usages too (the masks
+// of `parallel` are selects, 1 where g = 0, so a NaN or ∞ factor of a slot
+// that does not precede another never reaches its product); the GPU kernels
+// follow the same rule, with a test that has not yet run on a GPU.
 //
 // Variants:
 //   sorted        a real sort of slot indices per memory (std::sort on (û, index)),
