@@ -82,8 +82,9 @@ TEST(MemoryRecorder, RecordingChangesNeitherOutputsNorGradients) {
     ASSERT_EQ(with.grads.size(), without.grads.size());
     for (size_t i = 0; i < with.grads.size(); ++i) {
       ASSERT_EQ(with.grads[i].defined(), without.grads[i].defined()) << name << " " << i;
-      if (with.grads[i].defined())
+      if (with.grads[i].defined()) {
         EXPECT_TRUE(same_bytes(with.grads[i], without.grads[i])) << name << " parameter " << i;
+      }
     }
     // Evaluation mode too (batch-norm running statistics).
     nn::Context e1, e2;
@@ -252,7 +253,9 @@ TEST(InspectMemory, WritesJsonCsvAndHeatmaps) {
   };
   EXPECT_GT(total(0, "write_weights"), 0.0);
   EXPECT_EQ(total(0, "usage"), 0.0);
-  if (iterations > 1) EXPECT_GT(total(1, "usage"), 0.0);
+  if (iterations > 1) {
+    EXPECT_GT(total(1, "usage"), 0.0);
+  }
   EXPECT_FALSE(j["pairs"].empty());
   const std::string usage_csv = slurp(out / "memory_usage.csv");
   EXPECT_EQ(usage_csv.rfind("iteration,token,slot,value\n", 0), 0u) << usage_csv.substr(0, 80);
