@@ -196,7 +196,8 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
   float* dx = d_x_c.defined() ? d_x_c.f32() : nullptr;
   MatRM d_z = MatRM::Zero(d.b, 2 * S);  // through the sigmoids
   MatRM d_zc(d.b, H);                   // through the tanh
-  MatRM a(d.b, w), a2(d.b, w);          // the products' inputs, for the weight gradients
+  // The products' inputs, kept for the weights' gradients (only when wanted).
+  MatRM a(d_w_gates.defined() ? d.b : 0, w), a2(d_w_cand.defined() ? d.b : 0, w);
   for_cell_rows(d.b, row_work(d), [&](int64_t b0, int64_t b1) {
     std::vector<float> prefix(K + 1), suffix(K + 1), q(K), d_u(S), d_cand(S), d_u0(S), d_m(K),
         d_p(K), d_r(K);
@@ -276,7 +277,8 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
     const int64_t n = b1 - b0;
     std::vector<float> d_a(static_cast<size_t>(n * w));
     // Back through the candidate GEMM: a2 = [x_c, r^c ⊙ h^c].
-    join_rows(a2.data() + b0 * w, x_c.f32(), d.ic, hp, S, H, g, 2 * S, b0, b1);
+    if (d_w_cand.defined())
+      join_rows(a2.data() + b0 * w, x_c.f32(), d.ic, hp, S, H, g, 2 * S, b0, b1);
     gemm_serial(d_a.data(), d_zc.data() + b0 * H, w_cand.f32(), n, H, w, false, true, false);
     for (int64_t b = b0; b < b1; ++b) {
       const float* dab = d_a.data() + (b - b0) * w;
@@ -292,7 +294,8 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
       for (int64_t j = 0; j < 2 * S; ++j) dzb[j] *= gb[j] * (1.0f - gb[j]);
     }
     // Back through the gate GEMM: a = [x_c, h^c].
-    join_rows(a.data() + b0 * w, x_c.f32(), d.ic, hp, S, H, nullptr, 0, b0, b1);
+    if (d_w_gates.defined())
+      join_rows(a.data() + b0 * w, x_c.f32(), d.ic, hp, S, H, nullptr, 0, b0, b1);
     if (dx || dhp) {
       gemm_serial(d_a.data(), d_z.data() + b0 * 2 * S, w_gates.f32(), n, 2 * S, w, false, true,
                   false);
