@@ -665,8 +665,16 @@ void gemm_rm_batched(bool trans_a, bool trans_b, int rows, int cols, int k, cons
 }
 
 // Dynamic shared memory of the content kernels: one double per slot.
+// The per-slot doubles, rounded up to whole 32-byte groups. ptxas unrolls the
+// thread-0 softmax sums by four and loads their remainder as 16-byte pairs
+// (LDS.128) before it tests how many slots remain: with N = 4k + 1 the pair's
+// second double lay past the end of an exact-size array. compute-sanitizer's
+// memcheck caught it on an H100 (content_weighting/2x5x3/h2: a 16-byte read
+// at content_forward_kernel+0x4cf0, the remainder's LDS.128 in the SASS); the
+// value was never used, so no result changed. The padding is never written or
+// read as a slot; with it, memcheck is clean on every GPU test.
 size_t content_shared_bytes(int64_t n, const char* op) {
-  const size_t bytes = static_cast<size_t>(n) * sizeof(double);
+  const size_t bytes = static_cast<size_t>((n + 3) / 4 * 4) * sizeof(double);
   if (bytes > 40 * 1024)
     throw std::invalid_argument(
         std::string(op) + ": " + std::to_string(n) +
