@@ -61,6 +61,7 @@ std::pair<double, double> sys_and_faults() {
 
 struct RowTiming {
   std::vector<double> warm, times, cpu_times, flops, sys_times, minor_faults;
+  std::vector<double> ops, device_reads, uploads;  // dispatch_counts() per timed iteration
   double steps_sum = 0, last_loss = 0;
 };
 
@@ -75,7 +76,9 @@ RowTiming time_row(const IterationBenchOptions& opt, const std::string& what, co
     const auto t0 = Clock::now();
     const double c0 = process_cpu_seconds();
     const auto [sys0, faults0] = sys_and_faults();
+    const DispatchCounts d0 = dispatch_counts();
     const StepOut s = bench::count_gemm_flops(flops, [&] { return step_fn(step++); });
+    const DispatchCounts used = dispatch_counts() - d0;
     const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
     const double cpu = process_cpu_seconds() - c0;
     const auto [sys1, faults1] = sys_and_faults();
@@ -91,6 +94,9 @@ RowTiming time_row(const IterationBenchOptions& opt, const std::string& what, co
       r.sys_times.push_back(sys1 - sys0);
       r.minor_faults.push_back(faults1 - faults0);
       r.flops.push_back(static_cast<double>(flops));
+      r.ops.push_back(static_cast<double>(used.ops));
+      r.device_reads.push_back(static_cast<double>(used.device_reads));
+      r.uploads.push_back(static_cast<double>(used.uploads));
       r.steps_sum += s.mean_steps;
     }
   }
@@ -113,6 +119,9 @@ nlohmann::json timing_fields(const RowTiming& t, const Rates& rates, int threads
       {"cpu_times_s", t.cpu_times}, {"cpu_mean_s", c.mean},       {"cpu_median_s", c.median},
       {"cpu_sd_s", c.sd},           {"sys_times_s", t.sys_times}, {"minor_faults", t.minor_faults}};
   const double flops = stats::median(t.flops);
+  j["ops"] = static_cast<int64_t>(stats::median(t.ops));
+  j["device_reads"] = static_cast<int64_t>(stats::median(t.device_reads));
+  j["uploads"] = static_cast<int64_t>(stats::median(t.uploads));
   j["gemm_flops"] = static_cast<uint64_t>(flops);
   j["gemm_gflop"] = flops / 1e9;
   j["gemm_shape"] = rates.dominant.shape();
@@ -267,6 +276,11 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
       "ratio_gemm_flops: the rows' GEMM flops, what the ratio would be if both ran at the GEMM "
       "rate and everything else were free). An NTCRE row's partner is the UTRE row of the same "
       "name without the memory's switches (word, slots, read_heads, alloc)";
+  out["dispatch"] =
+      "ops: the op dispatches of one timed iteration (median; on the GPU each is at least one "
+      "kernel launch); device_reads: the reads of GPU memory by the host in it (each waits for "
+      "the GPU; 0 on the CPU); uploads: its copies of host memory to the GPU "
+      "(kernels/tensor.h, dispatch_counts)";
   out["gemm_bound"] =
       "gemm_flops: the GEMM flops (2mnk per product: matmuls, attention's products, conv taps, "
       "recurrent cells) of one timed iteration as the CPU kernels count them (median over the "

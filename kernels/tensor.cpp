@@ -5,6 +5,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -161,6 +162,27 @@ static void copy_bytes(void* dst, Device dd, const void* src, Device sd, size_t 
 #endif
 }
 
+// ---------------------------------------------------------------- counters
+namespace {
+std::atomic<int64_t> g_ops{0}, g_device_reads{0}, g_uploads{0};
+}  // namespace
+
+DispatchCounts dispatch_counts() {
+  return {g_ops.load(std::memory_order_relaxed), g_device_reads.load(std::memory_order_relaxed),
+          g_uploads.load(std::memory_order_relaxed)};
+}
+namespace detail {
+void count_op() {
+  g_ops.fetch_add(1, std::memory_order_relaxed);
+}
+void count_device_read() {
+  g_device_reads.fetch_add(1, std::memory_order_relaxed);
+}
+void count_upload() {
+  g_uploads.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace detail
+
 // ---------------------------------------------------------------- Tensor
 Tensor Tensor::empty(const Shape& shape, Device device, DType dtype) {
   Tensor t;
@@ -221,21 +243,70 @@ Tensor Tensor::clone() const {
   return to(device_);
 }
 
+namespace {
+// Uploads up to this size keep a host copy of their bytes, so that reading them
+// back (the batch's offsets, positions and masks) needs no device read.
+constexpr size_t kHostCopyBytes = size_t(1) << 20;
+}  // namespace
+
 Tensor Tensor::to(Device device) const {
   check_defined(*this, "to(device)");
   Tensor t = empty(shape_, device, dtype_);
+  if (device_ != Device::cpu && device == Device::cpu && storage_->host_copy) {
+    std::memcpy(t.storage_->ptr, storage_->host_copy->ptr, nbytes());  // no device read
+    return t;
+  }
   copy_bytes(t.storage_->ptr, device, storage_->ptr, device_, nbytes());
+  if (device_ == Device::cpu && device != Device::cpu && numel() > 0) {
+    // Uploaded from host memory: what the host knows of the bytes it sent.
+    Storage& st = *t.storage_;
+    if (dtype_ == DType::i32) {
+      const auto [lo, hi] = std::minmax_element(i32(), i32() + numel());
+      st.index_range_known = true;
+      st.index_lo = *lo;
+      st.index_hi = *hi;
+    }
+    if (nbytes() <= kHostCopyBytes) {
+      auto copy = std::make_shared<Storage>(nbytes(), Device::cpu);
+      std::memcpy(copy->ptr, storage_->ptr, nbytes());
+      st.host_copy = std::move(copy);
+    }
+    st.host_knows = true;
+  }
   return t;
+}
+
+bool Tensor::known_index_range(int32_t& lo, int32_t& hi) const {
+  if (!storage_ || dtype_ != DType::i32 || !storage_->index_range_known) return false;
+  lo = storage_->index_lo;
+  hi = storage_->index_hi;
+  return true;
+}
+
+void Tensor::vouch_index_range(int32_t lo, int32_t hi) {
+  check_dtype(*this, DType::i32, "vouch_index_range");
+  if (!storage_ || device_ == Device::cpu) return;  // the host reads CPU tensors directly
+  storage_->index_range_known = true;
+  storage_->index_lo = lo;
+  storage_->index_hi = hi;
+  storage_->host_knows = true;
+}
+
+void Tensor::mark_unwritten() {
+  check_defined(*this, "mark_unwritten");
+  storage_->host_knows = true;
 }
 
 void Tensor::copy_from(const Tensor& src) {
   check_same_shape(*this, src, "copy_from");
   check_dtype(src, dtype_, "copy_from");
+  storage_->forget();
   copy_bytes(storage_->ptr, device_, src.storage_->ptr, src.device_, nbytes());
 }
 
 void Tensor::fill(float value) {
   check_defined(*this, "fill");
+  storage_->forget();
   if (device_ == Device::cpu) {
     const int64_t n = numel();
     const int64_t grain = static_cast<int64_t>(kChunkBytes / 4);

@@ -65,6 +65,21 @@ struct Storage {
   void* ptr = nullptr;
   size_t bytes = 0;
   Device device = Device::cpu;
+
+  // What the host knows of a GPU storage's contents without reading the device
+  // (each read is a synchronisation). Set when Tensor::to filled it from host
+  // memory, or when the kernel that wrote it vouches for a range; dropped at the
+  // first mutable access (a non-const f32()/i32(), copy_from, fill). host_knows
+  // is set whenever any of it is (and by Tensor::mark_unwritten), on either device.
+  bool host_knows = false;
+  std::shared_ptr<const Storage> host_copy;  // the same bytes on the host (small uploads)
+  bool index_range_known = false;            // int32 contents lie in [index_lo, index_hi]
+  int32_t index_lo = 0, index_hi = -1;
+  void forget() {
+    host_knows = false;
+    host_copy.reset();
+    index_range_known = false;
+  }
 };
 
 class Tensor {
@@ -91,18 +106,45 @@ class Tensor {
   // Raw element pointers. f32()/i32() check the dtype; host access to a CUDA
   // tensor's memory is the caller's business (the CUDA backend uses these too).
   // Inline (kernels call them per element); the checks' error path is out of line.
+  // A mutable pointer drops what the host knew of the contents (Storage).
   float* f32() {
     if (!storage_ || dtype_ != DType::f32) [[unlikely]]
       access_error(DType::f32);
+    if (storage_->host_knows) [[unlikely]]
+      storage_->forget();
     return static_cast<float*>(storage_->ptr);
   }
-  const float* f32() const { return const_cast<Tensor*>(this)->f32(); }
+  const float* f32() const {
+    if (!storage_ || dtype_ != DType::f32) [[unlikely]]
+      access_error(DType::f32);
+    return static_cast<const float*>(storage_->ptr);
+  }
   int32_t* i32() {
     if (!storage_ || dtype_ != DType::i32) [[unlikely]]
       access_error(DType::i32);
+    if (storage_->host_knows) [[unlikely]]
+      storage_->forget();
     return static_cast<int32_t*>(storage_->ptr);
   }
-  const int32_t* i32() const { return const_cast<Tensor*>(this)->i32(); }
+  const int32_t* i32() const {
+    if (!storage_ || dtype_ != DType::i32) [[unlikely]]
+      access_error(DType::i32);
+    return static_cast<const int32_t*>(storage_->ptr);
+  }
+
+  // The smallest and largest element of an int32 tensor when the host knows
+  // them without reading the device: a GPU tensor uploaded from host memory
+  // (Tensor::to computes them there) or vouched for by the kernel that wrote
+  // it, and not written since. False otherwise (and for every CPU tensor).
+  bool known_index_range(int32_t& lo, int32_t& hi) const;
+  // The kernel that just wrote this int32 GPU tensor vouches that every
+  // element lies in [lo, hi] (e.g. an argmax over an axis of extent hi + 1).
+  void vouch_index_range(int32_t lo, int32_t hi);
+  // For a cache that hands out the same tensor again: mark_unwritten() now,
+  // unwritten() later is true while nothing has taken a mutable pointer to the
+  // storage (or copied or filled into it) since, on either device.
+  void mark_unwritten();
+  bool unwritten() const { return storage_ && storage_->host_knows; }
 
   // Same storage, new shape with the same element count.
   Tensor reshape(const Shape& shape) const;
@@ -131,6 +173,24 @@ void check_rank(const Tensor& t, int rank, const char* what);
 void check_dtype(const Tensor& t, DType dtype, const char* what);
 void check_same_device(const Tensor& a, const Tensor& b, const char* what);
 void check_defined(const Tensor& t, const char* what);
+
+// What one piece of work cost in traffic between the host and the device,
+// counted process-wide by the dispatch layer on either device: op dispatches
+// (MARE_CUDA_DISPATCH; on the GPU each is at least one kernel launch), reads of
+// GPU memory by the host (each one waits for the stream) and uploads of host
+// memory. Take two snapshots and subtract (mare bench iteration does, per step).
+struct DispatchCounts {
+  int64_t ops = 0, device_reads = 0, uploads = 0;
+  DispatchCounts operator-(const DispatchCounts& o) const {
+    return {ops - o.ops, device_reads - o.device_reads, uploads - o.uploads};
+  }
+};
+DispatchCounts dispatch_counts();
+namespace detail {
+void count_op();
+void count_device_read();
+void count_upload();
+}  // namespace detail
 
 // Is the CUDA backend compiled in, and is a device present?
 bool cuda_compiled();

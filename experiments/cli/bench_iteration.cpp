@@ -30,7 +30,7 @@ void run(const Options& o) {
   b.device = parse_device(o.device);
   const nlohmann::json j = run_iteration_bench(b, &std::cerr);
   std::cout << "model\tshape\talloc\tmean_s\tmedian_s\tsd_s\tratio\tflops_ratio\tthreads\t"
-               "gemm_gflop\tgemm_gflops_per_s\tbound_s\tbound_ratio";
+               "gemm_gflop\tgemm_gflops_per_s\tbound_s\tbound_ratio\tops\tdevice_reads\tuploads";
   const bool speedup = j.contains("speedup");
   if (speedup) std::cout << "\t1t_median_s\t1t_bound_s\t1t_bound_ratio\tspeedup";
   std::cout << "\n";
@@ -54,7 +54,8 @@ void run(const Options& o) {
     std::cout << "\t" << num(r.value("ratio_gemm_flops", nlohmann::json()), 3);
     std::cout << "\t" << r["threads"].get<int>() << "\t" << num(r["gemm_gflop"], 2) << "\t"
               << num(r["gemm_gflops_per_s"], 1) << "\t" << num(r["bound_s"], 4) << "\t"
-              << num(r["bound_ratio"], 2);
+              << num(r["bound_ratio"], 2) << "\t" << r["ops"].get<int64_t>() << "\t"
+              << r["device_reads"].get<int64_t>() << "\t" << r["uploads"].get<int64_t>();
     if (speedup && r.contains("threads_1")) {
       const nlohmann::json& o = r["threads_1"];
       std::cout << "\t" << num(o["median_s"], 4) << "\t" << num(o["bound_s"], 4) << "\t"

@@ -104,23 +104,54 @@ __global__ void iota_kernel(int32_t* __restrict__ p, int64_t n) {
 }
 
 // sorted_ids / positions: the (id, position) pairs sorted by id, positions
-// increasing within an id. The thread of (u, j) where u starts a run of equal
-// ids adds the run's d_out rows, in position order, to d_table[id, j].
+// increasing within an id. A run of equal ids is cut into pieces at every
+// multiple of kScatterPiece (a piece never crosses a run's start). Pass 1: the
+// thread of (u, j), where u starts a piece, sums the piece's d_out rows in
+// position order into partial[u, j]. Pass 2: the thread of (u, j), where u
+// starts a run, adds the run's piece sums in order to d_table[id, j]. The
+// pieces depend only on the sorted ids, so the sums are the same bytes on every
+// run; a long run (the padding id of a batch: thousands of positions) costs
+// kScatterPiece + length / kScatterPiece additions a thread instead of length.
+constexpr int64_t kScatterPiece = 64;
+
+__device__ __forceinline__ bool starts_run(const int32_t* sorted_ids, int64_t u) {
+  return u == 0 || sorted_ids[u - 1] != sorted_ids[u];
+}
+
+__global__ void embedding_piece_sums_kernel(float* __restrict__ partial,
+                                            const float* __restrict__ d_out,
+                                            const int32_t* __restrict__ sorted_ids,
+                                            const int32_t* __restrict__ positions, int64_t n_ids,
+                                            int64_t dim) {
+  int64_t total = n_ids * dim;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
+       t += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t u = t / dim, j = t % dim;
+    if (u % kScatterPiece != 0 && !starts_run(sorted_ids, u)) continue;
+    const int32_t id = sorted_ids[u];
+    const int64_t end = min(n_ids, (u / kScatterPiece + 1) * kScatterPiece);
+    float acc = d_out[static_cast<int64_t>(positions[u]) * dim + j];
+    for (int64_t w = u + 1; w < end && sorted_ids[w] == id; ++w)
+      acc += d_out[static_cast<int64_t>(positions[w]) * dim + j];
+    partial[u * dim + j] = acc;
+  }
+}
+
 __global__ void embedding_scatter_add_kernel(float* __restrict__ d_table,
-                                             const float* __restrict__ d_out,
-                                             const int32_t* __restrict__ sorted_ids,
-                                             const int32_t* __restrict__ positions, int64_t n_ids,
+                                             const float* __restrict__ partial,
+                                             const int32_t* __restrict__ sorted_ids, int64_t n_ids,
                                              int64_t dim, int64_t rows) {
   int64_t total = n_ids * dim;
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
        t += int64_t(gridDim.x) * blockDim.x) {
-    int64_t u = t / dim, j = t % dim;
-    int32_t id = sorted_ids[u];
-    if (u > 0 && sorted_ids[u - 1] == id) continue;  // not the start of its run
+    const int64_t u = t / dim, j = t % dim;
+    if (!starts_run(sorted_ids, u)) continue;
+    const int32_t id = sorted_ids[u];
     if (id < 0 || id >= rows) continue;
     float acc = d_table[static_cast<int64_t>(id) * dim + j];
-    for (int64_t w = u; w < n_ids && sorted_ids[w] == id; ++w)
-      acc += d_out[static_cast<int64_t>(positions[w]) * dim + j];
+    for (int64_t w = u; w < n_ids && sorted_ids[w] == id;
+         w = (w / kScatterPiece + 1) * kScatterPiece)
+      acc += partial[w * dim + j];
     d_table[static_cast<int64_t>(id) * dim + j] = acc;
   }
 }
@@ -174,7 +205,14 @@ struct BadIndex {
   int64_t position;
   int32_t value;
 };
-BadIndex first_out_of_range(const int32_t* values, int64_t count, int64_t limit) {
+// Ids whose range the host knows (uploaded from host memory, or vouched for by
+// the kernel that made them: Tensor::known_index_range) are checked there, with
+// no launch and no wait; only ids of unknown range, or a known range that
+// breaks the bound (to find the position for the message), take the device scan.
+BadIndex first_out_of_range(const Tensor& ids, int64_t count, int64_t limit) {
+  int32_t lo = 0, hi = 0;
+  if (ids.known_index_range(lo, hi) && lo >= 0 && hi < limit) return {count, 0};
+  const int32_t* values = ids.i32();
   Workspace first_bad(sizeof(int64_t));
   first_bad_id_kernel<<<1, kThreads, 0, stream()>>>(values, count, limit, first_bad.as<int64_t>());
   MARE_LAUNCH_CHECK("first_bad_id_kernel");
@@ -218,6 +256,8 @@ MaxResult max_forward(const Tensor& x, int axis) {
   max_forward_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(
       x.f32(), r.out.f32(), r.argmax.i32(), s.outer, s.size, s.inner);
   MARE_LAUNCH_CHECK("max_forward_kernel");
+  // Each thread writes a k of [0, size): max_backward checks it on the host.
+  if (s.size > 0) r.argmax.vouch_index_range(0, static_cast<int32_t>(s.size - 1));
   return r;
 }
 
@@ -229,7 +269,7 @@ void max_backward(Tensor& d_x, const Tensor& d_out, const Tensor& argmax, int ax
   int64_t total = s.outer * s.inner;
   if (total == 0) return;
   // The CPU's check, before anything is accumulated.
-  BadIndex bad = first_out_of_range(argmax.i32(), total, s.size);
+  BadIndex bad = first_out_of_range(argmax, total, s.size);
   if (bad.position < total)
     throw std::out_of_range("max_backward: argmax " + std::to_string(bad.value) + " at position " +
                             std::to_string(bad.position) + " is outside axis " + std::to_string(a) +
@@ -247,7 +287,7 @@ Tensor embedding_forward(const Tensor& table, const Tensor& ids) {
   Tensor out = Tensor::empty(Shape(os), Device::cuda);
   if (n == 0) return out;
   // The CPU's check, on the device: the first position holding an id outside the table.
-  BadIndex bad = first_out_of_range(ids.i32(), n, v);
+  BadIndex bad = first_out_of_range(ids, n, v);
   if (bad.position < n)
     throw std::out_of_range("embedding_forward: id " + std::to_string(bad.value) + " at position " +
                             std::to_string(bad.position) + " is outside the table's " +
@@ -266,7 +306,7 @@ void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& ids)
   int64_t rows = d_table.dim(0), d = d_table.dim(1), n = ids.numel();
   if (n == 0) return;
   // The CPU's check, before anything is accumulated.
-  BadIndex bad = first_out_of_range(ids.i32(), n, rows);
+  BadIndex bad = first_out_of_range(ids, n, rows);
   if (bad.position < n)
     throw std::out_of_range("embedding_backward: id " + std::to_string(bad.value) +
                             " at position " + std::to_string(bad.position) +
@@ -286,8 +326,12 @@ void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& ids)
   Workspace temp(temp_bytes);
   MARE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, ids.i32(), sorted_ids,
                                                   positions_in, positions, items, 0, 32, stream()));
+  Workspace partial(static_cast<size_t>(n) * static_cast<size_t>(d) * sizeof(float));
+  embedding_piece_sums_kernel<<<blocks_for(n * d), kThreads, 0, stream()>>>(
+      partial.as<float>(), d_out.f32(), sorted_ids, positions, n, d);
+  MARE_LAUNCH_CHECK("embedding_piece_sums_kernel");
   embedding_scatter_add_kernel<<<blocks_for(n * d), kThreads, 0, stream()>>>(
-      d_table.f32(), d_out.f32(), sorted_ids, positions, n, d, rows);
+      d_table.f32(), partial.as<float>(), sorted_ids, n, d, rows);
   MARE_LAUNCH_CHECK("embedding_scatter_add_kernel");
 }
 

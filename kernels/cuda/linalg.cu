@@ -15,6 +15,7 @@
 // (see common.cuh), so a GEMM gives the same bits for the same inputs.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
+#include "kernels/ops/gemm_count.h"
 
 namespace mare::cuda {
 
@@ -56,6 +57,9 @@ void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
     MARE_LAUNCH_CHECK("scale_matrices_kernel");
     return;
   }
+  // Counted as the CPU counts its products (kernels/ops/gemm_count.h): every
+  // cuBLAS product of the backend, the memory access ops' small ones included.
+  ::mare::detail::count_gemm(m, n, k * count);
   // Column-major: Cᵀ [n, m] = op(B)ᵀ [n, k] · op(A)ᵀ [k, m].
   cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -285,8 +285,15 @@ void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, size
   if (bytes == 0) return;
   cudaStream_t s = stream();
   MARE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
-  // Host memory is pageable and owned by the caller: finish before returning.
-  if (dst_dev == Device::cpu || src_dev == Device::cpu) MARE_CUDA_CHECK(cudaStreamSynchronize(s));
+  // A read by the host waits for the stream. An upload from pageable host memory
+  // does not: cudaMemcpyAsync has staged the bytes before it returns (CUDA's API
+  // synchronisation rules), so the caller may free or reuse its buffer at once.
+  if (dst_dev == Device::cpu && src_dev != Device::cpu) {
+    ::mare::detail::count_device_read();
+    MARE_CUDA_CHECK(cudaStreamSynchronize(s));
+  } else if (src_dev == Device::cpu && dst_dev != Device::cpu) {
+    ::mare::detail::count_upload();
+  }
 }
 
 void fill_f32(float* p, size_t n, float value) {

@@ -59,14 +59,17 @@ inline bool on_cuda(const char* op, std::initializer_list<const Tensor*> ts) {
 //   MARE_CUDA_DISPATCH("relu_forward", relu_forward(x), &x);
 // returns mare::cuda::relu_forward(x) when the listed tensors are on the GPU.
 // Without the CUDA backend no GPU tensor can exist and it expands to nothing.
+// Every dispatch is counted (dispatch_counts(), kernels/tensor.h) on both devices.
 #ifdef MARE_WITH_CUDA
 #define MARE_CUDA_DISPATCH(op, call, ...)                                      \
   do {                                                                         \
+    ::mare::detail::count_op();                                                \
     if (::mare::detail::on_cuda(op, {__VA_ARGS__})) return ::mare::cuda::call; \
   } while (0)
 #else
 #define MARE_CUDA_DISPATCH(op, call, ...) \
   do {                                    \
+    ::mare::detail::count_op();           \
   } while (0)
 #endif
 

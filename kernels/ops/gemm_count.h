@@ -8,8 +8,10 @@
 // Off by default; when off a kernel pays one relaxed atomic load per product.
 // When on, each product adds its flops once (not per output block) with a
 // relaxed atomic add, so the total is the same integer at any thread count.
-// Not counted: the memory access ops' small products (kernels/memory/) and
-// anything run on the GPU (the CUDA backend has its own kernels).
+// Not counted on the CPU: the memory access ops' small products
+// (kernels/memory/). On the GPU every cuBLAS product of the backend counts
+// (kernels/cuda/linalg.cu's one GEMM), those small products included, so an
+// NTCRE row counts a little more there than on the CPU.
 #pragma once
 
 #include <atomic>

@@ -176,6 +176,60 @@ TEST(CudaRuntime, MixedDevicesAreRefusedByName) {
   }
 }
 
+// Ids uploaded from host memory are checked on the host (their range was taken
+// there), with no read of the device; ids the host does not know (written on
+// the GPU) still get the device scan, and the CPU's error.
+TEST(CudaRuntime, UploadedIdsAreCheckedWithoutReadingTheDevice) {
+  MARE_NEEDS_GPU();
+  Tensor table = random_tensor({7, 5}, 8).to(Device::cuda);
+  Tensor ids = Tensor::from_indices({3, 0, 6, 3}, {4}).to(Device::cuda);
+  int32_t lo = -1, hi = -1;
+  ASSERT_TRUE(ids.known_index_range(lo, hi));
+  EXPECT_EQ(lo, 0);
+  EXPECT_EQ(hi, 6);
+  DispatchCounts before = dispatch_counts();
+  Tensor out = embedding_forward(table, ids);
+  Tensor d_table = Tensor::zeros({7, 5}, Device::cuda);
+  embedding_backward(d_table, out, ids);
+  EXPECT_EQ((dispatch_counts() - before).device_reads, 0);
+  // Small uploads read back from the host's copy: no device read either.
+  before = dispatch_counts();
+  EXPECT_EQ(ids.to_index_vector(), (std::vector<int32_t>{3, 0, 6, 3}));
+  EXPECT_EQ((dispatch_counts() - before).device_reads, 0);
+  // A mutable access forgets the range: the device scans again (and finds the bad id).
+  Tensor written = ids;  // the same storage
+  written.copy_from(Tensor::from_indices({3, 3, 9, 3}, {4}));
+  EXPECT_FALSE(ids.known_index_range(lo, hi));
+  before = dispatch_counts();
+  EXPECT_THROW(embedding_forward(table, ids), std::out_of_range);
+  EXPECT_GT((dispatch_counts() - before).device_reads, 0);
+  EXPECT_EQ(ids.to_index_vector(), (std::vector<int32_t>{3, 3, 9, 3}));
+  // An argmax is vouched for by the kernel that wrote it.
+  MaxResult r = max_forward(random_tensor({3, 4, 2}, 9).to(Device::cuda), 1);
+  ASSERT_TRUE(r.argmax.known_index_range(lo, hi));
+  EXPECT_EQ(lo, 0);
+  EXPECT_EQ(hi, 3);
+}
+
+// The embedding's backward over long runs of one id (the padding id of a
+// batch): the pieces of the GPU's sum add up to the CPU's sequential sum.
+TEST(CudaRuntime, EmbeddingBackwardOverLongRunsMatchesTheCpu) {
+  MARE_NEEDS_GPU();
+  std::vector<int32_t> v(5000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = i % 7 == 0 ? static_cast<int32_t>(i % 11) : 0;
+  Tensor ids = Tensor::from_indices(v, {5000});
+  Tensor d_out = random_tensor({5000, 9}, 12);
+  Tensor d_table = random_tensor({11, 9}, 13), d_gpu = d_table.to(Device::cuda);
+  embedding_backward(d_table, d_out, ids);
+  embedding_backward(d_gpu, d_out.to(Device::cuda), ids.to(Device::cuda));
+  const std::vector<float> c = d_table.to_vector(), g = d_gpu.to_vector();
+  for (size_t i = 0; i < c.size(); ++i) EXPECT_NEAR(c[i], g[i], 1e-4 * (1 + std::fabs(c[i]))) << i;
+  // The same bytes on every run.
+  Tensor again = random_tensor({11, 9}, 13).to(Device::cuda);
+  embedding_backward(again, d_out.to(Device::cuda), ids.to(Device::cuda));
+  EXPECT_EQ(again.to_vector(), g);
+}
+
 // Index arguments are validated on the GPU too, with the CPU's exception and message.
 TEST(CudaRuntime, BadIndicesOnTheGpuRaiseTheCpuErrors) {
   MARE_NEEDS_GPU();
