@@ -31,22 +31,35 @@ Adam::Adam(const ParameterSet& params, AdamConfig config) : params_(params.all()
   }
 }
 
-double Adam::step(float lr) {
+void Adam::step(float lr) {
   for (size_t k = 0; k < params_.size(); ++k)
     if (params_[k]->value.device() != m_[k].device())
       throw std::logic_error("Adam: parameter '" + params_[k]->name + "' is on " +
                              to_string(params_[k]->value.device()) + " but its moments are on " +
                              to_string(m_[k].device()) +
                              "; build the optimiser after ParameterSet::to()");
-  if (cfg_.l2 > 0) add_l2_gradients(params_, cfg_.l2);
-  double norm = clip_grad_norm(params_, cfg_.clip_norm);
-  ++t_;
-  for (size_t k = 0; k < params_.size(); ++k) {
-    const ag::Var& p = params_[k];
-    if (!p->grad.defined()) continue;
-    adam_update(p->value, p->grad, m_[k], v_[k], lr, cfg_.beta1, cfg_.beta2, cfg_.eps, t_);
+  // L2 gives every parameter a gradient (2λw where none flowed).
+  std::vector<Tensor> ws, gs;
+  ws.reserve(params_.size());
+  gs.reserve(params_.size());
+  for (const ag::Var& p : params_) {
+    ws.push_back(p->value);
+    gs.push_back(cfg_.l2 > 0 ? p->grad_buffer() : p->grad);  // shallow: updates p->grad
   }
-  return norm;
+  ++t_;
+  AdamStepConfig c;
+  c.lr = lr;
+  c.beta1 = cfg_.beta1;
+  c.beta2 = cfg_.beta2;
+  c.eps = cfg_.eps;
+  c.l2 = cfg_.l2 > 0 ? cfg_.l2 : 0.0f;
+  c.clip_norm = cfg_.clip_norm;
+  c.step = t_;
+  last_norm_ = adam_step(ws, gs, m_, v_, c);
+}
+
+double Adam::last_grad_norm() const {
+  return last_norm_.defined() ? static_cast<double>(last_norm_.item()) : 0.0;
 }
 
 float LrSchedule::at(int64_t step) const {

@@ -6,7 +6,7 @@
 //            w ← w − lr · m̂ / (√v̂ + ε) with bias-corrected m̂, v̂.
 // Each part is a kernel of kernels/ops/optim.h, so a step runs on whichever
 // device the ParameterSet lives on and never touches tensor data on the host
-// (clipping reads back one double: the global norm). Adam's moments are
+// (the norm, the clipping decision and the scale stay on the device). Adam's moments are
 // allocated on the parameters' device: build Adam after ParameterSet::to().
 #pragma once
 
@@ -36,10 +36,14 @@ void add_l2_gradients(const std::vector<ag::Var>& params, float lambda);
 class Adam {
  public:
   Adam(const ParameterSet& params, AdamConfig config = {});
-  // One update with learning rate lr (L2, clipping, Adam); returns the
-  // gradient norm before clipping. Throws std::logic_error when a parameter has
-  // moved to another device since this Adam was built.
-  double step(float lr);
+  // One update with learning rate lr (L2, clipping, Adam): one op over all
+  // parameters (adam_step, kernels/ops/optim.h), which on the GPU leaves the
+  // host free to go on. Throws std::logic_error when a parameter has moved to
+  // another device since this Adam was built.
+  void step(float lr);
+  // The global gradient norm before clipping at the last step, as a float (0
+  // before the first); on the GPU this reads the device.
+  double last_grad_norm() const;
   int64_t steps() const { return t_; }
   // State for checkpoints: first and second moments per parameter.
   std::vector<Tensor>& first_moments() { return m_; }
@@ -50,6 +54,7 @@ class Adam {
   std::vector<ag::Var> params_;
   AdamConfig cfg_;
   std::vector<Tensor> m_, v_;
+  Tensor last_norm_;
   int64_t t_ = 0;
 };
 

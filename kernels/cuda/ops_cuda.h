@@ -194,6 +194,8 @@ void fill_bernoulli(Tensor& t, uint64_t seed, uint32_t stream, float p, uint64_t
 void l2_grad_add(Tensor& grad, const Tensor& w, float lambda);
 void scale_inplace(Tensor& x, float s);
 double sum_squares(std::span<const Tensor> xs);
+Tensor adam_step(std::span<Tensor> ws, std::span<Tensor> gs, std::span<Tensor> ms,
+                 std::span<Tensor> vs, const AdamStepConfig& config);
 void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, float beta1,
                  float beta2, float eps, int64_t step);
 

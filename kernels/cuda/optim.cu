@@ -91,6 +91,148 @@ int64_t chunks_of(int64_t n) {
   return (n + kSumSquaresChunk - 1) / kSumSquaresChunk;
 }
 
+// ------------------------------------------------------------------ adam_step
+// The whole step over many tensors in a few launches (multi-tensor kernels, the
+// way PyTorch's fused optimisers do it): each launch takes a table of up to
+// kGroup tensors by value and a prefix of their work items; a thread (or a
+// block) finds its tensor by a binary search of the prefix. The arithmetic of
+// every element, chunk and level is that of the one-tensor kernels above, so
+// the bits are those of l2_grad_add, sum_squares, scale_inplace and adam_update
+// called one by one (and of the CPU).
+constexpr int kGroup = 40;
+
+// Level 0 of the norm, with L2 first when k2 ≠ 0: per chunk of one tensor's
+// gradient, g ← g + k2·w element by element, then Σ g² in order.
+struct SquaresTable {
+  float* g[kGroup];
+  const float* w[kGroup];
+  int64_t n[kGroup];
+  double* out[kGroup];        // the tensor's level-0 sums (its slot when one chunk)
+  int64_t start[kGroup + 1];  // prefix of the tensors' chunk counts
+  int count;
+};
+
+// A later level: per chunk of one tensor's previous sums, their sum in order.
+struct LevelTable {
+  const double* in[kGroup];
+  int64_t n[kGroup];  // sums at the previous level
+  double* out[kGroup];
+  int64_t start[kGroup + 1];  // prefix of this level's chunk counts
+  int count;
+};
+
+// Adam over whole tiles of kAdamTile elements of one tensor a block.
+constexpr int64_t kAdamTile = 2048;
+struct AdamTable {
+  float* w[kGroup];
+  float* g[kGroup];
+  float* m[kGroup];
+  float* v[kGroup];
+  int64_t n[kGroup];
+  int64_t start[kGroup + 1];  // prefix of the tensors' tile counts
+  int count;
+};
+
+__device__ __forceinline__ int find_tensor(const int64_t* start, int count, int64_t item) {
+  int lo = 0, hi = count - 1;  // the last k with start[k] <= item
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (start[mid] <= item)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+__global__ void step_squares_kernel(SquaresTable t, float k2) {
+  const int64_t total = t.start[t.count];
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < total;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    const int k = find_tensor(t.start, t.count, c);
+    const int64_t local = c - t.start[k];
+    const int64_t begin = local * kSumSquaresChunk;
+    const int64_t end = min(t.n[k], begin + kSumSquaresChunk);
+    float* g = t.g[k];
+    const float* w = t.w[k];
+    double s = 0.0;
+    for (int64_t i = begin; i < end; ++i) {
+      float gi = g[i];
+      if (k2 != 0.0f) {
+        gi = __fadd_rn(gi, __fmul_rn(k2, w[i]));
+        g[i] = gi;
+      }
+      const double d = gi;
+      s = __dadd_rn(s, __dmul_rn(d, d));
+    }
+    t.out[k][local] = s;
+  }
+}
+
+__global__ void step_level_kernel(LevelTable t) {
+  const int64_t total = t.start[t.count];
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < total;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    const int k = find_tensor(t.start, t.count, c);
+    const int64_t local = c - t.start[k];
+    const int64_t begin = local * kSumSquaresChunk;
+    const int64_t end = min(t.n[k], begin + kSumSquaresChunk);
+    double s = 0.0;
+    for (int64_t i = begin; i < end; ++i) s = __dadd_rn(s, t.in[k][i]);
+    t.out[k][local] = s;
+  }
+}
+
+// One thread: the slots in list order (as the host adds them), the norm, and
+// the clipping decision of models/optim.h: scale[0] = float(c / norm) and
+// clip[0] = 1 when c > 0 and norm > c, else clip[0] = 0.
+__global__ void step_norm_kernel(const double* __restrict__ slots, int64_t count, double max_norm,
+                                 float* __restrict__ norm_out, float* __restrict__ scale,
+                                 int* __restrict__ clip) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  double total = 0.0;
+  for (int64_t k = 0; k < count; ++k) total = __dadd_rn(total, slots[k]);
+  const double norm = __dsqrt_rn(total);
+  *norm_out = __double2float_rn(norm);
+  const bool on = max_norm > 0 && norm > max_norm;
+  *clip = on ? 1 : 0;
+  *scale = on ? __double2float_rn(__ddiv_rn(max_norm, norm)) : 1.0f;
+}
+
+__global__ void step_adam_kernel(AdamTable t, const float* __restrict__ scale,
+                                 const int* __restrict__ clip, float lr, float beta1, float beta2,
+                                 float omb1, float omb2, float eps, double c1, double c2) {
+  const int64_t tiles = t.start[t.count];
+  const bool scaled = *clip != 0;
+  const float s = *scale;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int k = find_tensor(t.start, t.count, tile);
+    const int64_t begin = (tile - t.start[k]) * kAdamTile;
+    const int64_t end = min(t.n[k], begin + kAdamTile);
+    float *w = t.w[k], *g = t.g[k], *m = t.m[k], *v = t.v[k];
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+      float gi = g[i];
+      if (scaled) {
+        gi = __fmul_rn(gi, s);
+        g[i] = gi;  // as scale_inplace leaves it
+      }
+      const float mi = __fadd_rn(__fmul_rn(beta1, m[i]), __fmul_rn(omb1, gi));
+      const float vi = __fadd_rn(__fmul_rn(beta2, v[i]), __fmul_rn(__fmul_rn(omb2, gi), gi));
+      m[i] = mi;
+      v[i] = vi;
+      const double mhat = __ddiv_rn(static_cast<double>(mi), c1);
+      const double vhat = __ddiv_rn(static_cast<double>(vi), c2);
+      const double step = __ddiv_rn(__dmul_rn(static_cast<double>(lr), mhat),
+                                    __dadd_rn(__dsqrt_rn(vhat), static_cast<double>(eps)));
+      w[i] = __fsub_rn(w[i], __double2float_rn(step));
+    }
+  }
+}
+
+unsigned int grid_for(int64_t items) {
+  return blocks_for(items > 0 ? items : 1);
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ launchers
@@ -157,6 +299,104 @@ void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, flo
   adam_update_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(
       w.f32(), g.f32(), m.f32(), v.f32(), n, lr, beta1, beta2, omb1, omb2, eps, c.c1, c.c2);
   MARE_LAUNCH_CHECK("adam_update_kernel");
+}
+
+Tensor adam_step(std::span<Tensor> ws, std::span<Tensor> gs, std::span<Tensor> ms,
+                 std::span<Tensor> vs, const AdamStepConfig& c) {
+  const size_t count = ws.size();
+  Tensor norm = Tensor::empty({1}, Device::cuda);
+  // The per-tensor sums of squares (slots, list order), then the scale and the flag.
+  Workspace slots(std::max<size_t>(count, 1) * sizeof(double));
+  Workspace decision(2 * sizeof(float));
+  float* scale = decision.as<float>();
+  int* clip = reinterpret_cast<int*>(scale + 1);
+  MARE_CUDA_CHECK(cudaMemsetAsync(slots.get(), 0, slots.bytes(), stream()));
+  const float k2 = c.l2 > 0 ? 2.0f * c.l2 : 0.0f;
+
+  // The norm's tree, level by level, every tensor of a group in one launch.
+  // Level sizes per tensor: n, then ⌈n / chunk⌉, … down to 1 (the slot).
+  std::vector<std::vector<int64_t>> sizes(count);  // sums at each level
+  size_t scratch = 0;
+  for (size_t k = 0; k < count; ++k) {
+    if (!gs[k].defined() || gs[k].numel() == 0) continue;
+    for (int64_t m = chunks_of(gs[k].numel());; m = chunks_of(m)) {
+      sizes[k].push_back(m);
+      if (m == 1) break;
+      scratch += static_cast<size_t>(m);
+    }
+  }
+  Workspace tree(scratch * sizeof(double));
+  std::vector<std::vector<double*>> at(count);  // where each level's sums go
+  size_t used = 0;
+  for (size_t k = 0; k < count; ++k)
+    for (int64_t m : sizes[k]) {
+      if (m == 1) {
+        at[k].push_back(slots.as<double>() + k);
+      } else {
+        at[k].push_back(tree.as<double>() + used);
+        used += static_cast<size_t>(m);
+      }
+    }
+
+  for (size_t g0 = 0; g0 < count; g0 += kGroup) {
+    const size_t g1 = std::min(count, g0 + kGroup);
+    SquaresTable t{};
+    for (size_t k = g0; k < g1; ++k) {
+      if (sizes[k].empty()) continue;
+      const int i = t.count++;
+      t.g[i] = gs[k].f32();
+      t.w[i] = ws[k].f32();
+      t.n[i] = gs[k].numel();
+      t.out[i] = at[k][0];
+      t.start[i + 1] = t.start[i] + sizes[k][0];
+    }
+    if (t.count > 0) {
+      step_squares_kernel<<<grid_for(t.start[t.count]), kThreads, 0, stream()>>>(t, k2);
+      MARE_LAUNCH_CHECK("step_squares_kernel");
+    }
+    for (size_t level = 1;; ++level) {
+      LevelTable lt{};
+      for (size_t k = g0; k < g1; ++k) {
+        if (sizes[k].size() <= level) continue;
+        const int i = lt.count++;
+        lt.in[i] = at[k][level - 1];
+        lt.n[i] = sizes[k][level - 1];
+        lt.out[i] = at[k][level];
+        lt.start[i + 1] = lt.start[i] + sizes[k][level];
+      }
+      if (lt.count == 0) break;
+      step_level_kernel<<<grid_for(lt.start[lt.count]), kThreads, 0, stream()>>>(lt);
+      MARE_LAUNCH_CHECK("step_level_kernel");
+    }
+  }
+  step_norm_kernel<<<1, 32, 0, stream()>>>(slots.as<double>(), static_cast<int64_t>(count),
+                                           static_cast<double>(c.clip_norm), norm.f32(), scale,
+                                           clip);
+  MARE_LAUNCH_CHECK("step_norm_kernel");
+
+  const AdamBiasCorrection bc = adam_bias_correction(c.beta1, c.beta2, c.step);
+  const float omb1 = 1 - c.beta1, omb2 = 1 - c.beta2;
+  for (size_t g0 = 0; g0 < count; g0 += kGroup) {
+    const size_t g1 = std::min(count, g0 + kGroup);
+    AdamTable t{};
+    for (size_t k = g0; k < g1; ++k) {
+      if (!gs[k].defined() || ws[k].numel() == 0) continue;
+      const int i = t.count++;
+      t.w[i] = ws[k].f32();
+      t.g[i] = gs[k].f32();
+      t.m[i] = ms[k].f32();
+      t.v[i] = vs[k].f32();
+      t.n[i] = ws[k].numel();
+      t.start[i + 1] = t.start[i] + (t.n[i] + kAdamTile - 1) / kAdamTile;
+    }
+    if (t.count == 0) continue;
+    const int64_t tiles = t.start[t.count];
+    const unsigned int grid = static_cast<unsigned int>(std::min<int64_t>(tiles, 65535));
+    step_adam_kernel<<<grid, kThreads, 0, stream()>>>(t, scale, clip, c.lr, c.beta1, c.beta2, omb1,
+                                                      omb2, c.eps, bc.c1, bc.c2);
+    MARE_LAUNCH_CHECK("step_adam_kernel");
+  }
+  return norm;
 }
 
 }  // namespace mare::cuda

@@ -94,11 +94,8 @@ void adam_chunk(float* __restrict pw, const float* __restrict pg, float* __restr
   }
 }
 
-}  // namespace
-
-void l2_grad_add(Tensor& grad, const Tensor& w, float lambda) {
-  check_pair(grad, w, "l2_grad_add");
-  MARE_CUDA_DISPATCH("l2_grad_add", l2_grad_add(grad, w, lambda), &grad, &w);
+// The CPU bodies (checked arguments), shared by the one-tensor ops and adam_step.
+void l2_grad_add_cpu(Tensor& grad, const Tensor& w, float lambda) {
   const float k = 2.0f * lambda;  // exact (a power of two), so g + (2λ)·w is g + 2·λ·w
   float* g = grad.f32();
   const float* pw = w.f32();
@@ -107,14 +104,37 @@ void l2_grad_add(Tensor& grad, const Tensor& w, float lambda) {
   });
 }
 
-void scale_inplace(Tensor& x, float s) {
-  check_defined(x, "scale_inplace");
-  check_dtype(x, DType::f32, "scale_inplace");
-  MARE_CUDA_DISPATCH("scale_inplace", scale_inplace(x, s), &x);
+void scale_inplace_cpu(Tensor& x, float s) {
   float* p = x.f32();
   detail::for_items(x.numel(), 1.0, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) p[i] *= s;
   });
+}
+
+void adam_update_cpu(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, float beta1,
+                     float beta2, float eps, int64_t step) {
+  const AdamBiasCorrection c = adam_bias_correction(beta1, beta2, step);
+  float *pw = w.f32(), *pm = m.f32(), *pv = v.f32();
+  const float* pg = g.f32();
+  // Elementwise: chunks of elements when large (each element as in the plain loop).
+  detail::for_items(w.numel(), 20.0, [&](int64_t b, int64_t e) {
+    adam_chunk(pw + b, pg + b, pm + b, pv + b, e - b, lr, beta1, beta2, eps, c.c1, c.c2);
+  });
+}
+
+}  // namespace
+
+void l2_grad_add(Tensor& grad, const Tensor& w, float lambda) {
+  check_pair(grad, w, "l2_grad_add");
+  MARE_CUDA_DISPATCH("l2_grad_add", l2_grad_add(grad, w, lambda), &grad, &w);
+  l2_grad_add_cpu(grad, w, lambda);
+}
+
+void scale_inplace(Tensor& x, float s) {
+  check_defined(x, "scale_inplace");
+  check_dtype(x, DType::f32, "scale_inplace");
+  MARE_CUDA_DISPATCH("scale_inplace", scale_inplace(x, s), &x);
+  scale_inplace_cpu(x, s);
 }
 
 double sum_squares(const Tensor& x) {
@@ -154,13 +174,57 @@ void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, flo
                                 ", expected the 1-based count of updates (>= 1)");
   MARE_CUDA_DISPATCH("adam_update", adam_update(w, g, m, v, lr, beta1, beta2, eps, step), &w, &g,
                      &m, &v);
-  const AdamBiasCorrection c = adam_bias_correction(beta1, beta2, step);
-  float *pw = w.f32(), *pm = m.f32(), *pv = v.f32();
-  const float* pg = g.f32();
-  // Elementwise: chunks of elements when large (each element as in the plain loop).
-  detail::for_items(w.numel(), 20.0, [&](int64_t b, int64_t e) {
-    adam_chunk(pw + b, pg + b, pm + b, pv + b, e - b, lr, beta1, beta2, eps, c.c1, c.c2);
-  });
+  adam_update_cpu(w, g, m, v, lr, beta1, beta2, eps, step);
+}
+
+Tensor adam_step(std::span<Tensor> ws, std::span<Tensor> gs, std::span<Tensor> ms,
+                 std::span<Tensor> vs, const AdamStepConfig& c) {
+  detail::count_op();
+  const size_t n = ws.size();
+  if (gs.size() != n || ms.size() != n || vs.size() != n)
+    throw std::invalid_argument("adam_step: " + std::to_string(n) + " parameters but " +
+                                std::to_string(gs.size()) + " gradients, " +
+                                std::to_string(ms.size()) + " first and " +
+                                std::to_string(vs.size()) + " second moments");
+  if (c.step < 1)
+    throw std::invalid_argument("adam_step: step " + std::to_string(c.step) +
+                                ", expected the 1-based count of updates (>= 1)");
+  bool any_cuda = false, any_cpu = false;
+  for (size_t k = 0; k < n; ++k) {
+    if (gs[k].defined()) {
+      check_pair(ws[k], gs[k], "adam_step");
+    } else if (c.l2 > 0) {
+      throw std::invalid_argument("adam_step: parameter " + std::to_string(k) +
+                                  " has no gradient, and L2 needs one for every parameter");
+    }
+    check_pair(ws[k], ms[k], "adam_step");
+    check_pair(ws[k], vs[k], "adam_step");
+    for (const Tensor* t : {&ws[k], &gs[k], &ms[k], &vs[k]})
+      if (t->defined()) (t->device() == Device::cuda ? any_cuda : any_cpu) = true;
+  }
+  if (any_cuda && any_cpu)
+    throw std::invalid_argument(
+        "adam_step: tensors on different devices (cpu and cuda); move them with Tensor::to() "
+        "first");
+#ifdef MARE_WITH_CUDA
+  if (any_cuda) return cuda::adam_step(ws, gs, ms, vs, c);
+#endif
+  if (c.l2 > 0)
+    for (size_t k = 0; k < n; ++k) l2_grad_add_cpu(gs[k], ws[k], c.l2);
+  double total = 0.0;
+  for (const Tensor& g : gs)
+    if (g.defined()) total += tree_sum_squares(g.f32(), g.numel());
+  const double norm = std::sqrt(total);
+  const double max_norm = c.clip_norm;
+  if (max_norm > 0 && norm > max_norm) {
+    const float k = static_cast<float>(max_norm / norm);
+    for (Tensor& g : gs)
+      if (g.defined()) scale_inplace_cpu(g, k);
+  }
+  for (size_t k = 0; k < n; ++k)
+    if (gs[k].defined())
+      adam_update_cpu(ws[k], gs[k], ms[k], vs[k], c.lr, c.beta1, c.beta2, c.eps, c.step);
+  return Tensor::full({1}, static_cast<float>(norm));
 }
 
 }  // namespace mare

@@ -49,6 +49,29 @@ double sum_squares(std::span<const Tensor> xs);
 void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, float beta1,
                  float beta2, float eps, int64_t step);
 
+// One whole optimiser step over a list of parameters, as one op: the
+// composition of the kernels above in the order of models/optim.h, bit for bit
+// the same as calling them one by one:
+//   1. when l2 > 0, for every k: l2_grad_add(gs[k], ws[k], l2)
+//   2. norm = √(sum_squares(gs)); when clip_norm > 0 and norm > clip_norm, every
+//      defined gs[k] ← gs[k] · float(clip_norm / norm)           (scale_inplace)
+//   3. for every k with a defined gs[k]: adam_update(ws[k], gs[k], ms[k], vs[k], …)
+// ws, gs, ms, vs: lists of one length; gs[k] may be undefined (no gradient: the
+// parameter is left alone and counts zero in the norm), but not when l2 > 0.
+// Returns a 1-element float32 tensor on the parameters' device holding
+// float(norm), the norm before clipping; it is not read back here, so on the
+// GPU the whole step runs without the host waiting: the norm, the clipping
+// decision and the scale stay on the device (a handful of launches in all,
+// whatever the number of tensors).
+struct AdamStepConfig {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float l2 = 0.0f;         // λ; 0 turns it off
+  float clip_norm = 0.0f;  // c; 0 turns clipping off
+  int64_t step = 1;        // t ≥ 1, the count including this update
+};
+Tensor adam_step(std::span<Tensor> ws, std::span<Tensor> gs, std::span<Tensor> ms,
+                 std::span<Tensor> vs, const AdamStepConfig& config);
+
 // Adam's bias corrections c₁ = 1 − β₁ᵗ, c₂ = 1 − β₂ᵗ, computed on the host in
 // double for both devices (one definition, so both use the same pow()).
 struct AdamBiasCorrection {

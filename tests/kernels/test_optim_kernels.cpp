@@ -185,6 +185,89 @@ TEST(OptimKernels, RefuseBadArguments) {
   EXPECT_THROW(adam_update(a, a, m, v, 0.1f, 0.9f, 0.999f, 1e-8f, 0), std::invalid_argument);
 }
 
+// A parameter list for adam_step: shapes from one element to several levels
+// of the norm's tree (> 65 536 elements), an empty tensor, and more tensors
+// than one launch of the GPU's multi-tensor kernels takes (40).
+struct StepList {
+  std::vector<Tensor> w, g, m, v;
+};
+StepList step_list(bool undefined_gradient, uint32_t seed) {
+  StepList l;
+  std::vector<Shape> shapes = {{1}, {70001}, {0}, {3, 257}, {256}};
+  for (int k = 0; k < 90; ++k) shapes.push_back(Shape{1 + (k * 37) % 300});
+  uint32_t stream = seed;
+  for (const Shape& s : shapes) {
+    l.w.push_back(random_tensor(s, ++stream));
+    l.g.push_back(random_tensor(s, ++stream, -0.5f, 0.5f));
+    l.m.push_back(random_tensor(s, ++stream, -0.1f, 0.1f));
+    l.v.push_back(random_tensor(s, ++stream, 0.0f, 0.1f));
+  }
+  if (undefined_gradient) l.g[3] = Tensor();
+  return l;
+}
+StepList to_device(const StepList& l, Device d) {
+  StepList o;
+  for (const Tensor& t : l.w) o.w.push_back(t.to(d));
+  for (const Tensor& t : l.g) o.g.push_back(t.defined() ? t.to(d) : Tensor());
+  for (const Tensor& t : l.m) o.m.push_back(t.to(d));
+  for (const Tensor& t : l.v) o.v.push_back(t.to(d));
+  return o;
+}
+void expect_same_lists(const StepList& a, const StepList& b, const std::string& what) {
+  for (size_t k = 0; k < a.w.size(); ++k) {
+    const std::string at = what + ", tensor " + std::to_string(k);
+    expect_same_bits(a.w[k].to_vector(), b.w[k].to_vector(), at + " w");
+    expect_same_bits(a.m[k].to_vector(), b.m[k].to_vector(), at + " m");
+    expect_same_bits(a.v[k].to_vector(), b.v[k].to_vector(), at + " v");
+    ASSERT_EQ(a.g[k].defined(), b.g[k].defined()) << at;
+    if (a.g[k].defined()) expect_same_bits(a.g[k].to_vector(), b.g[k].to_vector(), at + " g");
+  }
+}
+// The configurations: clipping that scales, clipping that does not, none, L2.
+std::vector<AdamStepConfig> step_configs() {
+  return {{.lr = 1e-2f, .l2 = 0.0f, .clip_norm = 1.0f, .step = 1},
+          {.lr = 1e-3f, .l2 = 0.0f, .clip_norm = 1e6f, .step = 4},
+          {.lr = 1e-3f, .l2 = 0.0f, .clip_norm = 0.0f, .step = 2},
+          {.lr = 5e-3f, .l2 = 1e-3f, .clip_norm = 3.0f, .step = 7}};
+}
+
+// adam_step is the one-by-one composition of models/optim.h, bit for bit, and
+// one dispatch whatever the number of tensors.
+TEST(OptimKernels, AdamStepIsTheCompositionOfTheKernels) {
+  for (const AdamStepConfig& c : step_configs()) {
+    const bool l2 = c.l2 > 0;
+    StepList fused = step_list(!l2, 500), plain = to_device(fused, Device::cpu);
+    const DispatchCounts before = dispatch_counts();
+    const Tensor norm = adam_step(fused.w, fused.g, fused.m, fused.v, c);
+    EXPECT_EQ((dispatch_counts() - before).ops, 1);
+    if (l2)
+      for (size_t k = 0; k < plain.w.size(); ++k) l2_grad_add(plain.g[k], plain.w[k], c.l2);
+    const double total = sum_squares(plain.g), n = std::sqrt(total);
+    if (c.clip_norm > 0 && n > c.clip_norm)
+      for (Tensor& g : plain.g)
+        if (g.defined()) scale_inplace(g, static_cast<float>(double(c.clip_norm) / n));
+    for (size_t k = 0; k < plain.w.size(); ++k)
+      if (plain.g[k].defined())
+        adam_update(plain.w[k], plain.g[k], plain.m[k], plain.v[k], c.lr, c.beta1, c.beta2, c.eps,
+                    c.step);
+    EXPECT_EQ(norm.item(), static_cast<float>(n));
+    expect_same_lists(fused, plain, "clip " + std::to_string(c.clip_norm));
+  }
+}
+
+TEST(OptimKernels, AdamStepRefusesBadArguments) {
+  StepList l = step_list(true, 600);
+  AdamStepConfig c;
+  c.l2 = 1e-3f;  // L2 needs every gradient
+  EXPECT_THROW(adam_step(l.w, l.g, l.m, l.v, c), std::invalid_argument);
+  c.l2 = 0.0f;
+  c.step = 0;
+  EXPECT_THROW(adam_step(l.w, l.g, l.m, l.v, c), std::invalid_argument);
+  c.step = 1;
+  l.m.pop_back();
+  EXPECT_THROW(adam_step(l.w, l.g, l.m, l.v, c), std::invalid_argument);
+}
+
 // ------------------------------------------------------------------ GPU
 class OptimKernelsCuda : public ::testing::Test {
  protected:
@@ -242,6 +325,24 @@ TEST_F(OptimKernelsCuda, AdamUpdateMatchesTheCpuBitForBit) {
   expect_same_bits(gw.to_vector(), w.to_vector(), "w");
   expect_same_bits(gm.to_vector(), m.to_vector(), "m");
   expect_same_bits(gv.to_vector(), v.to_vector(), "v");
+}
+
+// The multi-tensor kernels give the CPU's bits, with no read of the device:
+// the norm, the clipping decision and the scale stay there.
+TEST_F(OptimKernelsCuda, AdamStepMatchesTheCpuBitForBit) {
+  for (const AdamStepConfig& c : step_configs()) {
+    const bool l2 = c.l2 > 0;
+    StepList cpu = step_list(!l2, 700), gpu = to_device(cpu, Device::cuda);
+    const Tensor nc = adam_step(cpu.w, cpu.g, cpu.m, cpu.v, c);
+    const DispatchCounts before = dispatch_counts();
+    const Tensor ng = adam_step(gpu.w, gpu.g, gpu.m, gpu.v, c);
+    const DispatchCounts used = dispatch_counts() - before;
+    EXPECT_EQ(used.ops, 1);
+    EXPECT_EQ(used.device_reads, 0);
+    EXPECT_EQ(ng.device(), Device::cuda);
+    EXPECT_EQ(ng.item(), nc.item());
+    expect_same_lists(gpu, cpu, "clip " + std::to_string(c.clip_norm));
+  }
 }
 
 }  // namespace
