@@ -4,6 +4,7 @@
 // that changes nothing, and the registry's table (aliases, switches, grids).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -227,9 +228,48 @@ TEST(Registry, Table46HasTheTwelveRows) {
             resolve_model("UTRE-CPD").canonical());
 }
 
-// One training step of each relation model on the GPU against the CPU: the loss,
-// every parameter's gradient and the updated weights (SPEC §2 tolerances after
-// reductions and GEMMs). Skips, with the reason, without a GPU.
+// Why the ngram bias cannot be compared after one Adam step (the failure seen on
+// an H100, ReModelsCuda below): UTRE's input passes a batch norm over the
+// tokens, and the n-gram path adds b_conv to every token's every gram before
+// the max, so W_out·b_conv is one vector added to every token, which the norm's
+// mean removes. The exact gradient of ngram.conv.b is zero; what a device
+// computes is rounding noise of the other terms. This holds it on the CPU: the
+// bias's gradient is below 1e-5 of the model's largest.
+TEST(ReModels, TheInputNormCancelsTheNgramBiasGradient) {
+  auto m = build("UTRE-CPD" + kSmall);
+  const ag::Var loss = task_loss(*m, tiny_batch(), ReTask::relations);
+  ag::backward(loss);
+  float largest = 0.0f, bias = -1.0f;
+  for (const ag::Var& p : m->parameters().all()) {
+    if (!p->grad.defined()) continue;
+    float here = 0.0f;
+    for (float g : p->grad.to_vector()) here = std::max(here, std::fabs(g));
+    largest = std::max(largest, here);
+    if (p->name == "ngram.conv.b") bias = here;
+  }
+  ASSERT_GE(bias, 0.0f) << "no gradient reached ngram.conv.b";
+  EXPECT_GT(largest, 1e-3f);
+  EXPECT_LE(bias, 1e-5f * largest) << "largest " << largest;
+}
+
+// One training step of each relation model on the GPU against the CPU, in the
+// two parts that can be compared:
+//  1. the loss and every parameter's gradient before the optimiser. Tolerance:
+//     |g_cpu − g_gpu| ≤ 1e-3·|g_cpu| + 1e-5·G, G the largest gradient of the
+//     model: reductions and GEMMs sum in other orders (SPEC §2), and an element
+//     whose exact gradient is zero (ngram.conv.b under the input norm, above)
+//     holds rounding noise of its terms, whose scale G bounds.
+//  2. the optimiser on the same gradients: the CPU's gradients are copied to
+//     the GPU model and both take one Adam step (L2, clipping, update). The
+//     kernels round operation by operation as the CPU does, so the weights
+//     agree to the last bits (a host that fuses a·b + c into an FMA under
+//     -march=native may differ in one rounding: 4 ulp of w plus 1e-6·lr).
+// What is not compared: the weights after each device's own step. Adam's
+// first step moves an element by lr·g/(|g| + ε): where g is rounding noise
+// (1e-8 against ε = 1e-8) that move is anywhere in (−lr, lr) on either device.
+// On an H100, ngram.conv.b[0] moved 7.15e-4 on the CPU and 8.83e-4 on the GPU
+// (gradients of ~2.5e-8 and ~7.5e-8), which the earlier form of this test
+// compared and failed. Skips, with the reason, without a GPU.
 TEST(ReModelsCuda, OneTrainingStepMatchesTheCpu) {
   MARE_NEEDS_GPU();
   for (const std::string& name : std::vector<std::string>{"cnn+d=6+filters=5+dropout=0",
@@ -241,8 +281,6 @@ TEST(ReModelsCuda, OneTrainingStepMatchesTheCpu) {
                       &bg.pair_doc, &bg.labels, &bg.head_offsets, &bg.head_rows, &bg.tail_offsets,
                       &bg.tail_rows, &bg.head_pos, &bg.tail_pos})
       *t = t->to(Device::cuda);
-    Adam adam_cpu(cpu->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
-    Adam adam_gpu(gpu->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
     const ag::Var lc = task_loss(*cpu, b, ReTask::relations);
     const ag::Var lg = task_loss(*gpu, bg, ReTask::relations);
     EXPECT_NEAR(lc->value.item(), lg->value.to(Device::cpu).item(),
@@ -250,15 +288,35 @@ TEST(ReModelsCuda, OneTrainingStepMatchesTheCpu) {
         << name;
     ag::backward(lc);
     ag::backward(lg);
-    adam_cpu.step(1e-3f);
-    adam_gpu.step(1e-3f);
     const auto& pc = cpu->parameters().all();
     const auto& pg = gpu->parameters().all();
+    ASSERT_EQ(pc.size(), pg.size());
+    float largest = 0.0f;
+    for (const ag::Var& p : pc)
+      if (p->grad.defined())
+        for (float g : p->grad.to_vector()) largest = std::max(largest, std::fabs(g));
     for (size_t k = 0; k < pc.size(); ++k) {
-      const Tensor wc = pc[k]->value, wg = pg[k]->value.to(Device::cpu);
-      for (int64_t i = 0; i < wc.numel(); ++i)
-        ASSERT_NEAR(wc.f32()[i], wg.f32()[i], 1e-4 + 1e-4 * std::fabs(wc.f32()[i]))
-            << name << " " << pc[k]->name << "[" << i << "]";
+      ASSERT_EQ(pc[k]->grad.defined(), pg[k]->grad.defined()) << name << " " << pc[k]->name;
+      if (!pc[k]->grad.defined()) continue;
+      const std::vector<float> gc = pc[k]->grad.to_vector(), gg = pg[k]->grad.to_vector();
+      for (size_t i = 0; i < gc.size(); ++i)
+        ASSERT_NEAR(gc[i], gg[i], 1e-3 * std::fabs(gc[i]) + 1e-5 * largest)
+            << name << " gradient of " << pc[k]->name << "[" << i << "]";
+    }
+    // 2. The optimiser on the CPU's gradients.
+    for (size_t k = 0; k < pc.size(); ++k)
+      if (pc[k]->grad.defined()) pg[k]->grad = pc[k]->grad.to(Device::cuda);
+    const float lr = 1e-3f;
+    Adam adam_cpu(cpu->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
+    Adam adam_gpu(gpu->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
+    adam_cpu.step(lr);
+    adam_gpu.step(lr);
+    EXPECT_EQ(adam_cpu.last_grad_norm(), adam_gpu.last_grad_norm()) << name;
+    for (size_t k = 0; k < pc.size(); ++k) {
+      const std::vector<float> wc = pc[k]->value.to_vector(), wg = pg[k]->value.to_vector();
+      for (size_t i = 0; i < wc.size(); ++i)
+        ASSERT_NEAR(wc[i], wg[i], 4 * std::ldexp(std::fabs(wc[i]), -23) + 1e-6 * lr)
+            << name << " " << pc[k]->name << "[" << i << "] after the step";
     }
   }
 }
