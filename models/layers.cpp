@@ -1,6 +1,8 @@
 #include "models/layers.h"
 
+#include <array>
 #include <cmath>
+#include <mutex>
 #include <stdexcept>
 
 #include "kernels/ops.h"
@@ -12,13 +14,72 @@ namespace mare::nn {
 
 namespace {
 
+// Constant tensors that a forward pass asks for again and again (the position
+// signal of every block and halting step, the repeat ids of every mask): built
+// on the host and uploaded once per shape, then handed out again while
+// unwritten (Tensor::mark_unwritten; an entry something wrote into is built
+// anew). Least recently used entries go beyond kConstantCacheBytes. Before,
+// each call built them on the host (a [32, 398, 300] signal: 3.8 M sines and
+// cosines) and uploaded them: most of a GPU iteration's time at the thesis's
+// sizes went there, the GPU waiting.
+class ConstantCache {
+ public:
+  using Key = std::array<int64_t, 6>;
+  template <class Build>
+  Tensor get(const Key& key, Build&& build) {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(key);
+    if (it != entries_.end() && it->second.tensor.unwritten()) {
+      it->second.last_use = ++clock_;
+      return it->second.tensor;
+    }
+    if (it != entries_.end()) {
+      bytes_ -= it->second.tensor.nbytes();
+      entries_.erase(it);
+    }
+    Tensor t = build();
+    if (t.nbytes() > kConstantCacheBytes) return t;
+    while (bytes_ + t.nbytes() > kConstantCacheBytes && !entries_.empty()) {
+      auto oldest = entries_.begin();
+      for (auto e = entries_.begin(); e != entries_.end(); ++e)
+        if (e->second.last_use < oldest->second.last_use) oldest = e;
+      bytes_ -= oldest->second.tensor.nbytes();
+      entries_.erase(oldest);
+    }
+    t.mark_unwritten();
+    entries_[key] = Entry{t, ++clock_};
+    bytes_ += t.nbytes();
+    return t;
+  }
+
+ private:
+  static constexpr size_t kConstantCacheBytes = size_t(256) << 20;
+  struct Entry {
+    Tensor tensor;
+    uint64_t last_use = 0;
+  };
+  std::mutex mutex_;
+  std::map<Key, Entry> entries_;
+  size_t bytes_ = 0;
+  uint64_t clock_ = 0;
+};
+
+ConstantCache& constants() {
+  static ConstantCache cache;
+  return cache;
+}
+
+enum ConstantKind : int64_t { kRepeatIds = 1, kPositionSignal = 2 };
+
 // ids [rows, width] with ids[r, j] = r: the gather that repeats row r of a
 // [rows, 1] table `width` times (a broadcast whose backward is a sum).
 Tensor repeat_ids(int64_t rows, int64_t width, Device device) {
-  std::vector<int32_t> ids(static_cast<size_t>(rows * width));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < width; ++j) ids[r * width + j] = static_cast<int32_t>(r);
-  return Tensor::from_indices(ids, {rows, width}).to(device);
+  return constants().get({kRepeatIds, rows, width, 0, 0, static_cast<int64_t>(device)}, [&] {
+    std::vector<int32_t> ids(static_cast<size_t>(rows * width));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < width; ++j) ids[r * width + j] = static_cast<int32_t>(r);
+    return Tensor::from_indices(ids, {rows, width}).to(device);
+  });
 }
 
 ag::Var masked(const ag::Var& x, const Tensor& mask) {
@@ -42,6 +103,11 @@ ag::Var scale_rows(const ag::Var& x, const ag::Var& s) {
 }
 
 Tensor position_signal(int64_t B, int64_t T, int64_t D, int64_t t, Device device) {
+  return constants().get({kPositionSignal, B, T, D, t, static_cast<int64_t>(device)},
+                         [&] { return position_signal_uncached(B, T, D, t, device); });
+}
+
+Tensor position_signal_uncached(int64_t B, int64_t T, int64_t D, int64_t t, Device device) {
   std::vector<float> one(static_cast<size_t>(T * D));
   for (int64_t i = 0; i < T; ++i)
     for (int64_t j = 0; j < D; ++j) {

@@ -193,7 +193,10 @@ Tensor expand_mask(const Tensor& mask, int64_t width);
 ag::Var scale_rows(const ag::Var& x, const ag::Var& s);
 // The sinusoidal position (and iteration) signal of SPEC §4.3, [B, T, D]:
 // P[i, 2j] = sin(i / 10000^{2j/D}) (+ sin(t / 10000^{2j/D}) when t ≥ 1),
-// P[i, 2j+1] = cos(...) (+ cos(...)).
+// P[i, 2j+1] = cos(...) (+ cos(...)). Built once per shape and device and
+// handed out again (a read-only constant: a caller must not write into it;
+// one that does gets a fresh one next time); _uncached builds it every call.
 Tensor position_signal(int64_t B, int64_t T, int64_t D, int64_t t, Device device);
+Tensor position_signal_uncached(int64_t B, int64_t T, int64_t D, int64_t t, Device device);
 
 }  // namespace mare::nn

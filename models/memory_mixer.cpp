@@ -34,6 +34,13 @@ bool all_ones(const Tensor& run) {
   return true;
 }
 
+// Is running ⊙ mask all ones? Both hold 0s and 1s, so it is when both are; each
+// is read on its own, so a batch's mask (uploaded: its host copy answers) costs
+// no read of the device, where the product, made on the GPU, would.
+bool all_ones(const Tensor& running, const Tensor& mask) {
+  return all_ones(mask) && all_ones(running);
+}
+
 }  // namespace
 
 MemoryController::MemoryController(ParameterSet& ps, Buffers& buffers, const std::string& name,
@@ -128,7 +135,7 @@ ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const
   // run ∈ {0, 1} exact in both terms.
   const Tensor run = mul_forward(running, mask.reshape({M}));
   MemoryState next{mem, u, ww, wr, prec, links, reads};
-  if (!all_ones(run)) {
+  if (!all_ones(running, mask)) {
     const Tensor stop = add_forward(Tensor::full({M}, 1.0f, dev), scale_forward(run, -1.0f));
     std::map<std::string, std::pair<ag::Var, ag::Var>> wide;  // per shape: (run, 1 − run)
     auto hold = [&](const ag::Var& now, const ag::Var& before) {
