@@ -9,7 +9,10 @@
 //   sorted          a real sort per memory, then one lane per memory walks the
 //                   sorted slots: exclusive cumulative product and scatter back
 //                   (ordered_*: a warp per memory stages the row in shared memory
-//                   for N ≤ 512, one thread per memory above). N ≤ 256: cub::WarpMergeSort, one
+//                   for N ≤ 512, one thread per memory above); for 2 ≤ N ≤ 128 the
+//                   sort and the sweep are one kernel (sorted_fused_kernel: the
+//                   sorted pairs stay in registers, the running product passes
+//                   from lane to lane). N ≤ 256: cub::WarpMergeSort, one
 //                   (logical) warp per memory, of the pairs (û, slot) under precedes() (a strict
 //                   total order: ties to the lower slot, the NaN rule), the way torch.sort sorts
 //                   many short rows in registers and shared memory; W = the power of two ≥ N lanes
@@ -182,6 +185,102 @@ void warp_sort_order(const float* u, int* order, int rows, int n) {
       static_cast<unsigned int>((int64_t(rows) + kPerBlock - 1) / kPerBlock);
   warp_sort_order_kernel<kItems, kLanes><<<blocks, kSortBlock, 0, stream()>>>(u, order, rows, n);
   MARE_LAUNCH_CHECK("warp_sort_order_kernel");
+}
+
+// `sorted` whole, for N ≤ kFusedSortedMax: a logical warp per memory sorts its
+// pairs (as warp_sort_order_kernel) and keeps them in registers, lane l holding
+// the sorted positions [l·kItems, (l + 1)·kItems). The sweeps of the ordered
+// kernels then run across the lanes in order, each lane continuing its
+// predecessor's running product (or, backward, its successor's r) received by
+// a shuffle: the same operations in the same order as one thread walking the
+// list, so the same bits, without staging the row or a free list in memory.
+// Forward: a[φ_j] = (1 − s_j)·p_j, p_{j+1} = p_j·s_j. Backward:
+// d_u[φ_k] += (1 − ε)·P_k·(R_k − g_k), R_{k−1} = g_k(1 − s_k) + s_k R_k.
+constexpr int kFusedSortedMax = 128;
+template <int kItems, int kLanes, bool kBackward>
+__global__ void sorted_fused_kernel(const float* __restrict__ u, const float* __restrict__ d_a,
+                                    float* __restrict__ out, int64_t rows, int n) {
+  using Sort = cub::WarpMergeSort<FreeSlot, kItems, kLanes>;
+  constexpr int kPerBlock = kSortBlock / kLanes;
+  __shared__ typename Sort::TempStorage temp[kPerBlock];
+  const int group = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
+  const int64_t m = int64_t(blockIdx.x) * kPerBlock + group;
+  const bool live = m < rows;
+  FreeSlot items[kItems];
+  for (int j = 0; j < kItems; ++j) {
+    const int i = lane * kItems + j;
+    if (live && i < n)
+      items[j] = FreeSlot{hat(u[m * n + i]), i};
+    else
+      items[j] = FreeSlot{__int_as_float(0x7FC00000), 0x7FFFFFFF};
+  }
+  Sort(temp[group]).Sort(items, SlotPrecedes{});
+  const int first = lane * kItems;  // this lane's first sorted position
+  // Running products: prefix[j] = p before item j; the chain passes lane to lane.
+  float prefix[kItems];
+  float p = 1.0f;
+  for (int l = 0; l < kLanes; ++l) {
+    if (lane == l)
+      for (int j = 0; j < kItems; ++j) {
+        prefix[j] = p;
+        if (first + j < n) p = mul(p, items[j].key);
+      }
+    p = __shfl_sync(0xffffffffu, p, l, kLanes);
+  }
+  if constexpr (!kBackward) {
+    for (int j = 0; j < kItems; ++j)
+      if (live && first + j < n) out[m * n + items[j].slot] = mul(1.0f - items[j].key, prefix[j]);
+  } else {
+    float g[kItems], term[kItems];
+    for (int j = 0; j < kItems; ++j)
+      g[j] = live && first + j < n ? d_a[m * n + items[j].slot] : 0.0f;
+    float r = 0.0f;
+    for (int l = kLanes - 1; l >= 0; --l) {
+      if (lane == l)
+        for (int j = kItems - 1; j >= 0; --j) {
+          if (first + j >= n) continue;
+          const float sj = items[j].key;
+          term[j] = mul(kOneMinusEps, mul(prefix[j], __fsub_rn(r, g[j])));
+          r = __fadd_rn(mul(g[j], 1.0f - sj), mul(sj, r));
+        }
+      r = __shfl_sync(0xffffffffu, r, l, kLanes);
+    }
+    for (int j = 0; j < kItems; ++j)
+      if (live && first + j < n) {
+        float* d = out + m * n + items[j].slot;
+        *d = __fadd_rn(*d, term[j]);
+      }
+  }
+}
+
+template <int kItems, int kLanes, bool kBackward>
+void sorted_fused(const float* u, const float* d_a, float* out, int rows, int n) {
+  constexpr int kPerBlock = kSortBlock / kLanes;
+  const unsigned int blocks =
+      static_cast<unsigned int>((int64_t(rows) + kPerBlock - 1) / kPerBlock);
+  sorted_fused_kernel<kItems, kLanes, kBackward>
+      <<<blocks, kSortBlock, 0, stream()>>>(u, d_a, out, rows, n);
+  MARE_LAUNCH_CHECK("sorted_fused_kernel");
+}
+
+// `sorted` forward (d_a null) or backward by sorted_fused for 2 ≤ N ≤ 128
+// (false otherwise: the free list, then the ordered sweeps).
+template <bool kBackward>
+bool sorted_fused_pass(const float* u, const float* d_a, float* out, int rows, int n) {
+  if (n < 2 || n > kFusedSortedMax || rows == 0) return false;
+  if (n <= 4)
+    sorted_fused<1, 4, kBackward>(u, d_a, out, rows, n);
+  else if (n <= 8)
+    sorted_fused<1, 8, kBackward>(u, d_a, out, rows, n);
+  else if (n <= 16)
+    sorted_fused<1, 16, kBackward>(u, d_a, out, rows, n);
+  else if (n <= 32)
+    sorted_fused<1, 32, kBackward>(u, d_a, out, rows, n);
+  else if (n <= 64)
+    sorted_fused<2, 32, kBackward>(u, d_a, out, rows, n);
+  else
+    sorted_fused<4, 32, kBackward>(u, d_a, out, rows, n);
+  return true;
 }
 
 // The free lists by warp_sort_order for N ≤ 256 (false above).
@@ -621,6 +720,8 @@ void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant
     case AllocationVariant::sorted:
     case AllocationVariant::rank:
     case AllocationVariant::network: {
+      if (variant == AllocationVariant::sorted && sorted_fused_pass<false>(u, nullptr, a, rows, n))
+        return;
       Workspace order(sizeof(int) * count);
       free_lists(u, rows, n, variant, order.as<int>());
       ordered_forward(u, order.as<int>(), a, rows, n);
@@ -670,6 +771,8 @@ void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usa
     case AllocationVariant::sorted:
     case AllocationVariant::rank:
     case AllocationVariant::network: {
+      if (variant == AllocationVariant::sorted && sorted_fused_pass<true>(u, g, du, rows, n))
+        return;
       Workspace order(sizeof(int) * count);
       free_lists(u, rows, n, variant, order.as<int>());
       ordered_backward(u, order.as<int>(), g, du, rows, n);
