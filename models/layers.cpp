@@ -1,5 +1,6 @@
 #include "models/layers.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <mutex>
@@ -25,20 +26,26 @@ namespace {
 class ConstantCache {
  public:
   using Key = std::array<int64_t, 6>;
+  // The lock is not held while `build` runs: a builder may ask the cache for
+  // another entry (the position signal asks for its table).
   template <class Build>
   Tensor get(const Key& key, Build&& build) {
-    std::lock_guard lock(mutex_);
-    auto it = entries_.find(key);
-    if (it != entries_.end() && it->second.tensor.unwritten()) {
-      it->second.last_use = ++clock_;
-      return it->second.tensor;
-    }
-    if (it != entries_.end()) {
-      bytes_ -= it->second.tensor.nbytes();
-      entries_.erase(it);
+    {
+      std::lock_guard lock(mutex_);
+      auto it = entries_.find(key);
+      if (it != entries_.end() && it->second.tensor.unwritten()) {
+        it->second.last_use = ++clock_;
+        return it->second.tensor;
+      }
     }
     Tensor t = build();
     if (t.nbytes() > kConstantCacheBytes) return t;
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {  // a stale entry (written into), or another thread's
+      bytes_ -= it->second.tensor.nbytes();
+      entries_.erase(it);
+    }
     while (bytes_ + t.nbytes() > kConstantCacheBytes && !entries_.empty()) {
       auto oldest = entries_.begin();
       for (auto e = entries_.begin(); e != entries_.end(); ++e)
@@ -69,19 +76,46 @@ ConstantCache& constants() {
   return cache;
 }
 
-enum ConstantKind : int64_t { kRepeatIds = 1, kPositionSignal = 2 };
+enum ConstantKind : int64_t { kRepeatIds = 1, kPositionSignal = 2, kPositionTable = 3 };
 
 // ids [rows, width] with ids[r, j] = r: the gather that repeats row r of a
-// [rows, 1] table `width` times (a broadcast whose backward is a sum).
+// [rows, 1] table `width` times (a broadcast whose backward is a sum). Made on
+// the device (grid_ids), no host memory.
 Tensor repeat_ids(int64_t rows, int64_t width, Device device) {
-  return constants().get({kRepeatIds, rows, width, 0, 0, static_cast<int64_t>(device)}, [&] {
-    std::vector<int32_t> ids(static_cast<size_t>(rows * width));
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < width; ++j) ids[r * width + j] = static_cast<int32_t>(r);
-    return Tensor::from_indices(ids, {rows, width}).to(device);
-  });
+  return constants().get({kRepeatIds, rows, width, 0, 0, static_cast<int64_t>(device)},
+                         [&] { return grid_ids(rows, width, true, device); });
 }
 
+// The signal's rows for positions 0 … rows − 1: [rows, D] (one sequence's).
+Tensor position_rows(int64_t rows, int64_t D, int64_t t) {
+  std::vector<float> one(static_cast<size_t>(rows * D));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < D; ++j) {
+      const double freq =
+          std::pow(10000.0, -static_cast<double>(j - j % 2) / static_cast<double>(D));
+      double v = j % 2 == 0 ? std::sin(i * freq) : std::cos(i * freq);
+      if (t >= 1) v += j % 2 == 0 ? std::sin(t * freq) : std::cos(t * freq);
+      one[i * D + j] = static_cast<float>(v);
+    }
+  return Tensor::from_vector(one, {rows, D});
+}
+
+// The table of position_rows on `device` for at least T positions: built for
+// 512 positions (or T, when longer) once per (D, t, device); a longer T builds
+// a longer one. Row i does not depend on how many rows the table has.
+Tensor position_table(int64_t T, int64_t D, int64_t t, Device device) {
+  static std::mutex mutex;
+  static std::map<std::array<int64_t, 3>, int64_t> rows_built;
+  int64_t rows = 0;
+  {
+    std::lock_guard lock(mutex);
+    int64_t& built = rows_built[{D, t, static_cast<int64_t>(device)}];
+    built = std::max({built, T, int64_t{512}});
+    rows = built;
+  }
+  return constants().get({kPositionTable, rows, D, t, 0, static_cast<int64_t>(device)},
+                         [&] { return position_rows(rows, D, t).to(device); });
+}
 ag::Var masked(const ag::Var& x, const Tensor& mask) {
   return ag::mul(x, ag::constant(expand_mask(mask, x->value.dim(-1))));
 }
@@ -103,24 +137,19 @@ ag::Var scale_rows(const ag::Var& x, const ag::Var& s) {
 }
 
 Tensor position_signal(int64_t B, int64_t T, int64_t D, int64_t t, Device device) {
-  return constants().get({kPositionSignal, B, T, D, t, static_cast<int64_t>(device)},
-                         [&] { return position_signal_uncached(B, T, D, t, device); });
+  return constants().get({kPositionSignal, B, T, D, t, static_cast<int64_t>(device)}, [&] {
+    // Every sequence's rows gathered from the table: the same floats as
+    // position_signal_uncached, with no host work beyond a new table's rows.
+    const Tensor ids = grid_ids(B, T, false, device).reshape({B * T});
+    return embedding_forward(position_table(T, D, t, device), ids).reshape({B, T, D});
+  });
 }
 
 Tensor position_signal_uncached(int64_t B, int64_t T, int64_t D, int64_t t, Device device) {
-  std::vector<float> one(static_cast<size_t>(T * D));
-  for (int64_t i = 0; i < T; ++i)
-    for (int64_t j = 0; j < D; ++j) {
-      const double freq =
-          std::pow(10000.0, -static_cast<double>(j - j % 2) / static_cast<double>(D));
-      double v = j % 2 == 0 ? std::sin(i * freq) : std::cos(i * freq);
-      if (t >= 1) v += j % 2 == 0 ? std::sin(t * freq) : std::cos(t * freq);
-      one[i * D + j] = static_cast<float>(v);
-    }
-  std::vector<float> all;
-  all.reserve(static_cast<size_t>(B * T * D));
-  for (int64_t b = 0; b < B; ++b) all.insert(all.end(), one.begin(), one.end());
-  return Tensor::from_vector(all, {B, T, D}).to(device);
+  const Tensor one = position_rows(T, D, t);
+  Tensor all = Tensor::empty({B, T, D});
+  for (int64_t b = 0; b < B; ++b) std::copy(one.f32(), one.f32() + T * D, all.f32() + b * T * D);
+  return all.to(device);
 }
 
 // ---- Linear, Embedding, Dropout -------------------------------------------

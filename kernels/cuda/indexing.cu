@@ -97,6 +97,13 @@ __global__ void embedding_gather_kernel(const float* __restrict__ table,
     out[t] = table[static_cast<int64_t>(ids[t / dim]) * dim + t % dim];
 }
 
+__global__ void grid_ids_kernel(int32_t* __restrict__ p, int64_t rows, int64_t cols, bool by_row) {
+  const int64_t n = rows * cols;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < n;
+       t += int64_t(gridDim.x) * blockDim.x)
+    p[t] = static_cast<int32_t>(by_row ? t / cols : t % cols);
+}
+
 __global__ void iota_kernel(int32_t* __restrict__ p, int64_t n) {
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < n;
        t += int64_t(gridDim.x) * blockDim.x)
@@ -277,6 +284,16 @@ void max_backward(Tensor& d_x, const Tensor& d_out, const Tensor& argmax, int ax
   max_backward_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(
       d_x.f32(), d_out.f32(), argmax.i32(), s.outer, s.size, s.inner);
   MARE_LAUNCH_CHECK("max_backward_kernel");
+}
+
+Tensor grid_ids(int64_t rows, int64_t cols, bool by_row) {
+  Tensor out = Tensor::empty({rows, cols}, Device::cuda, DType::i32);
+  if (rows * cols == 0) return out;
+  grid_ids_kernel<<<blocks_for(rows * cols), kThreads, 0, stream()>>>(out.i32(), rows, cols,
+                                                                      by_row);
+  MARE_LAUNCH_CHECK("grid_ids_kernel");
+  out.vouch_index_range(0, static_cast<int32_t>((by_row ? rows : cols) - 1));
+  return out;
 }
 
 Tensor embedding_forward(const Tensor& table, const Tensor& ids) {

@@ -84,6 +84,7 @@ void depthwise_conv1d_backward(Tensor& d_x, Tensor& d_w, Tensor& d_bias, const T
 // indexing.cu
 MaxResult max_forward(const Tensor& x, int axis);
 void max_backward(Tensor& d_x, const Tensor& d_out, const Tensor& argmax, int axis);
+Tensor grid_ids(int64_t rows, int64_t cols, bool by_row);
 Tensor embedding_forward(const Tensor& table, const Tensor& ids);
 void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& ids);
 Tensor concat_forward(const std::vector<Tensor>& xs, int axis);

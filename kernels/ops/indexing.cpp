@@ -2,6 +2,7 @@
 // [outer, axis, inner] around the axis it works on.
 #include "kernels/ops/indexing.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "kernels/ops/common.h"
@@ -147,6 +148,25 @@ Tensor embedding_forward(const Tensor& table, const Tensor& ids) {
       std::memcpy(out.f32() + n * d, table.f32() + id * d, d * sizeof(float));
     }
   });
+  return out;
+}
+
+Tensor grid_ids(int64_t rows, int64_t cols, bool by_row, Device device) {
+  if (rows < 0 || cols < 0 || rows > INT32_MAX || cols > INT32_MAX)
+    throw std::invalid_argument("grid_ids: rows " + std::to_string(rows) + " and cols " +
+                                std::to_string(cols) + " must lie in [0, 2^31)");
+  detail::count_op();
+  if (device == Device::cuda) {
+#ifdef MARE_WITH_CUDA
+    return cuda::grid_ids(rows, cols, by_row);
+#else
+    throw std::invalid_argument("grid_ids: this build has no CUDA backend");
+#endif
+  }
+  Tensor out = Tensor::empty({rows, cols}, Device::cpu, DType::i32);
+  int32_t* p = out.i32();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) p[r * cols + c] = static_cast<int32_t>(by_row ? r : c);
   return out;
 }
 

@@ -23,6 +23,12 @@ void max_backward(Tensor& d_x, const Tensor& d_out, const Tensor& argmax, int ax
 Tensor embedding_forward(const Tensor& table, const Tensor& ids);
 void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& ids);
 
+// The index grid of a broadcast by gather: ids [rows, cols], i32, with
+// ids[r, c] = r (by_row: a table row repeated over the columns) or c (a table
+// row per column), made on `device` with no host memory (on the GPU one kernel
+// that vouches for the range: Tensor::known_index_range). Not differentiable.
+Tensor grid_ids(int64_t rows, int64_t cols, bool by_row, Device device);
+
 // Concatenate along `axis`; all other extents must agree.
 Tensor concat_forward(const std::vector<Tensor>& xs, int axis);
 // d_xs[i] += the slice of d_out that came from xs[i]. Every d_xs[i] must be

@@ -1,0 +1,82 @@
+// The forward pass's constants (models/layers.h): the position signal and the
+// masks' broadcasts come from a cache and from device-made index grids
+// (grid_ids); they must be the same floats as building them on the host, at
+// every shape, on either device, and a cached tensor that something wrote into
+// is not handed out again.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "models/layers.h"
+#include "tests/gpu_required.h"
+
+namespace mare {
+namespace {
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  const std::vector<float> x = a.to_vector(), y = b.to_vector();
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+TEST(Constants, GridIdsRepeatRowsOrColumns) {
+  const Tensor rows = grid_ids(3, 4, true, Device::cpu), cols = grid_ids(3, 4, false, Device::cpu);
+  EXPECT_EQ(rows.shape(), Shape({3, 4}));
+  EXPECT_EQ(rows.to_index_vector(), (std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2}));
+  EXPECT_EQ(cols.to_index_vector(), (std::vector<int32_t>{0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}));
+  EXPECT_EQ(grid_ids(0, 5, true, Device::cpu).numel(), 0);
+  EXPECT_THROW(grid_ids(-1, 2, true, Device::cpu), std::invalid_argument);
+  EXPECT_THROW(grid_ids(int64_t{1} << 31, 2, true, Device::cpu), std::invalid_argument);
+}
+
+// Shorter and longer than the table's first 512 rows, in both orders, and the
+// iteration term (t ≥ 1).
+TEST(Constants, PositionSignalIsTheHostBuiltSignal) {
+  for (int64_t T : {7, 96, 700, 5, 398})
+    for (int64_t t : {0, 3}) {
+      const Tensor cached = nn::position_signal(3, T, 10, t, Device::cpu);
+      EXPECT_EQ(cached.shape(), Shape({3, T, 10}));
+      EXPECT_TRUE(same_bytes(cached, nn::position_signal_uncached(3, T, 10, t, Device::cpu)))
+          << "T " << T << ", t " << t;
+    }
+}
+
+TEST(Constants, AWrittenSignalIsBuiltAnew) {
+  Tensor first = nn::position_signal(2, 4, 6, 1, Device::cpu);
+  const Tensor again = nn::position_signal(2, 4, 6, 1, Device::cpu);
+  EXPECT_EQ(first.f32(), again.f32());  // the same tensor, handed out again
+  first.f32()[0] = 42.0f;               // a mutable pointer: the cache lets it go
+  const Tensor fresh = nn::position_signal(2, 4, 6, 1, Device::cpu);
+  EXPECT_NE(fresh.f32(), first.f32());
+  EXPECT_TRUE(same_bytes(fresh, nn::position_signal_uncached(2, 4, 6, 1, Device::cpu)));
+}
+
+TEST(Constants, ExpandMaskRepeatsEachValue) {
+  const Tensor mask = Tensor::from_vector({1, 0, 1, 1, 0, 0}, {2, 3});
+  const std::vector<float> wide = nn::expand_mask(mask, 2).to_vector();
+  EXPECT_EQ(wide, (std::vector<float>{1, 1, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0}));
+}
+
+TEST(ConstantsCuda, TheGpuMakesTheSameConstants) {
+  MARE_NEEDS_GPU();
+  for (bool by_row : {true, false}) {
+    const Tensor g = grid_ids(37, 11, by_row, Device::cuda);
+    EXPECT_EQ(g.device(), Device::cuda);
+    EXPECT_EQ(g.to_index_vector(), grid_ids(37, 11, by_row, Device::cpu).to_index_vector());
+    int32_t lo = -1, hi = -1;
+    ASSERT_TRUE(g.known_index_range(lo, hi));  // vouched by its kernel: no device scan
+    EXPECT_EQ(lo, 0);
+    EXPECT_EQ(hi, by_row ? 36 : 10);
+  }
+  for (int64_t T : {9, 600})
+    EXPECT_TRUE(same_bytes(nn::position_signal(4, T, 12, 2, Device::cuda),
+                           nn::position_signal_uncached(4, T, 12, 2, Device::cpu)))
+        << "T " << T;
+  const Tensor mask = Tensor::from_vector({1, 0, 1, 1, 0, 0}, {2, 3});
+  EXPECT_EQ(nn::expand_mask(mask.to(Device::cuda), 3).to_vector(),
+            nn::expand_mask(mask, 3).to_vector());
+}
+
+}  // namespace
+}  // namespace mare
