@@ -5,6 +5,9 @@
 #                         profile and write everything under results/
 #   ./run_all.sh test     build, then run the whole test suite
 #   ./run_all.sh build    build only
+#   ./run_all.sh pack DIR build, then pack the binaries, the shared libraries a
+#                         CUDA machine lacks and the sources into DIR, to run on
+#                         another machine (reports/devices/pack.sh says how)
 #
 # On a fresh Debian 12 machine it first installs the Debian packages that are
 # missing (non-interactive, idempotent). Environment: MARE_BUILD_DIR (default
@@ -185,5 +188,10 @@ case "$MODE" in
   run) build; run_main ;;
   test) build; run_tests ;;
   build) build ;;
-  *) echo "usage: $0 [run|test|build]" >&2; exit 2 ;;
+  pack)
+    [ $# -eq 2 ] || { echo "usage: $0 pack DIR" >&2; exit 2; }
+    build
+    reports/devices/pack.sh "$BUILD_DIR" "$2"
+    ;;
+  *) echo "usage: $0 [run|test|build|pack DIR]" >&2; exit 2 ;;
 esac

@@ -1,56 +1,174 @@
 #!/usr/bin/env bash
-# Builds mare with the CUDA backend on a GPU machine, runs the whole test suite
-# and the GPU benchmarks, and writes a Markdown summary beside this script:
-#   reports/devices/<gpu-name>-<date>.md   (+ the raw logs under <...>/)
-# Usage (from the repository root, on the GPU machine):
-#   reports/devices/gpu_report.sh [BUILD_DIR]        default build-gpu
-# Environment: MARE_JOBS (default nproc), CMAKE_CUDA_ARCHITECTURES (default 75;90).
-# The tests run with MARE_REQUIRE_GPU=1: on this machine a GPU test that cannot run
-# (no device, a broken driver) fails with the CUDA error instead of skipping.
+# The GPU report: mare's whole test suite on the GPU, compute-sanitizer on every
+# GPU test, the GPU benchmarks, and PyTorch's numbers beside them when a peer
+# is at hand; writes a Markdown summary and the raw logs.
+#
+# Usage (on the GPU machine):
+#   reports/devices/gpu_report.sh [TREE] [OUT_DIR]
+# TREE is either
+#   - a build directory of this checkout (default build-gpu): configured with
+#     MARE_CUDA=ON and built here when needed, or
+#   - a packed folder (./run_all.sh pack DIR on any machine, reports/devices/pack.sh):
+#     run as it is, nothing configured or built: `DIR/source/reports/devices/gpu_report.sh DIR`.
+# OUT_DIR (default reports/devices/<gpu>-<date> of the source tree) gets the raw
+# logs; the summary is OUT_DIR.md beside it.
+# Environment: MARE_JOBS (default nproc), CMAKE_CUDA_ARCHITECTURES (default
+# 75;90, for a build), MARE_PEERS (a folder holding the PyTorch peers:
+# bench_iteration.py, torch_alloc_gpu.py, models.py; run when python3 imports
+# torch), MARE_SANITIZE (default 1: memcheck on every GPU test, one process per
+# test, since one error poisons the CUDA context for the rest, and racecheck on
+# the op table and the allocation kernels; 0 skips both).
+# MARE_STEP_TIMEOUT (seconds, default 1800) bounds each test shard, each
+# sanitized test and each benchmark, so that a hang costs one step, not the report.
+# The tests run with MARE_REQUIRE_GPU=1: on this machine a GPU test that cannot
+# run (no device, a broken driver) fails with the CUDA error instead of skipping.
 set -uo pipefail
 export MARE_REQUIRE_GPU=1
-cd "$(dirname "$0")/../.."
-build="${1:-build-gpu}"
+src=$(cd "$(dirname "$0")/../.." && pwd)
+tree="${1:-build-gpu}"
 jobs="${MARE_JOBS:-$(nproc)}"
-archs="${CMAKE_CUDA_ARCHITECTURES:-75;90}"
+start=$(date +%s)
+step() { echo "=== +$(($(date +%s) - start))s $*"; }
+export MARE_STEP_TIMEOUT="${MARE_STEP_TIMEOUT:-1800}"
+bounded() { timeout "$MARE_STEP_TIMEOUT" "$@"; }
 
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMARE_CUDA=ON \
-  "-DCMAKE_CUDA_ARCHITECTURES=$archs" >/dev/null || exit 1
-cmake --build "$build" -j "$jobs" || exit 1
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mare_gpu_report.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-"$build/mare" doctor >"$tmp/doctor.txt"
-gpu=$(grep -m1 '^gpu 0' "$tmp/doctor.txt" | sed 's/^gpu 0 *//; s/,.*//')
-[ -n "$gpu" ] || { echo "no GPU visible: $(grep '^cuda' "$tmp/doctor.txt")" >&2; exit 1; }
+if [ -f "$tree/PACKED" ]; then  # a packed folder: binaries in bin/, libraries in lib/
+  tree=$(cd "$tree" && pwd)
+  # shellcheck disable=SC1091
+  source "$tree/env.sh"
+  bin() { echo "$tree/bin/$1"; }
+  origin="the packed folder $tree ($(head -n 1 "$tree/PACKED"))"
+else
+  archs="${CMAKE_CUDA_ARCHITECTURES:-75;90}"
+  (cd "$src" && cmake -S . -B "$tree" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMARE_CUDA=ON \
+    "-DCMAKE_CUDA_ARCHITECTURES=$archs" >/dev/null && cmake --build "$tree" -j "$jobs") || exit 1
+  tree=$(cd "$src" && cd "$tree" && pwd)
+  export MARE_SOURCE_DIR="$src" MARE_CLI="$tree/mare"
+  bin() { find "$tree" -type f -name "$1" ! -path '*/CMakeFiles/*' | head -n 1; }
+  origin="the build $tree of commit $(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null)"
+fi
+mare=$(bin mare)
+doctor=$("$mare" doctor)
+gpu=$(grep -m1 '^gpu 0' <<<"$doctor" | sed 's/^gpu 0 *//; s/,.*//')
+[ -n "$gpu" ] || { echo "no GPU visible: $(grep '^cuda' <<<"$doctor")" >&2; exit 1; }
 slug=$(echo "$gpu" | tr 'A-Z ' 'a-z-' | tr -cd 'a-z0-9-')-$(date -u +%Y-%m-%d)
-dir="reports/devices/$slug"
+dir="${2:-$src/reports/devices/$slug}"
 mkdir -p "$dir"
-cp "$tmp/doctor.txt" "$dir/doctor.txt"
+dir=$(cd "$dir" && pwd)
+echo "$doctor" >"$dir/doctor.txt"
 nvidia-smi >"$dir/nvidia-smi.txt" 2>&1 || true
 
-# 1. the whole suite (GPU tests included), 2. the CUDA parity table on its own
-ctest --test-dir "$build" --output-on-failure -j "$jobs" >"$dir/ctest.txt" 2>&1
-ctest_rc=$?
-"$build/tests/kernels/test_kernels" --gtest_filter='OpTableCuda*:CudaRuntime*:CudaPhilox*:*Cuda*' \
-  --gtest_brief=0 >"$dir/parity.txt" 2>&1
-parity_rc=$?
+# 1. Every test binary, in 4 shards each, all at once (MARE_THREADS=1 a process).
+step "tests" | tee -a "$dir/steps.txt"
+tests=()
+for t in ${MARE_TESTS:-test_kernels test_models test_fused_step test_threads test_experiments \
+  test_collect test_data test_inspect test_sweep_runner test_sweep_spec test_stats test_figures \
+  test_reports}; do
+  p=$(bin "$t")
+  [ -n "$p" ] && [ -x "$p" ] && tests+=("$p")
+done
+mkdir -p "$dir/tests"
+for p in "${tests[@]}"; do
+  for i in 0 1 2 3; do echo "$p $i"; done
+done | xargs -P "$jobs" -L 1 sh -c 'MARE_THREADS=1 GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$1 \
+  timeout "$MARE_STEP_TIMEOUT" "$0" --gtest_color=no >"'"$dir"'/tests/$(basename "$0").$1.txt" 2>&1; \
+  echo "$(basename "$0") shard $1: exit $?" >>"'"$dir"'/tests/exits.txt"'
+sort "$dir/tests/exits.txt" -o "$dir/tests/exits.txt"
+test_passed=$(cat "$dir"/tests/test_*.txt | grep -h '^\[  PASSED  \]' | awk '{s += $4} END {print s + 0}')
+test_failed=$(cat "$dir"/tests/test_*.txt | grep -h '^\[  FAILED  \].*(' | sort -u)
+test_skipped=$(cat "$dir"/tests/test_*.txt | grep -h '^\[  SKIPPED \] .* ([0-9]* ms)$' |
+  sed 's/^\[  SKIPPED \] //; s/ (.*//' | sort -u)
+bad_exits=$(grep -v 'exit 0$' "$dir/tests/exits.txt")
 
-# 3. benchmarks
-"$build/mare" bench allocation --device cuda --json "$dir/allocation_cuda.json" \
+# 2. compute-sanitizer: memcheck per GPU test, racecheck on the op table and allocation.
+san_summary="skipped (MARE_SANITIZE=0)"
+if [ "${MARE_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  step "memcheck, one process per GPU test" | tee -a "$dir/steps.txt"
+  mkdir -p "$dir/memcheck"
+  for t in test_kernels test_models test_fused_step; do
+    p=$(bin "$t")
+    [ -n "$p" ] || continue
+    "$p" --gtest_list_tests --gtest_filter='*Cuda*:*Gpu*:*GPU*' | awk -v b="$p" '
+      /^[^ ]/ {suite = $1} /^  / {print b, suite $1}'
+  done >"$dir/memcheck/list.txt"
+  xargs -P "$jobs" -L 1 sh -c 'out=$(timeout "$MARE_STEP_TIMEOUT" compute-sanitizer --tool memcheck --error-exitcode 99 \
+    "$0" --gtest_filter="$1" --gtest_brief=1 2>&1); rc=$?; \
+    errs=$(printf "%s\n" "$out" | grep -E "^========= (Invalid|Program hit|ERROR|Error|Uninit|Leaked)" | sort -u | tr "\n" "|"); \
+    echo "memcheck rc=$rc $(basename "$0") $1 :: $errs"' <"$dir/memcheck/list.txt" \
+    | sort >"$dir/memcheck/results.txt"
+  step "racecheck" | tee -a "$dir/steps.txt"
+  bounded compute-sanitizer --tool racecheck --error-exitcode 99 "$(bin test_kernels)" \
+    --gtest_filter='*OpTableCuda*:AllocationCuda.*' --gtest_brief=1 >"$dir/racecheck.txt" 2>&1
+  race_rc=$?
+  # A test that ends before its first CUDA call (one that checks the no-GPU path)
+  # has nothing to check: the sanitizer says so and exits 255.
+  mem_total=$(wc -l <"$dir/memcheck/results.txt")
+  mem_clean=$(grep -c '^memcheck rc=0 ' "$dir/memcheck/results.txt")
+  mem_idle=$(grep -c 'terminated before first instrumented API call' "$dir/memcheck/results.txt")
+  hazards=$(grep -o 'RACECHECK SUMMARY: [0-9]* hazards' "$dir/racecheck.txt" | grep -o '[0-9]*' | head -n 1)
+  san_summary="memcheck: $mem_clean of $mem_total GPU tests clean, $mem_idle made no CUDA call, $((mem_total - mem_clean - mem_idle)) with findings; racecheck (op table, allocation): exit $race_rc, ${hazards:-?} hazards"
+fi
+
+# 3. Benchmarks: allocation, training iterations at the paper size, the ops.
+step "bench allocation" | tee -a "$dir/steps.txt"
+bounded "$mare" bench allocation --device cuda --json "$dir/allocation_cuda.json" \
   --csv "$dir/allocation_cuda.csv" >"$dir/allocation_cuda.txt" 2>&1
-"$build/mare" bench allocation --json "$dir/allocation_cpu.json" \
-  --csv "$dir/allocation_cpu.csv" >"$dir/allocation_cpu.txt" 2>&1
-"$build/kernels/bench/bench_ops" --device cuda --benchmark_out="$dir/ops_cuda.json" \
+step "bench iteration" | tee -a "$dir/steps.txt"
+bounded "$mare" bench iteration --device cuda --size paper --shape both --iterations 10 --warmup 3 \
+  --json "$dir/iteration_cuda.json" >"$dir/iteration_cuda.txt" 2>"$dir/iteration_cuda.log"
+# How busy the GPU is while mare trains: nvidia-smi's utilization.gpu (the
+# share of each 100 ms sample in which a kernel ran) through `mare train` of
+# UTRE-CPD and NTCRE-CPD at their registry sizes on synth-cdr (200 steps, one
+# evaluation at the end), idle samples before the first busy one and after the
+# last dropped.
+step "GPU busy" | tee -a "$dir/steps.txt"
+train_dir=$(mktemp -d)
+"$mare" data generate synth-cdr --out "$train_dir/data" --seed 5 >/dev/null 2>&1
+busy_rows=""
+for model in UTRE-CPD NTCRE-CPD; do
+  nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
+    >"$dir/busy_$model.txt" 2>/dev/null &
+  smi=$!
+  bounded "$mare" train --model "$model" --data "synth-cdr:$train_dir/data" --steps 200 \
+    --eval-every 200 --batching balanced --seed 1 --device cuda --out "$train_dir/busy_$model" \
+    >"$dir/busy_${model}_train.txt" 2>&1
+  sleep 0.3
+  kill "$smi" 2>/dev/null
+  wait "$smi" 2>/dev/null
+  mean=$(awk '{v[NR] = $1} END {a = 1; while (a <= NR && v[a] == 0) a++; b = NR; while (b >= a && v[b] == 0) b--;
+    s = 0; n = 0; for (i = a; i <= b; i++) {s += v[i]; n++}
+    if (n) printf "%.0f%% over %d samples", s / n, n; else print "no samples"}' "$dir/busy_$model.txt")
+  speed=$(tr '\r' '\n' <"$dir/busy_${model}_train.txt" | grep -o '[0-9.]* steps/s' | tail -n 1)
+  busy_rows+="- $model: $mean ($speed)"$'\n'
+done
+step "training from the command line" | tee -a "$dir/steps.txt"
+for run in 1 2; do
+  bounded "$mare" train --model UTRE-CPD+d=32+heads=4+ner_prob=0 \
+    --data "synth-cdr:$train_dir/data" --steps 300 --eval-every 300 --batching balanced --seed 1 --device cuda \
+    --out "$train_dir/run$run" >"$dir/train_cuda_$run.txt" 2>&1
+done
+cmp -s "$train_dir/run1/result.json" "$train_dir/run2/result.json" && same_bytes=yes || same_bytes=no
+cp "$train_dir/run1/result.json" "$dir/train_cuda_result.json" 2>/dev/null
+rm -rf "$train_dir"
+step "bench_ops" | tee -a "$dir/steps.txt"
+bounded "$(bin bench_ops)" --device cuda --benchmark_out="$dir/ops_cuda.json" \
   --benchmark_out_format=json --benchmark_min_time=0.05 >"$dir/ops_cuda.txt" 2>&1
 
-passed=$(grep -c '^\[       OK \]' "$dir/parity.txt")
-failed=$(grep -c '^\[  FAILED  \].*(' "$dir/parity.txt")
-skipped=$(grep -c '^\[  SKIPPED \].*(' "$dir/parity.txt")
+# 4. The PyTorch peers on the same GPU, right after.
+peers="${MARE_PEERS:-}"
+if [ -n "$peers" ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  step "peers" | tee -a "$dir/steps.txt"
+  bounded python3 "$peers/torch_alloc_gpu.py" 1,10,100,1000 >"$dir/peer_allocation.csv" 2>"$dir/peer_allocation.log"
+  (cd "$peers" && bounded python3 bench_iteration.py --device cuda --sizes paper --shapes semeval,cdr \
+    --configs UTRE-CPD,NTCRE-CPD,UTRE,NTCRE --threads 1 --iters 10 --warmup 3 --budget 120 \
+    --out "$dir/peer_iteration.csv") >"$dir/peer_iteration.log" 2>&1
+fi
+step "done" | tee -a "$dir/steps.txt"
+
 {
   echo "# $gpu — $(date -u +%Y-%m-%d)"
   echo
-  echo "Produced by \`reports/devices/gpu_report.sh\` at commit $(git rev-parse --short=12 HEAD)."
+  echo "Produced by \`reports/devices/gpu_report.sh\` from $origin."
   echo
   echo '## Machine'
   echo
@@ -58,17 +176,44 @@ skipped=$(grep -c '^\[  SKIPPED \].*(' "$dir/parity.txt")
   cat "$dir/doctor.txt"
   echo '```'
   echo
-  echo '## Tests'
+  echo '## Tests (`MARE_REQUIRE_GPU=1`: a GPU test that cannot run fails)'
   echo
-  echo "- whole suite (\`ctest\`, \`MARE_REQUIRE_GPU=1\`: a GPU test that cannot run fails): exit $ctest_rc — $(grep -E 'tests passed|tests failed' "$dir/ctest.txt" | tail -1)"
-  echo "- CUDA parity table and runtime (\`test_kernels --gtest_filter='OpTableCuda*:CudaRuntime*:CudaPhilox*:*Cuda*'\`):"
-  echo "  exit $parity_rc, $passed passed, $failed failed, $skipped skipped"
-  if [ "$failed" -gt 0 ]; then
+  echo "- ${#tests[@]} test binaries, 4 shards each: $test_passed tests passed"
+  echo "- failed: ${test_failed:-none}"
+  echo "- skipped: $(echo "${test_skipped:-none}" | tr '\n' ' ')"
+  echo "- shards with a non-zero exit: ${bad_exits:-none}"
+  echo "- sanitizers: $san_summary"
+  if [ -f "$dir/memcheck/results.txt" ]; then
     echo
-    echo 'Failing tests:'
+    echo 'Tests whose memcheck was not clean (a finding, or no CUDA call to check):'
     echo
-    grep '^\[  FAILED  \].*(' "$dir/parity.txt" | sed 's/^/    /'
+    grep -v '^memcheck rc=0 ' "$dir/memcheck/results.txt" | sed 's/^/    /' || true
   fi
+  echo
+  echo '## Training iteration (`mare bench iteration --device cuda --size paper`)'
+  echo
+  echo '```'
+  cat "$dir/iteration_cuda.txt"
+  echo '```'
+  echo
+  echo 'GPU busy while mare trains (nvidia-smi utilization.gpu, 100 ms samples; `mare train`, 200 steps):'
+  echo
+  printf '%s' "$busy_rows"
+  if [ -f "$dir/peer_iteration.csv" ]; then
+    echo
+    echo 'PyTorch eager on the same GPU (`peers/bench_iteration.py`):'
+    echo
+    echo '```'
+    cat "$dir/peer_iteration.csv"
+    echo '```'
+  fi
+  echo
+  echo "## Training from the command line (UTRE-CPD d 32, synth-cdr, 300 steps; same bytes twice: $same_bytes)"
+  echo
+  echo '```'
+  tr '\r' '\n' <"$dir/train_cuda_1.txt" | grep 'steps/s' | tail -n 1
+  tr '\r' '\n' <"$dir/train_cuda_1.txt" | tail -n 3
+  echo '```'
   echo
   echo '## Allocation kernels on the GPU (`mare bench allocation --device cuda`)'
   echo
@@ -76,6 +221,6 @@ skipped=$(grep -c '^\[  SKIPPED \].*(' "$dir/parity.txt")
   cat "$dir/allocation_cuda.txt"
   echo '```'
   echo
-  echo "Raw outputs: \`$dir/\` (ctest.txt, parity.txt, allocation_{cuda,cpu}.{txt,json,csv}, ops_cuda.json)."
+  echo "Raw outputs: \`$(basename "$dir")/\`."
 } >"$dir.md"
 echo "wrote $dir.md"

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "tests/cli_binary.h"
 #include "tests/temp_dir.h"
 
 namespace mare {
@@ -23,7 +24,7 @@ std::string slurp(const fs::path& p) {
 }
 
 int mare(const std::string& args) {
-  const std::string cmd = std::string(MARE_CLI_BINARY) + " " + args + " > /dev/null 2>&1";
+  const std::string cmd = ::mare::test::cli_binary() + " " + args + " > /dev/null 2>&1";
   return std::system(cmd.c_str());
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/cli_binary.h"
 #include "tests/temp_dir.h"
 
 #ifndef MARE_CLI_BINARY
@@ -42,7 +43,8 @@ std::string slurp(const std::filesystem::path& p) {
 
 // Runs `mare args...` with the working directory `dir`.
 Outcome run_mare(const TempDir& dir, const std::vector<std::string>& args) {
-  std::string cmd = "cd " + quoted(dir.path().string()) + " && " + quoted(MARE_CLI_BINARY);
+  std::string cmd =
+      "cd " + quoted(dir.path().string()) + " && " + quoted(::mare::test::cli_binary());
   for (const std::string& a : args) cmd += " " + quoted(a);
   cmd += " >" + quoted((dir / "stdout").string()) + " 2>" + quoted((dir / "stderr").string());
   const int raw = std::system(cmd.c_str());

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/cli_binary.h"
+
 #ifndef MARE_CLI_BINARY
 #error "MARE_CLI_BINARY (path of the mare binary) must be defined by the build"
 #endif
@@ -36,7 +38,8 @@ inline std::string slurp_file(const std::filesystem::path& p) {
 // `mare args...` run in the directory `cwd`; stdout and stderr go to files there.
 inline MareOutcome run_mare_in(const std::filesystem::path& cwd,
                                const std::vector<std::string>& args) {
-  std::string cmd = "cd " + shell_quoted(cwd.string()) + " && " + shell_quoted(MARE_CLI_BINARY);
+  std::string cmd =
+      "cd " + shell_quoted(cwd.string()) + " && " + shell_quoted(::mare::test::cli_binary());
   for (const std::string& a : args) cmd += " " + shell_quoted(a);
   cmd += " >" + shell_quoted((cwd / "mare.stdout").string()) + " 2>" +
          shell_quoted((cwd / "mare.stderr").string());

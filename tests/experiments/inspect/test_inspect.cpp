@@ -7,6 +7,7 @@
 //   - `mare bench iteration --size default` writes the contract's JSON.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +26,7 @@
 #include "experiments/re_trainer.h"
 #include "kernels/random.h"
 #include "models/memory_mixer.h"
+#include "tests/cli_binary.h"
 #include "tests/models/re_model_checks.h"
 #include "tests/temp_dir.h"
 
@@ -170,7 +172,7 @@ std::string quoted(const std::string& s) {
 
 Outcome run_mare(const std::vector<std::string>& args) {
   static test::TempDir logs("inspect_cli");
-  std::string cmd = quoted(MARE_CLI_BINARY);
+  std::string cmd = quoted(::mare::test::cli_binary());
   for (const std::string& a : args) cmd += " " + quoted(a);
   cmd += " >" + quoted((logs / "stdout").string()) + " 2>" + quoted((logs / "stderr").string());
   const int raw = std::system(cmd.c_str());
@@ -215,7 +217,23 @@ const fs::path& trained_run() {
   return run;
 }
 
+// Is gnuplot on PATH (what `mare inspect memory` runs for the heatmaps)? A GPU
+// node rarely has it: there the heatmap test skips and says so, as the figure
+// tests do (the --no-plots test below still runs).
+bool have_gnuplot() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  for (size_t b = 0; b <= dirs.size();) {
+    const size_t e = std::min(dirs.find(':', b), dirs.size());
+    const fs::path candidate = fs::path(dirs.substr(b, e - b)) / "gnuplot";
+    if (e > b && ::access(candidate.c_str(), X_OK) == 0) return true;
+    b = e + 1;
+  }
+  return false;
+}
+
 TEST(InspectMemory, WritesJsonCsvAndHeatmaps) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed (the heatmaps need it)";
   const fs::path out = scratch() / "inspect0";
   const Outcome o =
       run_mare({"inspect", "memory", trained_run().string(), "--doc", "0", "--out", out.string()});

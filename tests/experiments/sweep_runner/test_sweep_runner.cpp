@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/sweep/runner.h"
+#include "tests/cli_binary.h"
 #include "tests/temp_dir.h"
 
 namespace mare::sweep {
@@ -103,7 +104,7 @@ fs::path write_plan(const fs::path& dir, const SweepPlan& plan) {
 
 // A `mare` process with stdout and stderr to `log`.
 pid_t spawn_mare(const std::vector<std::string>& args, const fs::path& log) {
-  std::vector<std::string> a = {MARE_CLI_BINARY};
+  std::vector<std::string> a = {::mare::test::cli_binary()};
   a.insert(a.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& s : a) argv.push_back(s.data());
@@ -532,7 +533,7 @@ TEST(SweepPlanFile, DryRunRunsNothingAndEmitSlurmWritesTheArray) {
   EXPECT_NE(script.find("#SBATCH --cpus-per-task=2\n"), std::string::npos) << script;
   EXPECT_NE(script.find("#SBATCH --partition=debug\n"), std::string::npos) << script;
   EXPECT_NE(script.find("#SBATCH --output=" + (root / "slurm").string()), std::string::npos);
-  EXPECT_NE(script.find(fs::canonical(MARE_CLI_BINARY).string() + " sweep " +
+  EXPECT_NE(script.find(fs::canonical(::mare::test::cli_binary()).string() + " sweep " +
                         fs::absolute(spec).string()),
             std::string::npos)
       << script;

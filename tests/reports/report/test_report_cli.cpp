@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "tests/cli_binary.h"
 #include "tests/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -27,7 +28,7 @@ std::string slurp(const fs::path& p) {
 }
 
 int run(const mare::test::TempDir& dir, const std::string& args) {
-  const std::string cmd = quoted(MARE_CLI_BINARY) + " " + args + " >" +
+  const std::string cmd = quoted(::mare::test::cli_binary()) + " " + args + " >" +
                           quoted((dir / "stdout").string()) + " 2>" +
                           quoted((dir / "stderr").string());
   const int raw = std::system(cmd.c_str());
