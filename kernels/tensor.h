@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -71,12 +72,13 @@ struct Storage {
   // memory, or when the kernel that wrote it vouches for a range; dropped at the
   // first mutable access (a non-const f32()/i32(), copy_from, fill). host_knows
   // is set whenever any of it is (and by Tensor::mark_unwritten), on either device.
-  bool host_knows = false;
+  // Atomic: CPU kernels take pointers from several threads, and one of them clears.
+  std::atomic<bool> host_knows{false};
   std::shared_ptr<const Storage> host_copy;  // the same bytes on the host (small uploads)
   bool index_range_known = false;            // int32 contents lie in [index_lo, index_hi]
   int32_t index_lo = 0, index_hi = -1;
   void forget() {
-    host_knows = false;
+    if (!host_knows.exchange(false)) return;
     host_copy.reset();
     index_range_known = false;
   }
@@ -110,7 +112,7 @@ class Tensor {
   float* f32() {
     if (!storage_ || dtype_ != DType::f32) [[unlikely]]
       access_error(DType::f32);
-    if (storage_->host_knows) [[unlikely]]
+    if (storage_->host_knows.load(std::memory_order_relaxed)) [[unlikely]]
       storage_->forget();
     return static_cast<float*>(storage_->ptr);
   }
@@ -122,7 +124,7 @@ class Tensor {
   int32_t* i32() {
     if (!storage_ || dtype_ != DType::i32) [[unlikely]]
       access_error(DType::i32);
-    if (storage_->host_knows) [[unlikely]]
+    if (storage_->host_knows.load(std::memory_order_relaxed)) [[unlikely]]
       storage_->forget();
     return static_cast<int32_t*>(storage_->ptr);
   }
@@ -144,7 +146,7 @@ class Tensor {
   // unwritten() later is true while nothing has taken a mutable pointer to the
   // storage (or copied or filled into it) since, on either device.
   void mark_unwritten();
-  bool unwritten() const { return storage_ && storage_->host_knows; }
+  bool unwritten() const { return storage_ && storage_->host_knows.load(); }
 
   // Same storage, new shape with the same element count.
   Tensor reshape(const Shape& shape) const;

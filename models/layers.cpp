@@ -16,13 +16,13 @@ namespace mare::nn {
 namespace {
 
 // Constant tensors that a forward pass asks for again and again (the position
-// signal of every block and halting step, the repeat ids of every mask): built
-// on the host and uploaded once per shape, then handed out again while
-// unwritten (Tensor::mark_unwritten; an entry something wrote into is built
-// anew). Least recently used entries go beyond kConstantCacheBytes. Before,
-// each call built them on the host (a [32, 398, 300] signal: 3.8 M sines and
-// cosines) and uploaded them: most of a GPU iteration's time at the thesis's
-// sizes went there, the GPU waiting.
+// signal of every block and halting step, the repeat ids of every mask): made
+// once per shape and device (on the device: grid_ids and a gather), then handed
+// out again while unwritten (Tensor::mark_unwritten; an entry something wrote
+// into is made anew). Least recently used entries go beyond kConstantCacheBytes.
+// Before, each call built them on the host (a [32, 398, 300] signal: 3.8 M sines
+// and cosines) and uploaded them: most of a GPU iteration's time at the
+// thesis's sizes went there, the GPU waiting.
 class ConstantCache {
  public:
   using Key = std::array<int64_t, 6>;
@@ -116,6 +116,7 @@ Tensor position_table(int64_t T, int64_t D, int64_t t, Device device) {
   return constants().get({kPositionTable, rows, D, t, 0, static_cast<int64_t>(device)},
                          [&] { return position_rows(rows, D, t).to(device); });
 }
+
 ag::Var masked(const ag::Var& x, const Tensor& mask) {
   return ag::mul(x, ag::constant(expand_mask(mask, x->value.dim(-1))));
 }

@@ -19,7 +19,9 @@ void max_backward(Tensor& d_x, const Tensor& d_out, const Tensor& argmax, int ax
 
 // out[.., :] = table[ids[..], :]        table: [V, D], ids: i32 any shape (rank ≤ 3)
 // -> out: ids.shape + [D]. Backward: d_table[ids[n]] += d_out[n] (scatter-add,
-// in index order, so repeated ids accumulate deterministically).
+// in index order, so repeated ids accumulate deterministically; the GPU sums
+// each run of equal ids in fixed pieces of 64, then the pieces in order: the
+// same bytes on every run, rounded otherwise than the CPU's one sequence).
 Tensor embedding_forward(const Tensor& table, const Tensor& ids);
 void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& ids);
 

@@ -179,6 +179,22 @@ TEST(Optim, AdamSeesL2BeforeClipping) {
   EXPECT_NEAR(clipped.first_moments()[0].f32()[1], 0.1 * -0.8, 1e-7);
 }
 
+// The whole step is one op dispatch (on the GPU: a handful of launches and no
+// read of the device) whatever the number of parameters.
+TEST(Optim, AStepIsOneDispatchWhateverTheParameterCount) {
+  for (int count : {1, 49, 130}) {
+    ParameterSet ps(3);
+    for (int k = 0; k < count; ++k) ps.add("p" + std::to_string(k), {3, 2}, Init::glorot_uniform);
+    for (const ag::Var& p : ps.all()) p->grad_buffer().fill(0.5f);
+    Adam adam(ps, {.l2 = 1e-3f, .clip_norm = 1.0f});
+    const DispatchCounts before = dispatch_counts();
+    adam.step(1e-2f);
+    const DispatchCounts used = dispatch_counts() - before;
+    EXPECT_EQ(used.ops, 1) << count << " parameters";
+    EXPECT_EQ(used.device_reads, 0);
+  }
+}
+
 TEST(Optim, Schedules) {
   EXPECT_FLOAT_EQ(LrSchedule::parse("constant", 0.1f).at(1000), 0.1f);
   LrSchedule w = LrSchedule::parse("warmup:4", 0.1f);
