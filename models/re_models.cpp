@@ -372,7 +372,7 @@ class CnnRe : public ReModel {
 
 std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConfig& config,
                                         uint64_t seed) {
-  resolve_model(spec.canonical());  // unknown switches and bad values
+  validate_model(spec.canonical());  // unknown switches, bad values and combinations
   if (config.sizes.relations < 2)
     throw std::invalid_argument("model " + spec.canonical() +
                                 ": the data has fewer than two relation classes");

@@ -1,5 +1,7 @@
 #include "models/registry.h"
 
+#include <cmath>
+
 #include <array>
 #include <sstream>
 #include <stdexcept>
@@ -167,6 +169,27 @@ std::string known_switches(const ModelInfo& m) {
   return s.empty() ? "none" : s;
 }
 
+// The valid values of every integer and number switch, by name (the same name
+// means the same thing in every model): sizes and counts are whole numbers from
+// 1 to kMaxExtent (a tensor extent the kernels index with 32-bit ints), the
+// convolution width is odd, rates are probabilities. Checked when a model is
+// resolved, so a bad value is refused before anything is built or trained.
+constexpr int64_t kMaxExtent = 1 << 20;
+struct SwitchRange {
+  double lo, hi;
+  bool hi_open;      // [lo, hi) rather than [lo, hi]
+  bool odd;          // integers: odd values only
+  const char* text;  // what the error says is valid
+};
+SwitchRange range_of(std::string_view key, K kind) {
+  if (key == "dropout") return {0.0, 1.0, true, false, "a rate from 0 (included) to 1 (excluded)"};
+  if (key == "ner_prob") return {0.0, 1.0, false, false, "a probability from 0 to 1"};
+  if (key == "kernel") return {1.0, 31.0, false, true, "an odd whole number from 1 to 31"};
+  if (kind == K::integer)
+    return {1.0, double(kMaxExtent), false, false, "a whole number from 1 to 1048576"};
+  return {-1e300, 1e300, false, false, "a number"};
+}
+
 void check_switch(const ModelSpec& spec, const ModelInfo& m, const std::string& key,
                   const std::string& value) {
   for (const SwitchInfo& sw : m.switches) {
@@ -179,11 +202,15 @@ void check_switch(const ModelSpec& spec, const ModelInfo& m, const std::string& 
                                       value);
         return;
       case K::integer:
-        spec.get_int(key, 0);
+      case K::number: {
+        const double v = sw.kind == K::integer ? static_cast<double>(spec.get_int(key, 0))
+                                               : spec.get_double(key, 0);
+        const SwitchRange r = range_of(key, sw.kind);
+        const bool inside = std::isfinite(v) && v >= r.lo && (r.hi_open ? v < r.hi : v <= r.hi) &&
+                            (!r.odd || static_cast<int64_t>(v) % 2 == 1);
+        if (!inside) throw std::invalid_argument(where + "=" + value + ": expected " + r.text);
         return;
-      case K::number:
-        spec.get_double(key, 0);
-        return;
+      }
       case K::choice: {
         std::stringstream in{std::string(sw.choices)};
         std::string c;
@@ -239,9 +266,26 @@ ModelSpec resolve_model(const std::string& name) {
   return spec;
 }
 
+ModelSpec validate_model(const std::string& name) {
+  ModelSpec spec = resolve_model(name);
+  if (spec.base == "bran" || spec.base == "utre" || spec.base == "ntcre") {
+    const int64_t d = spec.get_int("d", 300), heads = spec.get_int("heads", 4);
+    if (d % heads != 0) {
+      std::string divisors;
+      for (int64_t h = 1; h <= d && divisors.size() < 60; ++h)
+        if (d % h == 0) divisors += (divisors.empty() ? "" : ", ") + std::to_string(h);
+      throw std::invalid_argument(
+          "model " + spec.canonical() + ": switch heads=" + std::to_string(heads) +
+          ": d = " + std::to_string(d) + " is not divisible by heads = " + std::to_string(heads) +
+          "; expected a divisor of d (" + divisors + ")");
+    }
+  }
+  return spec;
+}
+
 std::unique_ptr<Classifier> build_classifier(const ModelSpec& spec, int64_t features,
                                              int64_t classes, uint64_t seed) {
-  resolve_model(spec.canonical());  // unknown switches and bad values
+  validate_model(spec.canonical());  // unknown switches, bad values and combinations
   if (spec.base == "mlp") return std::make_unique<Mlp>(spec, features, classes, seed);
   std::string known;
   for (const ModelInfo& m : model_registry())
@@ -251,7 +295,7 @@ std::unique_ptr<Classifier> build_classifier(const ModelSpec& spec, int64_t feat
 
 std::unique_ptr<SequenceModel> build_sequence_model(const ModelSpec& spec,
                                                     const SequenceTaskShape& task, uint64_t seed) {
-  if (find_model(spec.base)) resolve_model(spec.canonical());
+  if (find_model(spec.base)) validate_model(spec.canonical());
   if (spec.base == "grpu") return std::make_unique<GrpuModel>(spec, task, seed);
   if (spec.base == "gru" || spec.base == "bigru" || spec.base == "lstm")
     return std::make_unique<RecurrentBaseline>(spec, seed);

@@ -55,8 +55,13 @@ struct GridInfo {
 std::span<const GridInfo> model_grids();
 
 // Parses `name`, expands an alias (switches given after it are added to or
-// override the alias's), and validates every switch against the table.
+// override the alias's), and validates every switch against the table: known,
+// of its kind, in its range (the error names the switch and the valid range).
 ModelSpec resolve_model(const std::string& name);
+// resolve_model, then the switches together: what no single switch shows (d
+// divisible by heads). The builders call it; so does a sweep spec, once a
+// cell's switches are all set.
+ModelSpec validate_model(const std::string& name);
 
 std::unique_ptr<Classifier> build_classifier(const ModelSpec& spec, int64_t features,
                                              int64_t classes, uint64_t seed);

@@ -668,6 +668,11 @@ ModelSpec compose_model(const Ctx& c, const Val& model, const Val* switches, Swi
       c.fail(v.line, std::string("bad switch: ") + e.what());
     }
   }
+  try {  // the switches together, once all are set
+    validate_model(spec.canonical());
+  } catch (const std::invalid_argument& e) {
+    c.fail(switches->line, std::string("bad switches: ") + e.what());
+  }
   return spec;
 }
 

@@ -138,6 +138,21 @@ TEST(CliContract, TrainErrors) {
   // Refused by the sub-command itself (a std::exception from its callback).
   expect_error(dir, {"train", "--model", "no-such-model", "--task", "xor", "--out", "r"},
                "no-such-model");
+  // A model switch out of its range is refused with the range, on every kind of
+  // model (bran+d=0 died of SIGFPE; cnn+d=0 trained a model of nothing).
+  ASSERT_EQ(run_mare(dir, {"data", "generate", "synth-cdr", "--out", "data", "--docs", "4",
+                           "--seed", "1"})
+                .status,
+            0);
+  for (const std::string& model : {"bran+d=0", "utre+d=0", "cnn+d=0", "ntcre+word=0"})
+    expect_error(dir, {"train", "--model", model, "--data", "synth-cdr:data", "--out", "r"},
+                 "=0: expected a whole number from 1 to 1048576");
+  expect_error(dir, {"train", "--model", "bran+d=-4", "--data", "synth-cdr:data", "--out", "r"},
+               "switch d=-4: expected");
+  expect_error(dir, {"train", "--model", "mlp+hidden=0", "--task", "xor", "--out", "r"},
+               "switch hidden=0: expected");
+  expect_error(dir, {"train", "--model", "grpu+hidden=0", "--task", "addition", "--out", "r"},
+               "switch hidden=0: expected");
 }
 
 TEST(CliContract, StatsErrors) {
@@ -151,6 +166,18 @@ TEST(CliContract, StatsErrors) {
   expect_error(dir, {"stats", "rank-sum", "a.txt"});
   expect_error(dir, {"stats", "summary", "a.txt", "--resamples", "0"}, "--resamples");
   expect_error(dir, {"stats", "summary", "missing.txt"}, "missing.txt");
+  // Paired samples pair by line: a blank line in one file is an error naming it
+  // (it used to be skipped, pairing value 3 of one file with value 2 of the other).
+  std::ofstream(dir / "b.txt") << "1.1\n2.3\n3\n-3.2\n";
+  std::ofstream(dir / "b_blank.txt") << "1.5\n\n2.5\n3\n-3\n";
+  std::ofstream(dir / "b_comment.txt") << "1.5\n2.5\n# a note\n3\n-3\n";
+  const Outcome paired = run_mare(dir, {"stats", "signed-rank", "a.txt", "b.txt"});
+  EXPECT_EQ(paired.status, 0) << paired.err;
+  EXPECT_NE(paired.out.find("V = "), std::string::npos) << paired.out;
+  expect_error(dir, {"stats", "signed-rank", "a.txt", "b_blank.txt"},
+               "b_blank.txt:2: expected a value, paired with a.txt:2");
+  expect_error(dir, {"stats", "signed-rank", "b_comment.txt", "a.txt"},
+               "b_comment.txt:3: expected a value, paired with a.txt:3");
 }
 
 TEST(CliContract, BenchErrors) {

@@ -211,6 +211,64 @@ TEST(Registry, AliasesExpandAndSwitchesAreChecked) {
   }
 }
 
+// Every integer and number switch of every model has a range, checked when the
+// model is resolved (and so when it is built): out of it, the error names the
+// model, the switch, the value and the valid range (before, bran+d=0 died of
+// SIGFPE and cnn+d=0 trained a model of nothing).
+TEST(Registry, EverySwitchHasARangeNamedInItsError) {
+  auto message = [](const std::string& name) -> std::string {
+    try {
+      resolve_model(name);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  for (const ModelInfo& m : model_registry())
+    for (const SwitchInfo& sw : m.switches) {
+      const std::string base = std::string(m.name) + "+" + std::string(sw.name) + "=";
+      std::vector<std::string> bad, good;
+      if (sw.name == "dropout") {
+        bad = {"-0.1", "1", "1.5", "nan", "inf"};
+        good = {"0", "0.5"};
+      } else if (sw.name == "ner_prob") {
+        bad = {"-0.01", "1.01", "nan"};
+        good = {"0", "1"};
+      } else if (sw.name == "kernel") {
+        bad = {"0", "2", "-3", "33"};
+        good = {"1", "5"};
+      } else if (sw.kind == SwitchInfo::Kind::integer) {
+        bad = {"0", "-4", "1048577"};
+        good = {"1", "2"};
+      } else {
+        continue;
+      }
+      for (const std::string& v : bad) {
+        const std::string e = message(base + v);
+        EXPECT_NE(e.find("switch " + std::string(sw.name) + "=" + v + ": expected"),
+                  std::string::npos)
+            << base << v << ": " << e;
+      }
+      for (const std::string& v : good) {
+        const std::string e = message(base + v);
+        EXPECT_EQ(e.find("switch " + std::string(sw.name) + "="), std::string::npos)
+            << base << v << ": " << e;
+      }
+    }
+  // The switches together: resolve_model takes each alone (a sweep spec sets them
+  // one by one), validate_model (what the builders call) takes the combination.
+  EXPECT_EQ(message("bran+d=8+heads=3"), "");
+  try {
+    validate_model("bran+d=8+heads=3");
+    ADD_FAILURE() << "bran+d=8+heads=3 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("switch heads=3: d = 8 is not divisible by heads = 3; "
+                                         "expected a divisor of d (1, 2, 4, 8)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Registry, Table46HasTheTwelveRows) {
   const GridInfo* grid = nullptr;
   for (const GridInfo& g : model_grids())

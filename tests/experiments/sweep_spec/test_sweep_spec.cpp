@@ -293,6 +293,13 @@ TEST(SweepSpec, BadSpecsNameFileLineAndWhatWasExpected) {
       {"bad_switch_value.yaml",
        relation_spec("models: [NTCRE-CPD]\nswitches:\n  alloc: fancy\nseeds: [1]\n"), 7,
        "alloc=fancy: expected one of sorted|parallel"},
+      {"switch_out_of_range.yaml", relation_spec("models: [bran]\nswitches: {d: 0}\nseeds: [1]\n"),
+       6, "switch d=0: expected a whole number from 1 to 1048576"},
+      // Switches that build no model together (each alone is fine): refused at load,
+      // at the switches: line, not run by run.
+      {"switches_build_no_model.yaml",
+       relation_spec("models: [bran]\nswitches: {d: 8, heads: 3}\nseeds: [1]\n"), 6,
+       "d = 8 is not divisible by heads = 3; expected a divisor of d (1, 2, 4, 8)"},
       {"unknown_switch_in_grid.yaml",
        relation_spec("models: [bran]\ngrid:\n  switches: [{d: 8}, {depth: 2}]\nseeds: [1]\n"), 7,
        "unknown switch 'depth'"},
