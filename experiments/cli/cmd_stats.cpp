@@ -175,6 +175,20 @@ void run_signed_rank(const TestArgs& args, bool have_b) {
                                std::to_string(longer.values.size()) +
                                "); a paired test needs samples of equal length");
     }
+    // Pairs are lines: value i of A and of B must stand on the same line, so a
+    // blank, comment or missing line in one file cannot shift every later pair.
+    for (std::size_t i = 0; i < a.values.size(); ++i) {
+      if (a.lines[i] == b.lines[i]) continue;
+      const bool a_later = a.lines[i] > b.lines[i];
+      const stats::Sample& gap = a_later ? a : b;
+      const stats::Sample& other = a_later ? b : a;
+      const std::size_t line = other.lines[i];
+      throw std::runtime_error(gap.source + ":" + std::to_string(line) +
+                               ": expected a value, paired with " + other.source + ":" +
+                               std::to_string(line) + " (a paired test pairs the files line by " +
+                               "line; a blank, comment or missing value there would pair every " +
+                               "later value with the wrong one)");
+    }
   }
   TestResult r;
   try {
