@@ -1,6 +1,7 @@
 #include "experiments/sweep/collect.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -29,8 +30,31 @@ nlohmann::json read_json(const fs::path& path) {
   s << in.rdbuf();
   try {
     return nlohmann::json::parse(s.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, out_of_range (1e999), …
     throw CollectError(path.string() + ": malformed JSON (" + e.what() + ")");
+  }
+}
+
+// In a finished run's result.json every metric of metric_aliases() that is there
+// is a finite number: null, a string ("NaN") or a non-finite value is an error
+// naming the file and the field, not an empty cell of a completed run.
+void check_metrics(const nlohmann::json& result, const fs::path& path) {
+  for (const auto& [alias, dotted] : metric_aliases()) {
+    const nlohmann::json* at = &result;
+    std::stringstream parts(dotted);
+    std::string part;
+    while (at && std::getline(parts, part, '.')) {
+      if (!at->is_object()) {
+        at = nullptr;
+        break;
+      }
+      auto it = at->find(part);
+      at = it == at->end() ? nullptr : &*it;
+    }
+    if (!at) continue;  // not reported by this kind of run
+    if (!at->is_number() || !std::isfinite(at->get<double>()))
+      throw CollectError(path.string() + ": expected a finite number at \"" + dotted + "\" (" +
+                         alias + ") of a completed run, found " + at->dump());
   }
 }
 
@@ -99,6 +123,7 @@ void read_outcome(const fs::path& dir, CollectedRun& run) {
     // A result.json is written last: without a status field (older runs) it is finished.
     auto it = run.result.find("status");
     run.status = it != run.result.end() && it->is_string() ? it->get<std::string>() : "completed";
+    if (run.status == "completed") check_metrics(run.result, dir / "result.json");
   }
   if (fs::exists(dir / "status.json")) {
     const fs::path p = dir / "status.json";

@@ -295,6 +295,23 @@ TEST(Collect, MalformedFilesAreErrorsNamingTheFile) {
     Fixture f;
     expect_error({f.tmp / "nowhere"}, {(f.tmp / "nowhere").string(), "not a directory"});
   }
+  // A number JSON cannot hold: the file is named (it was a bare JSON exception).
+  {
+    Fixture f;
+    write(f.x2() / "result.json",
+          "{\"status\": \"completed\", \"test\": {\"relations\": {\"micro\": {\"f1\": 1e999}}}}");
+    expect_error({f.a}, {(f.x2() / "result.json").string(), "malformed JSON"});
+  }
+  // A completed run's metric that is null or a string is an error naming the field
+  // (it was collected as a completed run with an empty F1).
+  for (const std::string& value : {std::string("null"), std::string("\"NaN\"")}) {
+    Fixture f;
+    write(f.x2() / "result.json",
+          "{\"status\": \"completed\", \"test\": {\"relations\": {\"micro\": {\"f1\": " + value +
+              "}}}}");
+    expect_error({f.a}, {(f.x2() / "result.json").string(),
+                         "expected a finite number at \"test.relations.micro.f1\" (test_f1)"});
+  }
 }
 
 TEST(Collect, LegacyCellNames) {
