@@ -68,6 +68,7 @@ for t in ${MARE_TESTS:-test_kernels test_models test_fused_step test_threads tes
   [ -n "$p" ] && [ -x "$p" ] && tests+=("$p")
 done
 mkdir -p "$dir/tests"
+rm -f "$dir"/tests/*.txt  # a rerun into the same folder starts clean
 for p in "${tests[@]}"; do
   for i in 0 1 2 3; do echo "$p $i"; done
 done | xargs -P "$jobs" -L 1 sh -c 'MARE_THREADS=1 GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$1 \
