@@ -148,48 +148,87 @@ struct SlotPrecedes {
   }
 };
 
-// The free list of each memory by a merge sort in one logical warp of kLanes
-// lanes, kItems pairs a lane (kLanes · kItems ≥ N). A block of 128 threads
-// holds 128 / kLanes memories; every lane takes part in the sort (pairs past N
-// and memories past `rows` are padding: a NaN key at slot INT_MAX, after every
-// real pair), and only real pairs are written.
+// One memory's free list sorted by one logical warp of kLanes lanes, kItems
+// pairs a lane (kLanes · kItems ≥ N), held in the lanes' registers: lane l
+// holds the sorted positions [l·kItems, (l + 1)·kItems). A block of kSortBlock
+// threads holds kSortBlock / kLanes memories; every lane takes part in the sort
+// (pairs past N and memories past `rows` are padding: a NaN key at slot
+// INT_MAX, after every real pair), and only real pairs may be written back.
 constexpr int kSortBlock = 128;
+template <int kItems, int kLanes>
+struct WarpSortedRow {
+  using Sort = cub::WarpMergeSort<FreeSlot, kItems, kLanes>;
+  static constexpr int kPerBlock = kSortBlock / kLanes;
+  using Temp = typename Sort::TempStorage[kPerBlock];
+
+  int lane;
+  int64_t m;  // the memory
+  bool live;  // m < rows
+  FreeSlot items[kItems];
+
+  __device__ WarpSortedRow(const float* __restrict__ u, int64_t rows, int n, Temp& temp) {
+    const int group = threadIdx.x / kLanes;
+    lane = threadIdx.x % kLanes;
+    m = int64_t(blockIdx.x) * kPerBlock + group;
+    live = m < rows;
+    for (int j = 0; j < kItems; ++j) {
+      const int i = lane * kItems + j;
+      if (live && i < n)
+        items[j] = FreeSlot{hat(u[m * n + i]), i};
+      else
+        items[j] = FreeSlot{__int_as_float(0x7FC00000), 0x7FFFFFFF};
+    }
+    Sort(temp[group]).Sort(items, SlotPrecedes{});
+  }
+  // Is item j of this lane a real pair (not padding) of a real memory?
+  __device__ bool real(int j, int n) const { return live && lane * kItems + j < n; }
+  static unsigned int blocks(int rows) {
+    return static_cast<unsigned int>((int64_t(rows) + kPerBlock - 1) / kPerBlock);
+  }
+};
+
+// The warp shapes (kItems, kLanes) of WarpSortedRow by N: W = the power of two
+// ≥ N lanes for N ≤ 32, then 32 lanes of ⌈N / 32⌉ pairs, up to N = 256. Calls
+// launch(WarpShape<kItems, kLanes>{}) and returns true, or false above 256.
+template <int kItems_, int kLanes_>
+struct WarpShape {
+  static constexpr int kItems = kItems_, kLanes = kLanes_;
+};
+constexpr int kWarpSortMax = 256;
+template <class Launch>
+bool with_warp_shape(int n, Launch&& launch) {
+  if (n <= 4)
+    launch(WarpShape<1, 4>{});
+  else if (n <= 8)
+    launch(WarpShape<1, 8>{});
+  else if (n <= 16)
+    launch(WarpShape<1, 16>{});
+  else if (n <= 32)
+    launch(WarpShape<1, 32>{});
+  else if (n <= 64)
+    launch(WarpShape<2, 32>{});
+  else if (n <= 128)
+    launch(WarpShape<4, 32>{});
+  else if (n <= kWarpSortMax)
+    launch(WarpShape<8, 32>{});
+  else
+    return false;
+  return true;
+}
+
+// The free list of each memory into order [M·N].
 template <int kItems, int kLanes>
 __global__ void warp_sort_order_kernel(const float* __restrict__ u, int* __restrict__ order,
                                        int64_t rows, int n) {
-  using Sort = cub::WarpMergeSort<FreeSlot, kItems, kLanes>;
-  constexpr int kPerBlock = kSortBlock / kLanes;
-  __shared__ typename Sort::TempStorage temp[kPerBlock];
-  const int group = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-  const int64_t m = int64_t(blockIdx.x) * kPerBlock + group;
-  const bool live = m < rows;
-  FreeSlot items[kItems];
-  for (int j = 0; j < kItems; ++j) {
-    const int i = lane * kItems + j;
-    if (live && i < n)
-      items[j] = FreeSlot{hat(u[m * n + i]), i};
-    else
-      items[j] = FreeSlot{__int_as_float(0x7FC00000), 0x7FFFFFFF};
-  }
-  Sort(temp[group]).Sort(items, SlotPrecedes{});
-  for (int j = 0; j < kItems; ++j) {
-    const int i = lane * kItems + j;
-    if (live && i < n) order[m * n + i] = items[j].slot;
-  }
-}
-
-template <int kItems, int kLanes>
-void warp_sort_order(const float* u, int* order, int rows, int n) {
-  constexpr int kPerBlock = kSortBlock / kLanes;
-  const unsigned int blocks =
-      static_cast<unsigned int>((int64_t(rows) + kPerBlock - 1) / kPerBlock);
-  warp_sort_order_kernel<kItems, kLanes><<<blocks, kSortBlock, 0, stream()>>>(u, order, rows, n);
-  MARE_LAUNCH_CHECK("warp_sort_order_kernel");
+  using Row = WarpSortedRow<kItems, kLanes>;
+  __shared__ typename Row::Temp temp;
+  const Row row(u, rows, n, temp);
+  for (int j = 0; j < kItems; ++j)
+    if (row.real(j, n)) order[row.m * n + row.lane * kItems + j] = row.items[j].slot;
 }
 
 // `sorted` whole, for N ≤ kFusedSortedMax: a logical warp per memory sorts its
-// pairs (as warp_sort_order_kernel) and keeps them in registers, lane l holding
-// the sorted positions [l·kItems, (l + 1)·kItems). The sweeps of the ordered
+// pairs (WarpSortedRow) and keeps them in registers. The sweeps of the ordered
 // kernels then run across the lanes in order, each lane continuing its
 // predecessor's running product (or, backward, its successor's r) received by
 // a shuffle: the same operations in the same order as one thread walking the
@@ -200,22 +239,11 @@ constexpr int kFusedSortedMax = 128;
 template <int kItems, int kLanes, bool kBackward>
 __global__ void sorted_fused_kernel(const float* __restrict__ u, const float* __restrict__ d_a,
                                     float* __restrict__ out, int64_t rows, int n) {
-  using Sort = cub::WarpMergeSort<FreeSlot, kItems, kLanes>;
-  constexpr int kPerBlock = kSortBlock / kLanes;
-  __shared__ typename Sort::TempStorage temp[kPerBlock];
-  const int group = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-  const int64_t m = int64_t(blockIdx.x) * kPerBlock + group;
-  const bool live = m < rows;
-  FreeSlot items[kItems];
-  for (int j = 0; j < kItems; ++j) {
-    const int i = lane * kItems + j;
-    if (live && i < n)
-      items[j] = FreeSlot{hat(u[m * n + i]), i};
-    else
-      items[j] = FreeSlot{__int_as_float(0x7FC00000), 0x7FFFFFFF};
-  }
-  Sort(temp[group]).Sort(items, SlotPrecedes{});
-  const int first = lane * kItems;  // this lane's first sorted position
+  using Row = WarpSortedRow<kItems, kLanes>;
+  __shared__ typename Row::Temp temp;
+  const Row row(u, rows, n, temp);
+  const int lane = row.lane, first = lane * kItems;  // this lane's first sorted position
+  const int64_t m = row.m;
   // Running products: prefix[j] = p before item j; the chain passes lane to lane.
   float prefix[kItems];
   float p = 1.0f;
@@ -223,31 +251,30 @@ __global__ void sorted_fused_kernel(const float* __restrict__ u, const float* __
     if (lane == l)
       for (int j = 0; j < kItems; ++j) {
         prefix[j] = p;
-        if (first + j < n) p = mul(p, items[j].key);
+        if (first + j < n) p = mul(p, row.items[j].key);
       }
     p = __shfl_sync(0xffffffffu, p, l, kLanes);
   }
   if constexpr (!kBackward) {
     for (int j = 0; j < kItems; ++j)
-      if (live && first + j < n) out[m * n + items[j].slot] = mul(1.0f - items[j].key, prefix[j]);
+      if (row.real(j, n)) out[m * n + row.items[j].slot] = mul(1.0f - row.items[j].key, prefix[j]);
   } else {
     float g[kItems], term[kItems];
-    for (int j = 0; j < kItems; ++j)
-      g[j] = live && first + j < n ? d_a[m * n + items[j].slot] : 0.0f;
+    for (int j = 0; j < kItems; ++j) g[j] = row.real(j, n) ? d_a[m * n + row.items[j].slot] : 0.0f;
     float r = 0.0f;
     for (int l = kLanes - 1; l >= 0; --l) {
       if (lane == l)
         for (int j = kItems - 1; j >= 0; --j) {
           if (first + j >= n) continue;
-          const float sj = items[j].key;
+          const float sj = row.items[j].key;
           term[j] = mul(kOneMinusEps, mul(prefix[j], __fsub_rn(r, g[j])));
           r = __fadd_rn(mul(g[j], 1.0f - sj), mul(sj, r));
         }
       r = __shfl_sync(0xffffffffu, r, l, kLanes);
     }
     for (int j = 0; j < kItems; ++j)
-      if (live && first + j < n) {
-        float* d = out + m * n + items[j].slot;
+      if (row.real(j, n)) {
+        float* d = out + m * n + row.items[j].slot;
         *d = __fadd_rn(*d, term[j]);
       }
   }
@@ -255,11 +282,9 @@ __global__ void sorted_fused_kernel(const float* __restrict__ u, const float* __
 
 template <int kItems, int kLanes, bool kBackward>
 void sorted_fused(const float* u, const float* d_a, float* out, int rows, int n) {
-  constexpr int kPerBlock = kSortBlock / kLanes;
-  const unsigned int blocks =
-      static_cast<unsigned int>((int64_t(rows) + kPerBlock - 1) / kPerBlock);
   sorted_fused_kernel<kItems, kLanes, kBackward>
-      <<<blocks, kSortBlock, 0, stream()>>>(u, d_a, out, rows, n);
+      <<<WarpSortedRow<kItems, kLanes>::blocks(rows), kSortBlock, 0, stream()>>>(u, d_a, out, rows,
+                                                                                 n);
   MARE_LAUNCH_CHECK("sorted_fused_kernel");
 }
 
@@ -268,40 +293,22 @@ void sorted_fused(const float* u, const float* d_a, float* out, int rows, int n)
 template <bool kBackward>
 bool sorted_fused_pass(const float* u, const float* d_a, float* out, int rows, int n) {
   if (n < 2 || n > kFusedSortedMax || rows == 0) return false;
-  if (n <= 4)
-    sorted_fused<1, 4, kBackward>(u, d_a, out, rows, n);
-  else if (n <= 8)
-    sorted_fused<1, 8, kBackward>(u, d_a, out, rows, n);
-  else if (n <= 16)
-    sorted_fused<1, 16, kBackward>(u, d_a, out, rows, n);
-  else if (n <= 32)
-    sorted_fused<1, 32, kBackward>(u, d_a, out, rows, n);
-  else if (n <= 64)
-    sorted_fused<2, 32, kBackward>(u, d_a, out, rows, n);
-  else
-    sorted_fused<4, 32, kBackward>(u, d_a, out, rows, n);
-  return true;
+  return with_warp_shape(n, [&](auto shape) {
+    using S = decltype(shape);
+    if constexpr (S::kItems * S::kLanes <= kFusedSortedMax)
+      sorted_fused<S::kItems, S::kLanes, kBackward>(u, d_a, out, rows, n);
+  });
 }
 
-// The free lists by warp_sort_order for N ≤ 256 (false above).
+// The free lists by warp_sort_order_kernel for N ≤ 256 (false above).
 bool warp_sorted_free_lists(const float* u, int rows, int n, int* order) {
-  if (n <= 4)
-    warp_sort_order<1, 4>(u, order, rows, n);
-  else if (n <= 8)
-    warp_sort_order<1, 8>(u, order, rows, n);
-  else if (n <= 16)
-    warp_sort_order<1, 16>(u, order, rows, n);
-  else if (n <= 32)
-    warp_sort_order<1, 32>(u, order, rows, n);
-  else if (n <= 64)
-    warp_sort_order<2, 32>(u, order, rows, n);
-  else if (n <= 128)
-    warp_sort_order<4, 32>(u, order, rows, n);
-  else if (n <= 256)
-    warp_sort_order<8, 32>(u, order, rows, n);
-  else
-    return false;
-  return true;
+  return with_warp_shape(n, [&](auto shape) {
+    using S = decltype(shape);
+    warp_sort_order_kernel<S::kItems, S::kLanes>
+        <<<WarpSortedRow<S::kItems, S::kLanes>::blocks(rows), kSortBlock, 0, stream()>>>(u, order,
+                                                                                         rows, n);
+    MARE_LAUNCH_CHECK("warp_sort_order_kernel");
+  });
 }
 
 // offsets[m] = m·N for m ≤ rows: segment m is [offsets[m], offsets[m + 1]).

@@ -38,6 +38,31 @@ __global__ void scale_inplace_kernel(float* __restrict__ x, int64_t n, float s) 
     x[i] = __fmul_rn(x[i], s);
 }
 
+// Σ in[i] for i in [begin, end), in order, in double: a chunk of a later level
+// of the norm's tree (chunk_sums_kernel, step_level_kernel).
+__device__ __forceinline__ double chunk_sum(const double* __restrict__ in, int64_t begin,
+                                            int64_t end) {
+  double s = 0.0;
+  for (int64_t i = begin; i < end; ++i) s = __dadd_rn(s, in[i]);
+  return s;
+}
+
+// One element of the CPU loop of adam_update, operation by operation (m, v and
+// w updated in place; g as given): adam_update_kernel and step_adam_kernel.
+__device__ __forceinline__ void adam_element(float& w, float g, float& m, float& v, float lr,
+                                             float beta1, float beta2, float omb1, float omb2,
+                                             float eps, double c1, double c2) {
+  const float mi = __fadd_rn(__fmul_rn(beta1, m), __fmul_rn(omb1, g));
+  const float vi = __fadd_rn(__fmul_rn(beta2, v), __fmul_rn(__fmul_rn(omb2, g), g));
+  m = mi;
+  v = vi;
+  const double mhat = __ddiv_rn(static_cast<double>(mi), c1);
+  const double vhat = __ddiv_rn(static_cast<double>(vi), c2);
+  const double step = __ddiv_rn(__dmul_rn(static_cast<double>(lr), mhat),
+                                __dadd_rn(__dsqrt_rn(vhat), static_cast<double>(eps)));
+  w = __fsub_rn(w, __double2float_rn(step));
+}
+
 // Level 0: out[k] = Σ_{i in chunk k} x[i]² in double, i in order.
 __global__ void chunk_squares_kernel(const float* __restrict__ x, int64_t n, int64_t chunks,
                                      double* __restrict__ out) {
@@ -60,10 +85,7 @@ __global__ void chunk_sums_kernel(const double* __restrict__ in, int64_t n, int6
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < chunks;
        k += int64_t(gridDim.x) * blockDim.x) {
     const int64_t begin = k * kSumSquaresChunk;
-    const int64_t end = min(n, begin + kSumSquaresChunk);
-    double s = 0.0;
-    for (int64_t i = begin; i < end; ++i) s = __dadd_rn(s, in[i]);
-    out[k] = s;
+    out[k] = chunk_sum(in, begin, min(n, begin + kSumSquaresChunk));
   }
 }
 
@@ -74,16 +96,7 @@ __global__ void adam_update_kernel(float* __restrict__ w, const float* __restric
                                    float eps, double c1, double c2) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const float gi = g[i];
-    const float mi = __fadd_rn(__fmul_rn(beta1, m[i]), __fmul_rn(omb1, gi));
-    const float vi = __fadd_rn(__fmul_rn(beta2, v[i]), __fmul_rn(__fmul_rn(omb2, gi), gi));
-    m[i] = mi;
-    v[i] = vi;
-    const double mhat = __ddiv_rn(static_cast<double>(mi), c1);
-    const double vhat = __ddiv_rn(static_cast<double>(vi), c2);
-    const double step = __ddiv_rn(__dmul_rn(static_cast<double>(lr), mhat),
-                                  __dadd_rn(__dsqrt_rn(vhat), static_cast<double>(eps)));
-    w[i] = __fsub_rn(w[i], __double2float_rn(step));
+    adam_element(w[i], g[i], m[i], v[i], lr, beta1, beta2, omb1, omb2, eps, c1, c2);
   }
 }
 
@@ -176,10 +189,7 @@ __global__ void step_level_kernel(LevelTable t) {
     const int k = find_tensor(t.start, t.count, c);
     const int64_t local = c - t.start[k];
     const int64_t begin = local * kSumSquaresChunk;
-    const int64_t end = min(t.n[k], begin + kSumSquaresChunk);
-    double s = 0.0;
-    for (int64_t i = begin; i < end; ++i) s = __dadd_rn(s, t.in[k][i]);
-    t.out[k][local] = s;
+    t.out[k][local] = chunk_sum(t.in[k], begin, min(t.n[k], begin + kSumSquaresChunk));
   }
 }
 
@@ -216,15 +226,7 @@ __global__ void step_adam_kernel(AdamTable t, const float* __restrict__ scale,
         gi = __fmul_rn(gi, s);
         g[i] = gi;  // as scale_inplace leaves it
       }
-      const float mi = __fadd_rn(__fmul_rn(beta1, m[i]), __fmul_rn(omb1, gi));
-      const float vi = __fadd_rn(__fmul_rn(beta2, v[i]), __fmul_rn(__fmul_rn(omb2, gi), gi));
-      m[i] = mi;
-      v[i] = vi;
-      const double mhat = __ddiv_rn(static_cast<double>(mi), c1);
-      const double vhat = __ddiv_rn(static_cast<double>(vi), c2);
-      const double step = __ddiv_rn(__dmul_rn(static_cast<double>(lr), mhat),
-                                    __dadd_rn(__dsqrt_rn(vhat), static_cast<double>(eps)));
-      w[i] = __fsub_rn(w[i], __double2float_rn(step));
+      adam_element(w[i], gi, m[i], v[i], lr, beta1, beta2, omb1, omb2, eps, c1, c2);
     }
   }
 }
