@@ -7,23 +7,6 @@
 
 namespace mare {
 
-double clip_grad_norm(const std::vector<ag::Var>& params, double max_norm) {
-  std::vector<Tensor> grads;
-  grads.reserve(params.size());
-  for (const ag::Var& p : params) grads.push_back(p->grad);  // undefined ones are skipped
-  const double norm = std::sqrt(sum_squares(grads));
-  if (max_norm > 0 && norm > max_norm) {
-    const float k = static_cast<float>(max_norm / norm);
-    for (Tensor& g : grads)
-      if (g.defined()) scale_inplace(g, k);  // shallow copies: scales p->grad
-  }
-  return norm;
-}
-
-void add_l2_gradients(const std::vector<ag::Var>& params, float lambda) {
-  for (const ag::Var& p : params) l2_grad_add(p->grad_buffer(), p->value, lambda);
-}
-
 Adam::Adam(const ParameterSet& params, AdamConfig config) : params_(params.all()), cfg_(config) {
   for (const ag::Var& p : params_) {
     m_.push_back(Tensor::zeros_like(p->value));

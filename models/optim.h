@@ -4,10 +4,11 @@
 //   2. clip: if ‖g‖₂ over all parameters > c, g ← g · c / ‖g‖₂
 //   3. Adam: m ← β₁m + (1−β₁)g,  v ← β₂v + (1−β₂)g²,
 //            w ← w − lr · m̂ / (√v̂ + ε) with bias-corrected m̂, v̂.
-// Each part is a kernel of kernels/ops/optim.h, so a step runs on whichever
+// The step is one op, adam_step (kernels/ops/optim.h), so it runs on whichever
 // device the ParameterSet lives on and never touches tensor data on the host
-// (the norm, the clipping decision and the scale stay on the device). Adam's moments are
-// allocated on the parameters' device: build Adam after ParameterSet::to().
+// (the norm, the clipping decision and the scale stay on the device). Adam's
+// moments are allocated on the parameters' device: build Adam after
+// ParameterSet::to().
 #pragma once
 
 #include <cstdint>
@@ -26,12 +27,6 @@ struct AdamConfig {
   float l2 = 0.0f;         // λ; 0 turns it off
   float clip_norm = 0.0f;  // c; 0 turns clipping off
 };
-
-// Returns the global L2 norm of all gradients before clipping (parameters
-// without a gradient count as zero); max_norm <= 0 only measures.
-double clip_grad_norm(const std::vector<ag::Var>& params, double max_norm);
-// g ← g + 2·λ·w for every parameter (allocating zero gradients where none flowed).
-void add_l2_gradients(const std::vector<ag::Var>& params, float lambda);
 
 class Adam {
  public:

@@ -121,21 +121,28 @@ TEST(Adam, StepsAreBitIdenticalToTheOriginalLoops) {
     }
 }
 
+// Through Adam::step (one adam_step): the gradients it leaves are the ones Adam
+// used, clipped and with L2 added.
 TEST(Optim, GlobalNormClippingScalesAllGradients) {
-  ParameterSet ps;
-  ag::Var a = ps.add("a", {2}, Init::zeros), b = ps.add("b", {1}, Init::zeros);
-  ps.add("no_gradient", {3}, Init::ones);  // counts as zero, stays without a gradient
-  a->grad_buffer().f32()[0] = 3.0f;
-  a->grad_buffer().f32()[1] = 0.0f;
-  b->grad_buffer().f32()[0] = 4.0f;
-  EXPECT_NEAR(clip_grad_norm(ps.all(), 1.0), 5.0, 1e-9);
-  EXPECT_NEAR(a->grad.f32()[0], 0.6, 1e-6);
-  EXPECT_NEAR(b->grad.f32()[0], 0.8, 1e-6);
-  EXPECT_FALSE(ps.get("no_gradient")->grad.defined());
-  EXPECT_NEAR(clip_grad_norm(ps.all(), 10.0), 1.0, 1e-6);  // below the limit: untouched
-  EXPECT_NEAR(b->grad.f32()[0], 0.8, 1e-6);
-  EXPECT_NEAR(clip_grad_norm(ps.all(), 0.0), 1.0, 1e-6);  // 0: only measures
-  EXPECT_NEAR(b->grad.f32()[0], 0.8, 1e-6);
+  auto clipped_grads = [](double clip) {
+    auto ps = std::make_unique<ParameterSet>();
+    ag::Var a = ps->add("a", {2}, Init::zeros), b = ps->add("b", {1}, Init::zeros);
+    ps->add("no_gradient", {3}, Init::ones);  // counts as zero, stays without a gradient
+    a->grad_buffer().f32()[0] = 3.0f;
+    a->grad_buffer().f32()[1] = 0.0f;
+    b->grad_buffer().f32()[0] = 4.0f;
+    Adam adam(*ps, {.clip_norm = static_cast<float>(clip)});
+    adam.step(0.01f);
+    EXPECT_EQ(adam.last_grad_norm(), 5.0) << "clip " << clip;
+    EXPECT_FALSE(ps->get("no_gradient")->grad.defined());
+    return std::vector<float>{a->grad.f32()[0], a->grad.f32()[1], b->grad.f32()[0]};
+  };
+  const std::vector<float> one = clipped_grads(1.0);
+  EXPECT_NEAR(one[0], 0.6, 1e-6);
+  EXPECT_EQ(one[1], 0.0f);
+  EXPECT_NEAR(one[2], 0.8, 1e-6);
+  EXPECT_EQ(clipped_grads(10.0), (std::vector<float>{3, 0, 4}));  // below the limit: untouched
+  EXPECT_EQ(clipped_grads(0.0), (std::vector<float>{3, 0, 4}));   // 0: only measures
 }
 
 // 2λw, not λw: the gradient itself after the L2 step.
@@ -145,7 +152,8 @@ TEST(Optim, L2AddsTwiceLambdaWToTheGradient) {
   w->value.f32()[0] = 1.0f;
   w->value.f32()[1] = -3.0f;
   w->grad_buffer().f32()[0] = 0.5f;  // u has no gradient yet: it gets one
-  add_l2_gradients(ps.all(), 0.25f);
+  Adam adam(ps, {.l2 = 0.25f});
+  adam.step(0.01f);
   EXPECT_FLOAT_EQ(w->grad.f32()[0], 0.5f + 0.5f * 1.0f);  // λw would give 0.75
   EXPECT_FLOAT_EQ(w->grad.f32()[1], -1.5f);               // λw would give −0.75
   ASSERT_TRUE(u->grad.defined());
