@@ -158,12 +158,20 @@ __device__ __forceinline__ int find_tensor(const int64_t* start, int count, int6
   return lo;
 }
 
-__global__ void step_squares_kernel(SquaresTable t, float k2) {
-  const int64_t total = t.start[t.count];
+// Every work item of a table's tensors, by a grid-stride loop: f(k, local)
+// with k the tensor (found in the prefix `start`) and local the item within it.
+template <class F>
+__device__ __forceinline__ void for_table_items(const int64_t* start, int count, F&& f) {
+  const int64_t total = start[count];
   for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < total;
        c += int64_t(gridDim.x) * blockDim.x) {
-    const int k = find_tensor(t.start, t.count, c);
-    const int64_t local = c - t.start[k];
+    const int k = find_tensor(start, count, c);
+    f(k, c - start[k]);
+  }
+}
+
+__global__ void step_squares_kernel(SquaresTable t, float k2) {
+  for_table_items(t.start, t.count, [&](int k, int64_t local) {
     const int64_t begin = local * kSumSquaresChunk;
     const int64_t end = min(t.n[k], begin + kSumSquaresChunk);
     float* g = t.g[k];
@@ -179,18 +187,14 @@ __global__ void step_squares_kernel(SquaresTable t, float k2) {
       s = __dadd_rn(s, __dmul_rn(d, d));
     }
     t.out[k][local] = s;
-  }
+  });
 }
 
 __global__ void step_level_kernel(LevelTable t) {
-  const int64_t total = t.start[t.count];
-  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < total;
-       c += int64_t(gridDim.x) * blockDim.x) {
-    const int k = find_tensor(t.start, t.count, c);
-    const int64_t local = c - t.start[k];
+  for_table_items(t.start, t.count, [&](int k, int64_t local) {
     const int64_t begin = local * kSumSquaresChunk;
     t.out[k][local] = chunk_sum(t.in[k], begin, min(t.n[k], begin + kSumSquaresChunk));
-  }
+  });
 }
 
 // One thread: the slots in list order (as the host adds them), the norm, and
