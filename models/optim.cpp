@@ -21,13 +21,14 @@ void Adam::step(float lr) {
                              to_string(params_[k]->value.device()) + " but its moments are on " +
                              to_string(m_[k].device()) +
                              "; build the optimiser after ParameterSet::to()");
-  // L2 gives every parameter a gradient (2λw where none flowed).
+  // A parameter with no gradient (one this step's loss does not reach) is left
+  // alone: no L2, no moment decay, no move.
   std::vector<Tensor> ws, gs;
   ws.reserve(params_.size());
   gs.reserve(params_.size());
   for (const ag::Var& p : params_) {
     ws.push_back(p->value);
-    gs.push_back(cfg_.l2 > 0 ? p->grad_buffer() : p->grad);  // shallow: updates p->grad
+    gs.push_back(p->grad);  // shallow: L2 and clipping update p->grad
   }
   ++t_;
   AdamStepConfig c;

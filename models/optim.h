@@ -4,7 +4,9 @@
 //   2. clip: if ‖g‖₂ over all parameters > c, g ← g · c / ‖g‖₂
 //   3. Adam: m ← β₁m + (1−β₁)g,  v ← β₂v + (1−β₂)g²,
 //            w ← w − lr · m̂ / (√v̂ + ε) with bias-corrected m̂, v̂.
-// The step is one op, adam_step (kernels/ops/optim.h), so it runs on whichever
+// A parameter without a gradient at a step (one the loss did not reach) is left
+// alone by it: no L2, no moment decay, no move (experiments/re_trainer.h relies
+// on it). The step is one op, adam_step (kernels/ops/optim.h), so it runs on whichever
 // device the ParameterSet lives on and never touches tensor data on the host
 // (the norm, the clipping decision and the scale stay on the device). Adam's
 // moments are allocated on the parameters' device: build Adam after

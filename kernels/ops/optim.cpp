@@ -191,12 +191,7 @@ Tensor adam_step(std::span<Tensor> ws, std::span<Tensor> gs, std::span<Tensor> m
                                 ", expected the 1-based count of updates (>= 1)");
   bool any_cuda = false, any_cpu = false;
   for (size_t k = 0; k < n; ++k) {
-    if (gs[k].defined()) {
-      check_pair(ws[k], gs[k], "adam_step");
-    } else if (c.l2 > 0) {
-      throw std::invalid_argument("adam_step: parameter " + std::to_string(k) +
-                                  " has no gradient, and L2 needs one for every parameter");
-    }
+    if (gs[k].defined()) check_pair(ws[k], gs[k], "adam_step");
     check_pair(ws[k], ms[k], "adam_step");
     check_pair(ws[k], vs[k], "adam_step");
     for (const Tensor* t : {&ws[k], &gs[k], &ms[k], &vs[k]})
@@ -210,7 +205,8 @@ Tensor adam_step(std::span<Tensor> ws, std::span<Tensor> gs, std::span<Tensor> m
   if (any_cuda) return cuda::adam_step(ws, gs, ms, vs, c);
 #endif
   if (c.l2 > 0)
-    for (size_t k = 0; k < n; ++k) l2_grad_add_cpu(gs[k], ws[k], c.l2);
+    for (size_t k = 0; k < n; ++k)
+      if (gs[k].defined()) l2_grad_add_cpu(gs[k], ws[k], c.l2);
   double total = 0.0;
   for (const Tensor& g : gs)
     if (g.defined()) total += tree_sum_squares(g.f32(), g.numel());

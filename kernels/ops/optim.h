@@ -52,12 +52,12 @@ void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, flo
 // One whole optimiser step over a list of parameters, as one op: the
 // composition of the kernels above in the order of models/optim.h, bit for bit
 // the same as calling them one by one:
-//   1. when l2 > 0, for every k: l2_grad_add(gs[k], ws[k], l2)
+//   1. when l2 > 0, for every k with a defined gs[k]: l2_grad_add(gs[k], ws[k], l2)
 //   2. norm = √(sum_squares(gs)); when clip_norm > 0 and norm > clip_norm, every
 //      defined gs[k] ← gs[k] · float(clip_norm / norm)           (scale_inplace)
 //   3. for every k with a defined gs[k]: adam_update(ws[k], gs[k], ms[k], vs[k], …)
 // ws, gs, ms, vs: lists of one length; gs[k] may be undefined (no gradient: the
-// parameter is left alone and counts zero in the norm), but not when l2 > 0.
+// parameter is left alone, no L2, no moment decay, and counts zero in the norm).
 // Returns a 1-element float32 tensor on the parameters' device holding
 // float(norm), the norm before clipping; it is not read back here, so on the
 // GPU the whole step runs without the host waiting: the norm, the clipping

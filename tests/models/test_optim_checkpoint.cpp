@@ -145,19 +145,22 @@ TEST(Optim, GlobalNormClippingScalesAllGradients) {
   EXPECT_EQ(clipped_grads(0.0), (std::vector<float>{3, 0, 4}));   // 0: only measures
 }
 
-// 2λw, not λw: the gradient itself after the L2 step.
+// 2λw, not λw: the gradient itself after the L2 step; a parameter with no
+// gradient (one the step's loss did not reach) gets none from L2 and stays put.
 TEST(Optim, L2AddsTwiceLambdaWToTheGradient) {
   ParameterSet ps;
   ag::Var w = ps.add("w", {2}, Init::zeros), u = ps.add("u", {1}, Init::ones);
   w->value.f32()[0] = 1.0f;
   w->value.f32()[1] = -3.0f;
-  w->grad_buffer().f32()[0] = 0.5f;  // u has no gradient yet: it gets one
+  w->grad_buffer().f32()[0] = 0.5f;  // u has no gradient
   Adam adam(ps, {.l2 = 0.25f});
   adam.step(0.01f);
   EXPECT_FLOAT_EQ(w->grad.f32()[0], 0.5f + 0.5f * 1.0f);  // λw would give 0.75
   EXPECT_FLOAT_EQ(w->grad.f32()[1], -1.5f);               // λw would give −0.75
-  ASSERT_TRUE(u->grad.defined());
-  EXPECT_FLOAT_EQ(u->grad.f32()[0], 0.5f);
+  EXPECT_FALSE(u->grad.defined());
+  EXPECT_EQ(u->value.f32()[0], 1.0f);
+  EXPECT_EQ(adam.first_moments()[1].f32()[0], 0.0f);
+  EXPECT_EQ(adam.second_moments()[1].f32()[0], 0.0f);
 }
 
 // Through Adam.step: its first moment after one step is (1 − β₁)·g, so it shows
