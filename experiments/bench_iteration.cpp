@@ -16,7 +16,6 @@
 #include "experiments/grpu_tasks.h"
 #include "experiments/run_dir.h"
 #include "kernels/memory/allocation.h"
-#include "kernels/memory/allocation_sweep.h"  // benchmark_device_unavailable
 #include "kernels/parallel.h"
 #include "mare_build_info.h"
 #include "models/bench/gemm_bound.h"
@@ -215,7 +214,7 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
   if (opt.models.empty())
     throw std::invalid_argument("bench iteration: --models needs at least one model");
   for (const std::string& a : opt.allocs) parse_allocation_variant(a);  // names the valid ones
-  if (std::string why = benchmark_device_unavailable(opt.device); !why.empty())
+  if (std::string why = device_unavailable(opt.device); !why.empty())
     throw std::runtime_error("bench iteration: --device cuda: " + why);
 
   // Every row's registry name, checked before anything runs.

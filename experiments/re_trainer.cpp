@@ -166,6 +166,7 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
     throw std::invalid_argument("train: --class-weights " + opt.class_weights +
                                 ": expected auto, on or off");
 
+  require_training_device(opt.device);
   const ModelSpec spec = resolve_model(opt.model);
   const ModelInfo* info = find_model(spec.base);
   if (!info || info->task_kind != "relation")

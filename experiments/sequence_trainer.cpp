@@ -36,7 +36,7 @@ double evaluate(SequenceModel& model, const SequenceSet& set) {
     size_t e = std::min(idx.size(), b + kEvalRows);
     Tensor target;
     SequenceBatch batch = make_sequence_batch(set, idx, b, e, &target);
-    Tensor pred = model.forward(batch)->value;
+    const Tensor pred = model.forward(batch)->value.on(Device::cpu);
     for (int64_t i = 0; i < pred.numel(); ++i) {
       double d = static_cast<double>(pred.f32()[i]) - target.f32()[i];
       sq += d * d;
@@ -53,11 +53,13 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
   if (opt.epochs < 1 || opt.batch < 1 || opt.samples < 1 || opt.test_samples < 1 ||
       opt.eval_every < 1)
     throw std::invalid_argument("train: --epochs, --batch, --samples and --eval-every must be ≥ 1");
+  require_training_device(opt.device);
   ModelSpec spec = ModelSpec::parse(opt.model);
   SequenceTask task =
       make_sequence_task(opt.task, opt.seed, opt.samples, opt.test_samples, opt.curriculum);
   std::unique_ptr<SequenceModel> model = build_sequence_model(spec, task.shape, opt.seed);
   ParameterSet& params = model->parameters();
+  params.to(opt.device);
   Adam adam(params, {.clip_norm = opt.clip_norm});
 
   nlohmann::json config = {{"model", spec.canonical()},
@@ -76,7 +78,7 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
                            {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
   RunLifecycle life(opt.out, config, opt.force);
   const RunLifecycle::Start begun =
-      life.begin(training_manifest(opt.seed, "cpu", params.count()), progress);
+      life.begin(training_manifest(opt.seed, to_string(opt.device), params.count()), progress);
   if (begun == RunLifecycle::Start::finished) return life.finished_result();
 
   PhiloxStream shuffle(opt.seed, kStreamShuffle);
@@ -116,7 +118,7 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
       SequenceBatch batch =
           make_sequence_batch(train, order, b, std::min(n, b + opt.batch), &target);
       params.zero_grad();
-      ag::Var loss = ag::mse(model->forward(batch), ag::constant(target));
+      ag::Var loss = ag::mse(model->forward(batch), ag::constant(target.on(opt.device)));
       float value = loss->value.item();
       if (!std::isfinite(value)) {
         status = "diverged";
@@ -169,7 +171,7 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
                            {"model", spec.canonical()},
                            {"task", opt.task},
                            {"seed", opt.seed},
-                           {"device", "cpu"},
+                           {"device", to_string(opt.device)},
                            {"threads", threads()},
                            {"epochs", opt.epochs},
                            {"batch", opt.batch},

@@ -25,6 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/tensor.h"
+
 namespace mare {
 
 struct SequenceTrainOptions {
@@ -37,8 +39,9 @@ struct SequenceTrainOptions {
   int64_t test_samples = 1000;  // test sequences
   bool curriculum = false;
   float lr = 1e-4f;
-  float clip_norm = 0.0f;  // global gradient-norm clip (0: off, as the dissertation)
-  int64_t eval_every = 1;  // evaluate (and write a metrics line) every N epochs and at the end
+  float clip_norm = 0.0f;       // global gradient-norm clip (0: off, as the dissertation)
+  Device device = Device::cpu;  // where the model trains (the data is made on the host)
+  int64_t eval_every = 1;       // evaluate (and write a metrics line) every N epochs and at the end
   std::filesystem::path out;
   bool force = false;
   // Called after each evaluation's metrics line, before its state is saved (tests

@@ -39,6 +39,11 @@ nlohmann::json training_manifest(uint64_t seed, const std::string& device, int64
           {"parameters", parameters}, {"build", build_description()}};
 }
 
+void require_training_device(Device device) {
+  if (std::string why = device_unavailable(device); !why.empty())
+    throw std::invalid_argument(std::string("train: --device ") + to_string(device) + ": " + why);
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -59,11 +64,12 @@ struct Eval {
   double loss, accuracy;
 };
 
-Eval evaluate(Classifier& model, const ClassificationData& d) {
-  ag::Var logits = model.forward(ag::constant(d.x), false);
-  double loss = ag::cross_entropy(logits, d.y)->value.item();
-  int64_t n = d.x.dim(0), c = logits->value.dim(1), correct = 0;
-  const float* z = logits->value.f32();
+Eval evaluate(Classifier& model, const ClassificationData& d, Device device) {
+  ag::Var logits = model.forward(ag::constant(d.x.on(device)), false);
+  double loss = ag::cross_entropy(logits, d.y.on(device))->value.item();
+  const Tensor host = logits->value.on(Device::cpu);
+  int64_t n = d.x.dim(0), c = host.dim(1), correct = 0;
+  const float* z = host.f32();
   for (int64_t i = 0; i < n; ++i) {
     int64_t best = 0;
     for (int64_t j = 1; j < c; ++j)
@@ -79,10 +85,12 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
   if (opt.out.empty()) throw std::invalid_argument("train: --out DIR is required");
   if (opt.epochs < 1 || opt.batch < 1)
     throw std::invalid_argument("train: --epochs and --batch must be ≥ 1");
+  require_training_device(opt.device);
   ModelSpec spec = ModelSpec::parse(opt.model);
   ClassificationTask task = make_classification_task(opt.task, opt.seed);
   std::unique_ptr<Classifier> model = build_classifier(spec, task.features, task.classes, opt.seed);
   ParameterSet& params = model->parameters();
+  params.to(opt.device);
   Adam adam(params, {.l2 = opt.l2, .clip_norm = opt.clip_norm});
   LrSchedule schedule = LrSchedule::parse(opt.schedule, opt.lr);
 
@@ -93,7 +101,7 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
                            {"l2", decimal(opt.l2)},     {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
   RunLifecycle life(opt.out, config, opt.force);
   const RunLifecycle::Start begun =
-      life.begin(training_manifest(opt.seed, "cpu", params.count()), progress);
+      life.begin(training_manifest(opt.seed, to_string(opt.device), params.count()), progress);
   if (begun == RunLifecycle::Start::finished) return life.finished_result();
 
   const int64_t n = task.train.x.dim(0);
@@ -121,7 +129,8 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
     for (int64_t b = 0; b < n; b += opt.batch) {
       ClassificationData batch = gather(task.train, order, b, std::min(n, b + opt.batch));
       params.zero_grad();
-      ag::Var loss = ag::cross_entropy(model->forward(ag::constant(batch.x), true), batch.y);
+      ag::Var loss = ag::cross_entropy(model->forward(ag::constant(batch.x.on(opt.device)), true),
+                                       batch.y.on(opt.device));
       float value = loss->value.item();
       if (!std::isfinite(value)) {
         status = "diverged";
@@ -133,8 +142,8 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
       ++step;
     }
     if (status != "completed") break;
-    train_eval = evaluate(*model, task.train);
-    test_eval = evaluate(*model, task.test);
+    train_eval = evaluate(*model, task.train, opt.device);
+    test_eval = evaluate(*model, task.test, opt.device);
     life.append_metrics({{"epoch", epoch},
                          {"step", step},
                          {"lr", decimal(schedule.at(step))},
@@ -162,7 +171,7 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
                            {"model", spec.canonical()},
                            {"task", opt.task},
                            {"seed", opt.seed},
-                           {"device", "cpu"},
+                           {"device", to_string(opt.device)},
                            {"threads", threads()},
                            {"steps", step},
                            {"parameters", params.count()},

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/tensor.h"
+
 namespace mare {
 
 struct TrainOptions {
@@ -27,12 +29,14 @@ struct TrainOptions {
   std::string schedule = "constant";
   float clip_norm = 0.0f;
   float l2 = 0.0f;
+  Device device = Device::cpu;  // where the model trains (the data is made on the host)
   std::filesystem::path out;
   bool force = false;  // rerun even when result.json exists
 };
 
 // Runs (or, when the run directory already holds a result and !force, skips)
-// the run; returns the contents of result.json. Progress lines go to
+// the run; returns the contents of result.json. Refuses a device that cannot
+// run here (`train: --device cuda: <why>`). Progress lines go to
 // `progress` when it is non-null.
 nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress);
 
@@ -40,6 +44,10 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
 nlohmann::json build_description();
 // The manifest fields every training run has besides its configuration: command,
 // seed, device, threads, parameter count and build_description().
+// Throws std::invalid_argument "train: --device cuda: <why>" when `device`
+// cannot run here (kernels/tensor.h: device_unavailable); every trainer calls it
+// before it builds anything.
+void require_training_device(Device device);
 nlohmann::json training_manifest(uint64_t seed, const std::string& device, int64_t parameters);
 
 }  // namespace mare

@@ -136,6 +136,16 @@ bool cuda_available() {
 #endif
 }
 
+std::string device_unavailable(Device device) {
+  if (device != Device::cuda) return "";
+  if (!cuda_compiled())
+    return "this build has no CUDA backend (configure with -DMARE_CUDA=ON on a machine with nvcc)";
+#ifdef MARE_WITH_CUDA
+  if (!cuda::device_present()) return "no CUDA device (" + cuda::no_device_reason() + ")";
+#endif
+  return "";
+}
+
 // Host fills and copies of large blocks run in chunks of 64 KiB on the kernel
 // threads (kernels/parallel.h): zeroing gradients and first-touching fresh
 // activations is a good part of a training step. Bytes are bytes: the result

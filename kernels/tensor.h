@@ -153,6 +153,8 @@ class Tensor {
   // Deep copies.
   Tensor clone() const;
   Tensor to(Device device) const;
+  // This tensor (shallow) when it is on `device` already, else to(device).
+  Tensor on(Device device) const { return device_ == device ? *this : to(device); }
   void copy_from(const Tensor& src);  // shapes and dtypes must match; any devices
   void fill(float value);
   void zero();
@@ -197,5 +199,9 @@ void count_upload();
 // Is the CUDA backend compiled in, and is a device present?
 bool cuda_compiled();
 bool cuda_available();
+// Why `device` cannot run here, in words for an error message ("" when it can):
+// "this build has no CUDA backend (…)" or "no CUDA device (the driver's reason)".
+// Every command that takes --device refuses with it (`<command>: --device cuda: <why>`).
+std::string device_unavailable(Device device);
 
 }  // namespace mare

@@ -229,6 +229,15 @@ Var column(const Var& x, int64_t j) {
   const int64_t b = x->value.dim(0), s = x->value.dim(1);
   if (j < 0 || j >= s)
     throw ShapeError("column " + std::to_string(j) + " of " + x->value.shape().str());
+  if (x->value.device() != Device::cpu) {
+    // On a device: the middle piece of a split (the loops below read host memory).
+    std::vector<int64_t> sizes;
+    if (j > 0) sizes.push_back(j);
+    const size_t piece = sizes.size();
+    sizes.push_back(1);
+    if (j + 1 < s) sizes.push_back(s - j - 1);
+    return split(x, sizes, 1)[piece];
+  }
   Tensor out = Tensor::empty({b, 1});
   for (int64_t r = 0; r < b; ++r) out.f32()[r] = x->value.f32()[r * s + j];
   return record(out, {x}, [x, j, b, s](Node& self) {

@@ -51,7 +51,8 @@ ag::Var GrpuModel::forward(const SequenceBatch& batch) {
   const int64_t s = hidden_ + cfg_.fields();
   ag::Var wg = params_.get("gates.w"), bg = params_.get("gates.b");
   ag::Var wc = params_.get("candidate.w"), bc = params_.get("candidate.b");
-  ag::Var h = ag::constant(Tensor::zeros({B, s}));
+  const Device dev = params_.device();
+  ag::Var h = ag::constant(Tensor::zeros({B, s}, dev));
   for (int64_t t = 0; t < T; ++t) {
     const float* v = batch.values.f32() + t * B;
     const float* c = batch.controls.f32() + t * B;
@@ -64,7 +65,8 @@ ag::Var GrpuModel::forward(const SequenceBatch& batch) {
       if (iv == 2) x_vm.f32()[b * iv + 1] = c[b];
       mask.f32()[b] = batch.mask.f32()[t * B + b];
     }
-    h = ag::grpu_cell(ag::constant(x_c), x_vm, h, wg, bg, wc, bc, mask, cfg_);
+    h = ag::grpu_cell(ag::constant(x_c.on(dev)), x_vm.on(dev), h, wg, bg, wc, bc, mask.on(dev),
+                      cfg_);
   }
   return ag::column(h, hidden_ + output_field_);
 }

@@ -12,8 +12,8 @@ namespace {
 
 constexpr int64_t kInputs = 2;  // value, control
 
-// x_t = (value, control) of step t as [B, 2], and the step's mask [B].
-std::pair<Tensor, Tensor> step_inputs(const SequenceBatch& batch, int64_t t) {
+// x_t = (value, control) of step t as [B, 2], and the step's mask [B], on `device`.
+std::pair<Tensor, Tensor> step_inputs(const SequenceBatch& batch, int64_t t, Device device) {
   const int64_t B = batch.values.dim(1);
   Tensor x = Tensor::empty({B, kInputs}), mask = Tensor::empty({B});
   for (int64_t b = 0; b < B; ++b) {
@@ -21,7 +21,7 @@ std::pair<Tensor, Tensor> step_inputs(const SequenceBatch& batch, int64_t t) {
     x.f32()[2 * b + 1] = batch.controls.f32()[t * B + b];
     mask.f32()[b] = batch.mask.f32()[t * B + b];
   }
-  return {x, mask};
+  return {x.on(device), mask.on(device)};
 }
 
 }  // namespace
@@ -68,10 +68,10 @@ ag::Var RecurrentBaseline::run_gru(const SequenceBatch& batch, const std::string
   const int64_t T = batch.values.dim(0), B = batch.values.dim(1);
   ag::Var wg = params_.get(p + ".gates.w"), bg = params_.get(p + ".gates.b");
   ag::Var wc = params_.get(p + ".candidate.w"), bc = params_.get(p + ".candidate.b");
-  ag::Var h = ag::constant(Tensor::zeros({B, hidden_}));
+  ag::Var h = ag::constant(Tensor::zeros({B, hidden_}, params_.device()));
   // Backwards, the padded steps come first and leave the zero state untouched.
   for (int64_t i = 0; i < T; ++i) {
-    auto [x, mask] = step_inputs(batch, reverse ? T - 1 - i : i);
+    auto [x, mask] = step_inputs(batch, reverse ? T - 1 - i : i, params_.device());
     h = ag::gru_cell(ag::constant(x), h, wg, bg, wc, bc, mask);
   }
   return h;
@@ -80,10 +80,10 @@ ag::Var RecurrentBaseline::run_gru(const SequenceBatch& batch, const std::string
 ag::Var RecurrentBaseline::run_lstm(const SequenceBatch& batch) {
   const int64_t T = batch.values.dim(0), B = batch.values.dim(1);
   ag::Var w = params_.get("lstm.w"), b = params_.get("lstm.b");
-  ag::Var h = ag::constant(Tensor::zeros({B, hidden_}));
-  ag::Var c = ag::constant(Tensor::zeros({B, hidden_}));
+  ag::Var h = ag::constant(Tensor::zeros({B, hidden_}, params_.device()));
+  ag::Var c = ag::constant(Tensor::zeros({B, hidden_}, params_.device()));
   for (int64_t t = 0; t < T; ++t) {
-    auto [x, mask] = step_inputs(batch, t);
+    auto [x, mask] = step_inputs(batch, t, params_.device());
     ag::LstmState next = ag::lstm_cell(ag::constant(x), h, c, w, b, mask);
     h = next.h;
     c = next.c;

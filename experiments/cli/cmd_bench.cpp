@@ -204,7 +204,7 @@ void run_bench_allocation(const BenchAllocationOptions& o) {
                                 "' (expected cpu or cuda)");
   SweepConfig config;
   config.device = parse_device(o.device);
-  if (std::string why = benchmark_device_unavailable(config.device); !why.empty())
+  if (std::string why = device_unavailable(config.device); !why.empty())
     throw std::runtime_error("bench allocation: --device cuda: " + why);
   if (config.device == Device::cuda && o.clock_given)
     throw std::invalid_argument(

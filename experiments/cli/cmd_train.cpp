@@ -47,6 +47,7 @@ void run_sequence(const TrainOptions& o, const SequenceExtras& x, const CLI::App
   s.curriculum = x.curriculum;
   s.eval_every = x.eval_every;
   s.clip_norm = o.clip_norm;
+  s.device = o.device;
   if (cmd.count("--epochs")) s.epochs = o.epochs;
   if (cmd.count("--batch")) s.batch = o.batch;
   if (cmd.count("--lr")) s.lr = o.lr;
@@ -77,7 +78,6 @@ struct RelationExtras {
   std::string word2vec;
   std::string class_weights = "auto";
   std::string batching = "bran";
-  std::string device = "cpu";
 };
 
 void run_relation(const TrainOptions& o, RelationExtras x, const SequenceExtras& shared,
@@ -97,7 +97,7 @@ void run_relation(const TrainOptions& o, RelationExtras x, const SequenceExtras&
   r.word2vec = x.word2vec;
   r.class_weights = x.class_weights;
   r.batching = x.batching;
-  r.device = parse_device(x.device);
+  r.device = o.device;
   // Thesis Table 4.1 unless the options are given.
   if (cmd.count("--batch")) r.batch = o.batch;
   if (cmd.count("--lr")) r.lr = o.lr;
@@ -202,7 +202,10 @@ void add_train_command(CLI::App& app) {
                   "p = 0.5) or balanced (half of each batch from each pool)")
       ->capture_default_str()
       ->check(CLI::IsMember({"bran", "balanced"}));
-  cmd->add_option("--device", rel->device, "Relation models: cpu or cuda")
+  auto device = std::make_shared<std::string>("cpu");
+  cmd->add_option("--device", *device,
+                  "cpu or cuda (every model; the data is made on the host, the model trains on "
+                  "the device)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_flag("--force", opt->force, "Run again even if DIR/result.json exists");
@@ -211,7 +214,9 @@ void add_train_command(CLI::App& app) {
                   "Kernel threads (default: MARE_THREADS, else every core); the results are the "
                   "same bytes at any count, manifest.json and result.json record it")
       ->check(CLI::Range(1, 4096));
-  cmd->callback([opt, extras, rel, cmd, thread_count] {
+  cmd->callback([opt, extras, rel, cmd, thread_count, device] {
+    opt->device = parse_device(*device);
+    require_training_device(opt->device);  // before anything is built or printed
     // --threads, else MARE_THREADS (a bad value is refused here, naming it), else every core.
     if (*thread_count > 0)
       set_threads(*thread_count);

@@ -275,7 +275,7 @@ constexpr Opt kOptions[] = {
     {"repetitions", Type::positive, kAllocation, ""},
     {"clock", Type::choice, kAllocation, "wall|cpu"},
     {"no_backward", Type::boolean, kAllocation, ""},
-    {"device", Type::choice, kRelation | kAllocation | kIteration, "cpu|cuda"},
+    {"device", Type::choice, kTrain | kAllocation | kIteration, "cpu|cuda"},
 };
 
 const Opt* find_option(const std::string& key) {

@@ -11,7 +11,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/memory/allocation_sweep.h"  // benchmark_device_unavailable
 #include "kernels/tensor.h"
 #ifdef MARE_WITH_CUDA
 #include "kernels/cuda/runtime.h"
@@ -48,7 +47,7 @@ inline Device take_device_flag(int& argc, char** argv) {
 // JSON context. Throws on failure (main prints it and exits 2).
 inline void setup_device(int& argc, char** argv) {
   g_device = take_device_flag(argc, argv);
-  if (std::string why = benchmark_device_unavailable(g_device); !why.empty())
+  if (std::string why = device_unavailable(g_device); !why.empty())
     throw std::runtime_error("--device cuda: " + why);
 #ifdef MARE_WITH_CUDA
   if (g_device == Device::cuda) {

@@ -377,16 +377,6 @@ EpsDisagreement count_eps_disagreement(const AllocationProblem& p) {
   return d;
 }
 
-std::string benchmark_device_unavailable(Device device) {
-  if (device != Device::cuda) return "";
-  if (!cuda_compiled())
-    return "this build has no CUDA backend (configure with -DMARE_CUDA=ON on a machine with nvcc)";
-#ifdef MARE_WITH_CUDA
-  if (!cuda_available()) return "no CUDA device (" + cuda::no_device_reason() + ")";
-#endif
-  return "";
-}
-
 SweepResult run_allocation_sweep(const SweepConfig& config_in,
                                  const std::function<void(const std::string&)>& progress) {
   SweepResult result;
@@ -397,7 +387,7 @@ SweepResult run_allocation_sweep(const SweepConfig& config_in,
   if (config.repetitions < 1)
     throw std::invalid_argument("allocation sweep: repetitions must be >= 1");
   const bool on_gpu = config.device == Device::cuda;
-  if (std::string why = benchmark_device_unavailable(config.device); !why.empty())
+  if (std::string why = device_unavailable(config.device); !why.empty())
     throw std::runtime_error("allocation sweep: device cuda: " + why);
   if (on_gpu && config.cpu_clock)
     throw std::invalid_argument(

@@ -155,11 +155,6 @@ ComputePeak measure_compute_peak();
 double allocation_ops_per_memory(AllocationVariant v, int64_t slots, bool backward, OpsPeak* peak,
                                  std::string* what = nullptr);
 
-// Why the benchmarks cannot run on `device` here, or "" when they can: for
-// cuda, "this build has no CUDA backend ..." or "no CUDA device (<driver's
-// reason>)"; cpu always can.
-std::string benchmark_device_unavailable(Device device);
-
 struct SweepConfig {
   std::vector<AllocationVariant> variants;  // default: every variant
   std::vector<int64_t> seqs{1, 10, 50, 100, 200, 500, 1000};

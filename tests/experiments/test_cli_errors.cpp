@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/tensor.h"
 #include "tests/cli_binary.h"
 #include "tests/temp_dir.h"
 
@@ -69,7 +70,9 @@ void expect_error(const TempDir& dir, const std::vector<std::string>& args,
   EXPECT_EQ(o.status, 2) << "stderr: " << o.err;
   EXPECT_EQ(o.err.rfind("mare: error: ", 0), 0u) << "stderr: " << o.err;
   EXPECT_EQ(o.out, "") << "an error must not print on stdout";
-  if (!mentions.empty()) EXPECT_NE(o.err.find(mentions), std::string::npos) << o.err;
+  if (!mentions.empty()) {
+    EXPECT_NE(o.err.find(mentions), std::string::npos) << o.err;
+  }
 }
 
 void expect_success(const TempDir& dir, const std::vector<std::string>& args,
@@ -144,7 +147,7 @@ TEST(CliContract, TrainErrors) {
                            "--seed", "1"})
                 .status,
             0);
-  for (const std::string& model : {"bran+d=0", "utre+d=0", "cnn+d=0", "ntcre+word=0"})
+  for (const char* model : {"bran+d=0", "utre+d=0", "cnn+d=0", "ntcre+word=0"})
     expect_error(dir, {"train", "--model", model, "--data", "synth-cdr:data", "--out", "r"},
                  "=0: expected a whole number from 1 to 1048576");
   expect_error(dir, {"train", "--model", "bran+d=-4", "--data", "synth-cdr:data", "--out", "r"},
@@ -188,6 +191,36 @@ TEST(CliContract, BenchErrors) {
   expect_error(dir, {"bench", "allocation", "--seq", "0"}, "--seq");
   expect_error(dir, {"bench", "allocation", "--clock", "sundial"}, "--clock");
   expect_error(dir, {"bench", "allocation", "--device", "tpu"}, "tpu");
+}
+
+// `--device cuda` where it cannot run: every command that takes --device refuses
+// with the same reason (`<command>: --device cuda: <why>`), before it writes
+// anything. `mare train --model mlp|grpu --device cuda` ran on the CPU and
+// wrote "device": "cpu" (status 0), and train and bench each said it otherwise.
+// With a GPU the GPU tests show the device used (GrpuTrainCuda, ReModelsCuda).
+TEST(CliContract, AnUnusableDeviceIsRefusedAlikeEverywhere) {
+  const std::string why = device_unavailable(Device::cuda);
+  if (why.empty()) GTEST_SKIP() << "a GPU is usable here: nothing to refuse";
+  TempDir dir("cli");
+  ASSERT_EQ(run_mare(dir, {"data", "generate", "synth-cdr", "--out", "data", "--docs", "4",
+                           "--seed", "1"})
+                .status,
+            0);
+  const std::vector<std::vector<std::string>> commands = {
+      {"train", "--model", "mlp", "--task", "xor", "--out", "r1"},
+      {"train", "--model", "grpu", "--task", "addition", "--out", "r2"},
+      {"train", "--model", "gru", "--task", "addition", "--out", "r3"},
+      {"train", "--model", "bran", "--data", "synth-cdr:data", "--out", "r4"},
+      {"bench", "allocation"},
+      {"bench", "iteration"}};
+  for (std::vector<std::string> args : commands) {
+    args.insert(args.end(), {"--device", "cuda"});
+    const std::string command = args[0] == "train" ? "train" : args[0] + " " + args[1];
+    expect_error(dir, args, "mare: error: " + command + ": --device cuda: " + why + "\n");
+    const Outcome o = run_mare(dir, args);
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << joined(args) << ": " << o.err;
+  }
+  for (const char* run : {"r1", "r2", "r3", "r4"}) EXPECT_FALSE(std::filesystem::exists(dir / run));
 }
 
 TEST(CliContract, DataErrors) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/trainer.h"
+#include "tests/gpu_required.h"
 #include "tests/temp_dir.h"
 
 namespace mare {
@@ -98,6 +99,21 @@ TEST(TrainXor, BadOptionsAreRefused) {
   o.schedule = "nonsense";
   EXPECT_THROW(train_classifier(o, nullptr), std::invalid_argument);
   std::filesystem::remove_all(o.out);
+}
+
+// `--device cuda` trains the MLP on the GPU (it ran on the CPU and wrote
+// "device": "cpu"): xor to accuracy 1.0, the device in result.json and the
+// manifest, the same bytes for the same seed. Skips without a GPU.
+TEST(TrainXorCuda, TrainsOnTheGpu) {
+  MARE_NEEDS_GPU();
+  TrainOptions a = xor_options("mare_xor_cuda_a", 1), b = xor_options("mare_xor_cuda_b", 1);
+  a.device = b.device = Device::cuda;
+  const nlohmann::json r = train_classifier(a, nullptr);
+  train_classifier(b, nullptr);
+  EXPECT_EQ(r["device"], "cuda");
+  EXPECT_EQ(nlohmann::json::parse(slurp(a.out / "manifest.json"))["device"], "cuda");
+  EXPECT_EQ(r["final"]["test_accuracy"].get<double>(), 1.0);
+  EXPECT_EQ(slurp(a.out / "result.json"), slurp(b.out / "result.json"));
 }
 
 }  // namespace
