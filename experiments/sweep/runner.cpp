@@ -410,6 +410,22 @@ SweepPlan plan_from_json(const nlohmann::json& j, const std::string& file) {
   }
 }
 
+// A sweep root belongs to the spec and profile of its sweep.json: another is
+// refused before anything is written (its plan would replace the one that ran
+// and orphan its runs), as `mare train` refuses another configuration in its run
+// directory. A changed version of the same spec (same name and profile) may
+// replace the plan; collect names the runs it leaves.
+void claim_root(const SweepPlan& plan, const fs::path& root) {
+  const fs::path p = root / "sweep.json";
+  if (!fs::exists(p)) return;
+  const SweepPlan held = plan_from_json(read_json_file(p), p.string());
+  if (held.name == plan.name && held.profile == plan.profile) return;
+  throw std::invalid_argument(p.string() + ": this directory holds the sweep '" + held.name +
+                              "' (profile " + held.profile + ", spec " + held.spec_path +
+                              "); expected '" + plan.name + "' (profile " + plan.profile +
+                              ") only in a directory of its own: give it another --out");
+}
+
 SweepPlan load_plan(const std::string& path, const std::string& profile) {
   if (fs::path(path).extension() == ".json") {
     SweepPlan p = plan_from_json(read_json_file(path), path);
@@ -866,6 +882,7 @@ SweepSummary Sweep::run() {
   s_.total = mine.size();
   fs::create_directories(root_);
   SweepLock lock(root_, o_.shard);
+  claim_root(plan_, root_);
   atomic_write(root_ / "sweep.json", json_text(plan_json(plan_)));
 
   std::deque<size_t> queue;
@@ -971,6 +988,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const RunnerOptions& options) {
 
 void print_plan(const SweepPlan& plan, const RunnerOptions& o, std::ostream& out) {
   const fs::path root = fs::absolute(o.root).lexically_normal();
+  claim_root(plan, root);
   const std::string binary = o.mare_binary.empty() ? self_executable() : o.mare_binary;
   const auto mine = shard_runs(plan.runs.size(), o.shard);
   size_t done = 0, failed = 0;
@@ -1007,6 +1025,7 @@ std::filesystem::path emit_slurm(const SweepPlan& plan, const fs::path& root_in,
       so.tasks > 0
           ? std::min<int>(so.tasks, static_cast<int>(std::max<size_t>(1, plan.runs.size())))
           : static_cast<int>(std::max<size_t>(1, plan.runs.size()));
+  claim_root(plan, root);
   fs::create_directories(root / "slurm");
   atomic_write(root / "sweep.json", json_text(plan_json(plan)));
   std::string job = "mare-" + plan.name + "-" + plan.profile;

@@ -120,6 +120,10 @@ class SweepLock {
   int shard_fd_ = -1;
 };
 
+// A sweep directory belongs to one spec and profile (its sweep.json): run_sweep,
+// print_plan and emit_slurm refuse another (std::invalid_argument naming
+// DIR/sweep.json and the sweep it holds) before they write anything.
+//
 // Takes the lock, writes sweep.json, generates the data the shard's pending runs need,
 // runs them (jobs at once), and writes the summary to options.log. SIGINT and SIGTERM
 // are forwarded to the children (a second one sends SIGKILL), which are then recorded

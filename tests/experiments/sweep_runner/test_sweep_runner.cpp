@@ -544,7 +544,10 @@ TEST(SweepPlanFile, DryRunRunsNothingAndEmitSlurmWritesTheArray) {
 }
 
 // A YAML spec (experiments/sweep/spec.h) runs to the directories load_sweep plans, with
-// the run.json it describes; another profile is another set of runs.
+// the run.json it describes; another profile is another set of runs, in a directory
+// of its own: a sweep directory belongs to one spec and profile, and another (a run, a
+// dry run or --emit slurm) is refused before it writes anything (it replaced
+// sweep.json and orphaned the runs, status 0, so that collect found none of them).
 TEST(SweepPlanFile, YamlSpecRunsItsPlan) {
   const test::TempDir t("sweep_yaml");
   const fs::path spec = t / "xor.yaml", root = t / "root";
@@ -567,13 +570,38 @@ TEST(SweepPlanFile, YamlSpecRunsItsPlan) {
     EXPECT_EQ(read_json(root / r.dir / "run.json"), plan.run_json(r));
   }
   EXPECT_EQ(read_json(root / "sweep.json"), plan_json(plan));
-  // The default profile (4 epochs): three more runs beside them.
-  ASSERT_EQ(run_mare({"sweep", spec.string(), "--out", root.string()}, t / "2.log"), 0);
+  const std::string held = slurp(root / "sweep.json");
+  // The default profile (4 epochs) into the same directory: refused, every way.
+  for (std::vector<std::string> extra :
+       {std::vector<std::string>{}, {"--dry-run"}, {"--profile", "paper", "--emit", "slurm"}}) {
+    std::vector<std::string> args = {"sweep", spec.string(), "--out", root.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::ofstream(t / "refused.log", std::ios::trunc).close();
+    EXPECT_EQ(run_mare(args, t / "refused.log"), 2);
+    const std::string log = slurp(t / "refused.log");
+    EXPECT_NE(log.find((root / "sweep.json").string() +
+                       ": this directory holds the sweep 'xorsweep' (profile smoke"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("another --out"), std::string::npos) << log;
+  }
+  EXPECT_EQ(slurp(root / "sweep.json"), held);
+  EXPECT_FALSE(fs::exists(root / "sweep.sbatch"));
+  for (const RunPlan& r : load_sweep(spec.string(), "default").runs)
+    EXPECT_FALSE(fs::exists(root / r.dir)) << r.dir;
+  // In a directory of its own: three more runs.
+  const fs::path other = t / "root_default";
+  ASSERT_EQ(run_mare({"sweep", spec.string(), "--out", other.string()}, t / "2.log"), 0);
   for (const RunPlan& r : load_sweep(spec.string(), "default").runs) {
-    EXPECT_EQ(status_of(root / r.dir), "completed") << r.dir;
-    EXPECT_EQ(lines(root / r.dir / "metrics.jsonl"), 4);
+    EXPECT_EQ(status_of(other / r.dir), "completed") << r.dir;
+    EXPECT_EQ(lines(other / r.dir / "metrics.jsonl"), 4);
   }
   for (const RunPlan& r : plan.runs) EXPECT_EQ(lines(root / r.dir / "metrics.jsonl"), 3);
+  // The same spec and profile again: every run skipped, the plan the same bytes.
+  ASSERT_EQ(
+      run_mare({"sweep", spec.string(), "--out", root.string(), "--profile", "smoke"}, t / "3.log"),
+      0);
+  EXPECT_EQ(slurp(root / "sweep.json"), held);
 }
 
 }  // namespace
