@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "experiments/cli/commands.h"
+#include "experiments/cli/validators.h"
 #include "experiments/run_dir.h"
 #include "kernels/memory/allocation_sweep.h"
 #include "kernels/parallel.h"
@@ -265,7 +266,7 @@ void add_bench_command(CLI::App& app) {
       ->add_option_function<int>(
           "--threads", [](const int& k) { set_threads(k); },
           "Kernel threads (default: MARE_THREADS, else every core)")
-      ->check(CLI::Range(1, 4096));
+      ->check(whole_number(1, 4096));
   auto opts = std::make_shared<BenchAllocationOptions>();
   auto* alloc = bench->add_subcommand(
       "allocation",

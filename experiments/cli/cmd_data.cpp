@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "experiments/cli/commands.h"
+#include "experiments/cli/validators.h"
 #include "experiments/data/bran_tsv.h"
 #include "experiments/data/generators.h"
 #include "experiments/data/inspect.h"
@@ -118,7 +119,7 @@ void add_data_command(CLI::App& app) {
   gen->add_option("--out", gen_args->out, "Output folder")->required();
   gen->add_option("--seed", gen_args->seed, "Seed (same seed, same bytes)")->required();
   gen->add_option("--docs", gen_args->docs, "Training documents (default: the generator's)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   gen->callback([gen_args] { run_generate(*gen_args); });
 
   auto ins_args = std::make_shared<InspectArgs>();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "experiments/cli/commands.h"
+#include "experiments/cli/validators.h"
 #include "experiments/sweep/runner.h"
 
 namespace mare::cli {
@@ -99,7 +100,7 @@ void add_sweep_command(CLI::App& app) {
                   "smoke | default | paper (a YAML spec: default; a sweep.json: its own)");
   cmd->add_option("--jobs", a->jobs, "Runs at once; each gets MARE_THREADS = max(1, cores / jobs)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
+      ->check(whole_number(1, 1024));
   cmd->add_option("--shard", a->shard,
                   "Run only shard i of n (1-based): the runs with plan index k, k % n == i - 1")
       ->capture_default_str();
@@ -113,10 +114,10 @@ void add_sweep_command(CLI::App& app) {
                 "Run failed and crashed runs again (by default they are kept and reported)");
   cmd->add_option("--slurm-tasks", a->slurm_tasks,
                   "--emit slurm: array tasks n (default: one per run)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   cmd->add_option("--slurm-cpus", a->slurm_cpus, "--emit slurm: cpus-per-task")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   cmd->add_option("--slurm-arg", a->slurm_args,
                   "--emit slurm: another '#SBATCH ARG' line, e.g. --slurm-arg=--partition=gpu "
                   "(repeatable)");

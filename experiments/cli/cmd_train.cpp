@@ -7,11 +7,15 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <map>
 #include <memory>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
 #include "experiments/cli/commands.h"
+#include "experiments/cli/validators.h"
 #include "experiments/grpu_tasks.h"
 #include "experiments/re_trainer.h"
 #include "experiments/sequence_trainer.h"
@@ -22,6 +26,12 @@
 namespace mare::cli {
 
 namespace {
+
+std::string num(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
 
 struct SequenceExtras {
   int64_t samples = 1000;
@@ -65,6 +75,32 @@ void run_sequence(const TrainOptions& o, const SequenceExtras& x, const CLI::App
             << " parameters): " << r["status"].get<std::string>() << ", " << r["steps"]
             << " steps, train mse " << f["train_mse"] << ", test mse " << f["test_mse"] << "\n"
             << "run directory: " << o.out.string() << "\n";
+}
+
+// An option that a kind of model does not read is refused, not ignored (--l2
+// with the GRPU, --epochs with a relation model, --steps with the MLP).
+void refuse_foreign_options(const CLI::App& cmd, const std::string& kind,
+                            const std::string& model) {
+  static const std::set<std::string> everyone = {"--help", "--help-all", "--model", "--seed",
+                                                 "--out",  "--device",   "--force", "--threads"};
+  static const std::map<std::string, std::set<std::string>> reads = {
+      {"classification", {"--task", "--epochs", "--batch", "--lr", "--schedule", "--clip", "--l2"}},
+      {"sequence",
+       {"--task", "--epochs", "--batch", "--lr", "--clip", "--samples", "--test-samples",
+        "--curriculum", "--hidden", "--neutral-one", "--eval-every"}},
+      {"relation",
+       {"--data", "--steps", "--eval-every", "--eval-batch", "--patience", "--max-tokens",
+        "--word2vec", "--class-weights", "--batching", "--batch", "--lr", "--clip", "--l2"}}};
+  const std::set<std::string>& mine = reads.at(kind);
+  for (const CLI::Option* o : cmd.get_options()) {
+    const std::string name = o->get_name();
+    if (o->count() == 0 || everyone.count(name) || mine.count(name)) continue;
+    std::string list;
+    for (const std::string& n : mine) list += (list.empty() ? "" : " ") + n;
+    throw std::invalid_argument("train: " + name + " does not apply to model '" + model + "' (a " +
+                                kind + " model reads " + list +
+                                ", and --model --seed --out --device --threads --force)");
+  }
 }
 
 // Relation-extraction models (cnn, bran, utre and their aliases) on a corpus.
@@ -138,58 +174,73 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--seed", opt->seed, "Seed of data, initial weights, order and dropout")
       ->capture_default_str();
   cmd->add_option("--out", opt->out, "Run directory to write")->required();
-  cmd->add_option("--epochs", opt->epochs, "Epochs (sequence tasks: 1000)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--batch", opt->batch, "Batch size (sequence tasks: 100)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--lr", opt->lr, "Adam learning rate (sequence tasks: 1e-4)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--schedule", opt->schedule, "constant | warmup:STEPS | step:SIZE:GAMMA")
+  // Options whose default depends on the kind of model say every default.
+  const TrainOptions mlp;
+  const SequenceTrainOptions seq;
+  const ReTrainOptions re;
+  cmd->add_option("--epochs", opt->epochs,
+                  "Epochs (default: mlp " + num(mlp.epochs) + ", sequence models " +
+                      num(seq.epochs) + "; relation models take --steps)")
+      ->check(whole_number(1));
+  cmd->add_option("--batch", opt->batch,
+                  "Batch size (default: mlp " + num(mlp.batch) + ", sequence models " +
+                      num(seq.batch) + ", relation models " + num(re.batch) + ", Table 4.1)")
+      ->check(whole_number(1));
+  cmd->add_option("--lr", opt->lr,
+                  "Adam learning rate (default: mlp " + num(mlp.lr) + ", sequence models " +
+                      num(seq.lr) + ", relation models " + num(re.lr) + ", Table 4.1)")
+      ->check(number_above(0));
+  cmd->add_option("--schedule", opt->schedule,
+                  "mlp: learning-rate schedule, constant | warmup:STEPS | step:SIZE:GAMMA")
       ->capture_default_str();
-  cmd->add_option("--clip", opt->clip_norm, "Global gradient-norm clip (0: off)")
-      ->capture_default_str();
-  cmd->add_option("--l2", opt->l2, "L2 regularisation λ (loss += λ·Σw²)")->capture_default_str();
+  cmd->add_option("--clip", opt->clip_norm,
+                  "Global gradient-norm clip, 0: off (default: mlp " + num(mlp.clip_norm) +
+                      ", sequence models " + num(seq.clip_norm) + ", relation models " +
+                      num(re.clip_norm) + ", Table 4.1)")
+      ->check(number_above(0, false));
+  cmd->add_option("--l2", opt->l2,
+                  "L2 regularisation λ, loss += λ·Σw² (default: mlp " + num(mlp.l2) +
+                      ", relation models " + num(re.l2) + ", Table 4.1; not for sequence models)")
+      ->check(number_above(0, false));
   cmd->add_option("--samples", extras->samples, "Sequence tasks: training sequences")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   cmd->add_option("--test-samples", extras->test_samples, "Sequence tasks: test sequences")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   cmd->add_flag("--curriculum", extras->curriculum,
                 "Sequence tasks: lengths 10–15 … 50–55 in five equal phases of the epochs");
   cmd->add_option("--hidden", extras->hidden,
                   "Sequence models: hidden (controller) size, same as +hidden=H")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   cmd->add_option("--neutral-one", extras->neutral_one,
                   "GRPU: neutral-element-one form, code (published runs) or text (eq. 4.16)")
       ->check(CLI::IsMember({"code", "text"}));
   cmd->add_option("--eval-every", extras->eval_every,
-                  "Evaluate every N epochs (sequence tasks: train and test MSE) or N steps "
-                  "(relation models: the validation split; default 100), and at the end")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+                  "Evaluate every N epochs (sequence models: train and test MSE; default " +
+                      num(seq.eval_every) +
+                      ") or N steps (relation models: the validation split; default " +
+                      num(re.eval_every) + "), and at the end")
+      ->check(whole_number(1));
   cmd->add_option("--data", rel->data,
                   "Relation models: corpus KIND:DIR, KIND in synth-cdr | pubtator | bran-tsv | "
                   "semeval");
   cmd->add_option("--steps", rel->steps, "Relation models: training steps")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   cmd->add_option("--eval-batch", rel->eval_batch,
                   "Relation models: documents per evaluation batch")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   cmd->add_option("--patience", rel->patience,
                   "Relation models: stop after N evaluations without a better validation F1 (0: "
                   "never)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   cmd->add_option("--max-tokens", rel->max_tokens,
                   "Relation models: cut documents to N tokens (0: the corpus default, CTD 500)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   cmd->add_option("--word2vec", rel->word2vec,
                   "Relation models: initialise word embeddings from this word2vec file (its "
                   "dimension must equal +d)");
@@ -213,7 +264,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--threads", *thread_count,
                   "Kernel threads (default: MARE_THREADS, else every core); the results are the "
                   "same bytes at any count, manifest.json and result.json record it")
-      ->check(CLI::Range(1, 4096));
+      ->check(whole_number(1, 4096));
   cmd->callback([opt, extras, rel, cmd, thread_count, device] {
     opt->device = parse_device(*device);
     require_training_device(opt->device);  // before anything is built or printed
@@ -229,6 +280,7 @@ void add_train_command(CLI::App& app) {
       if (cmd->count("--task"))
         throw std::invalid_argument("model '" + base +
                                     "' reads a corpus: give --data KIND:DIR instead of --task");
+      refuse_foreign_options(*cmd, "relation", base);
       run_relation(*opt, *rel, *extras, *cmd);
       return;
     }
@@ -240,6 +292,7 @@ void add_train_command(CLI::App& app) {
       if (m.name == base && m.task_kind != task_kind)
         throw std::invalid_argument("model '" + base + "' takes " + std::string(m.task_kind) +
                                     " tasks; task '" + opt->task + "' is a " + task_kind + " task");
+    refuse_foreign_options(*cmd, task_kind, base);
     if (is_sequence_task(opt->task)) {
       run_sequence(*opt, *extras, *cmd);
       return;

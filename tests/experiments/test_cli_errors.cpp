@@ -118,6 +118,13 @@ TEST(CliContract, HelpAndVersionExitZero) {
   expect_success(dir, {"--version"}, "mare ");
   expect_success(dir, {}, "train");  // no sub-command: the help, status 0
   expect_success(dir, {"train", "--help"}, "--out");
+  // Defaults that depend on the kind of model are all shown (the help showed the
+  // MLP's lr 0.01, clip 0 and l2 0 where relation runs use Table 4.1's).
+  const Outcome help = run_mare(dir, {"train", "--help"});
+  for (const char* text :
+       {"mlp 0.01, sequence models 0.0001, relation models 0.0005", "relation models 3, Table 4.1",
+        "relation models 0.0001, Table 4.1", "mlp 100, sequence models 1000"})
+    EXPECT_NE(help.out.find(text), std::string::npos) << text << "\n" << help.out;
   expect_success(dir, {"stats", "signed-rank", "--help"}, "--alternative");
 }
 
@@ -135,7 +142,35 @@ TEST(CliContract, TrainErrors) {
   expect_error(dir, {"train", "--model", "mlp", "--task", "xor", "--out", "r", "--epochs", "0"},
                "--epochs");
   expect_error(dir, {"train", "--out", "r", "--epochs", "ten"}, "--epochs");
-  expect_error(dir, {"train", "--out", "r", "--lr", "-1"}, "--lr");
+  expect_error(dir, {"train", "--out", "r", "--lr", "-1"}, "--lr: expected a number > 0, got '-1'");
+  // Ranges in words (CLI11's own said "Value 0 not in range 0.000000 to 1797693…", 310 digits).
+  expect_error(dir, {"train", "--out", "r", "--epochs", "0"},
+               "--epochs: expected a whole number ≥ 1, got '0'");
+  expect_error(dir, {"train", "--out", "r", "--threads", "0"},
+               "--threads: expected a whole number from 1 to 4096, got '0'");
+  expect_error(dir, {"train", "--out", "r", "--clip", "-3"},
+               "--clip: expected a number ≥ 0, got '-3'");
+  expect_error(dir, {"bench", "allocation", "--threads", "5000"},
+               "--threads: expected a whole number from 1 to 4096");
+  expect_error(dir, {"sweep", "x.yaml", "--out", "s", "--jobs", "0"},
+               "--jobs: expected a whole number from 1 to 1024, got '0'");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"train", "--out", "r", "--epochs", "0"},
+        {"train", "--out", "r", "--lr", "0"},
+        {"data", "generate", "synth-cdr", "--out", "d", "--seed", "1", "--docs", "0"}}) {
+    const Outcome o = run_mare(dir, args);
+    EXPECT_EQ(o.err.find("not in range"), std::string::npos) << o.err;
+    EXPECT_LT(o.err.size(), 160u) << o.err;
+  }
+  // An option the model's kind does not read is refused, not ignored (--l2 with the
+  // GRPU trained without L2, status 0).
+  expect_error(dir, {"train", "--model", "grpu", "--task", "addition", "--l2", "0.1", "--out", "r"},
+               "train: --l2 does not apply to model 'grpu' (a sequence model reads");
+  expect_error(dir, {"train", "--model", "mlp", "--task", "xor", "--steps", "3", "--out", "r"},
+               "train: --steps does not apply to model 'mlp'");
+  expect_error(dir, {"train", "--model", "mlp", "--task", "xor", "--curriculum", "--out", "r"},
+               "train: --curriculum does not apply");
+  EXPECT_FALSE(std::filesystem::exists(dir / "r"));
   expect_error(dir, {"train", "--out", "r", "--neutral-one", "maybe"});
   expect_error(dir, {"train", "--out", "r", "--no-such-option"}, "--no-such-option");
   // Refused by the sub-command itself (a std::exception from its callback).
@@ -152,6 +187,9 @@ TEST(CliContract, TrainErrors) {
                  "=0: expected a whole number from 1 to 1048576");
   expect_error(dir, {"train", "--model", "bran+d=-4", "--data", "synth-cdr:data", "--out", "r"},
                "switch d=-4: expected");
+  expect_error(
+      dir, {"train", "--model", "bran", "--data", "synth-cdr:data", "--epochs", "3", "--out", "r"},
+      "train: --epochs does not apply to model 'bran' (a relation model reads");
   expect_error(dir, {"train", "--model", "mlp+hidden=0", "--task", "xor", "--out", "r"},
                "switch hidden=0: expected");
   expect_error(dir, {"train", "--model", "grpu+hidden=0", "--task", "addition", "--out", "r"},

@@ -1,7 +1,7 @@
 // The sweep runner (experiments/sweep/runner.h) end to end: every sweep here is a real
 // `mare sweep` process whose runs are `mare train` children. The plans are sweep.json
 // files written from C++ (tiny GRPU and xor runs of a fraction of a second), so that a
-// test can also hold runs a spec would refuse (a bad option, a NaN learning rate).
+// test can also hold runs a spec would refuse (a bad option, a learning rate that diverges).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -444,7 +444,9 @@ TEST(SweepSignals, SigtermInterruptsAndTheNextSweepResumes) {
 TEST(SweepFailures, RecordedAndTheOthersFinish) {
   const test::TempDir t("sweep_fail");
   const SweepPlan plan =
-      make_plan("fail", {xor_run("ok", 1), xor_run("nan", 1, {"--lr", "nan"}),
+      // lr 3e38 (near float's largest; NaN is refused as an option) makes the first
+      // step's weights huge and the next loss infinite: a diverged run.
+      make_plan("fail", {xor_run("ok", 1), xor_run("nan", 1, {"--lr", "3e38"}),
                          xor_run("bad", 1, {"--no-such-option"}), xor_run("ok", 2)});
   const fs::path spec = write_plan(t / "spec", plan), root = t / "root";
   const std::vector<std::string> args = {"sweep", spec.string(), "--out", root.string()};
