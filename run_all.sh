@@ -120,7 +120,7 @@ run_main() {
   done
   "$mare" data stats "synth-cdr:$out/data/synth-cdr" --json "$out/data/synth-cdr.stats.json" >/dev/null
   "$mare" data stats "bran-tsv:$out/data/synth-ctd" --json "$out/data/synth-ctd.stats.json" >/dev/null
-  "$mare" data stats "semeval:$out/data/synth-semeval" --json "$out/data/synth-semeval.stats.json" >/dev/null
+  "$mare" data stats "semeval:$out/data/synth-semeval/subtask1.1" --json "$out/data/synth-semeval.stats.json" >/dev/null
 
   # Every table's spec at its default profile (experiments/specs/*.yaml), one sweep tree
   # each. Training sweeps run two runs at once (one kernel thread each); the benchmark

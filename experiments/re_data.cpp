@@ -199,7 +199,21 @@ ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
       break;
     }
     case ReSourceKind::semeval: {
-      const fs::path sub = fs::is_directory(dir / "subtask1.1") ? dir / "subtask1.1" : dir;
+      // DIR itself, or its one subtask folder; with several, the user names one
+      // (semeval:ROOT took subtask1.1 silently when both were there).
+      fs::path sub = dir;
+      if (!fs::exists(dir / "train.text.xml")) {
+        std::vector<std::string> subtasks;
+        for (const char* name : {"subtask1.1", "subtask1.2"})
+          if (fs::exists(dir / name / "train.text.xml")) subtasks.push_back(name);
+        if (subtasks.size() > 1)
+          throw std::invalid_argument(
+              "semeval:" + dir.string() + ": " + dir.string() +
+              " holds subtask1.1 and subtask1.2; expected one of them: semeval:" +
+              (dir / "subtask1.1").string() + " (clean entity annotation) or semeval:" +
+              (dir / "subtask1.2").string() + " (noisy entity boundaries)");
+        if (subtasks.size() == 1) sub = dir / subtasks[0];
+      }
       const std::string what =
           "train.text.xml, train.relations.txt, test.text.xml and "
           "test.relations.txt in " +

@@ -6,9 +6,10 @@
 // Sources (KIND:DIR; the file names are those the generators write):
 //   synth-cdr, pubtator  DIR/{train,valid,test}.pubtator (CID relations)
 //   bran-tsv             DIR/{train,valid,test}.tsv (BRAN's 13 columns; CTD or CDR)
-//   semeval              DIR/subtask1.1/{train,test}.text.xml + .relations.txt, or
-//                        DIR/{train,test}.text.xml when DIR is a subtask folder itself
-//                        (so semeval:D/subtask1.2 reads the noisy corpus). Validation is
+//   semeval              DIR/{train,test}.text.xml + .relations.txt (DIR a subtask
+//                        folder: semeval:D/subtask1.2 reads the noisy corpus), or
+//                        DIR/subtask1.x/… when DIR holds one subtask folder; a DIR that
+//                        holds both subtask1.1 and subtask1.2 is refused (name one). Validation is
 //                        a seeded 15 % hold-out of train (SPEC §6: the task has no dev
 //                        set); a valid.text.xml beside them is not read.
 //

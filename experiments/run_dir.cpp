@@ -15,7 +15,15 @@ void atomic_write(const std::filesystem::path& path, const std::string& content)
   std::filesystem::path tmp = path;
   tmp += ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw std::runtime_error(tmp.string() + ": cannot create: " + std::strerror(errno));
+  if (fd < 0) {
+    const int e = errno;
+    const std::filesystem::path dir =
+        path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+    throw std::runtime_error(path.string() + ": cannot be written (" + std::strerror(e) +
+                             (std::filesystem::is_directory(dir)
+                                  ? std::string(")")
+                                  : "; its directory " + dir.string() + " does not exist)"));
+  }
   size_t done = 0;
   while (done < content.size()) {
     ssize_t n = ::write(fd, content.data() + done, content.size() - done);
@@ -30,6 +38,21 @@ void atomic_write(const std::filesystem::path& path, const std::string& content)
   if (::fsync(fd) != 0 || ::close(fd) != 0)
     throw std::runtime_error(tmp.string() + ": cannot flush to disk: " + std::strerror(errno));
   std::filesystem::rename(tmp, path);
+}
+
+void check_writable_file(const std::filesystem::path& path, const std::string& option) {
+  const std::string what = option + " " + path.string() + ": cannot be written: ";
+  const std::filesystem::path dir =
+      path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw std::invalid_argument(what + "expected a file in an existing directory, and " +
+                                dir.string() + " is not one");
+  if (std::filesystem::is_directory(path, ec))
+    throw std::invalid_argument(what + "it is a directory; expected a file name");
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw std::invalid_argument(what + "the directory " + dir.string() + " is not writable (" +
+                                std::strerror(errno) + ")");
 }
 
 std::string json_text(const nlohmann::json& j) {

@@ -20,6 +20,11 @@
 namespace mare {
 
 void atomic_write(const std::filesystem::path& path, const std::string& content);
+// Throws std::invalid_argument "<option> <path>: cannot be written: <why>" unless
+// `path` could be written by atomic_write (its directory exists and is writable,
+// and the path is not a directory). Commands call it before a long job, so that a
+// mistyped output path fails at once rather than after the work.
+void check_writable_file(const std::filesystem::path& path, const std::string& option);
 // JSON as the run files hold it: 2-space indent, trailing newline.
 std::string json_text(const nlohmann::json& j);
 // A float as the double with the same shortest decimal form, so that JSON

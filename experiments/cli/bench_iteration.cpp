@@ -26,6 +26,7 @@ void run(const Options& o) {
   if (o.device != "cpu" && o.device != "cuda")
     throw std::invalid_argument("bench iteration: unknown --device '" + o.device +
                                 "' (expected cpu or cuda)");
+  if (!o.json_path.empty()) check_writable_file(o.json_path, "--json");
   IterationBenchOptions b = o.bench;
   b.device = parse_device(o.device);
   const nlohmann::json j = run_iteration_bench(b, &std::cerr);

@@ -203,6 +203,8 @@ void run_bench_allocation(const BenchAllocationOptions& o) {
   if (o.device != "cpu" && o.device != "cuda")
     throw std::invalid_argument("bench allocation: unknown --device '" + o.device +
                                 "' (expected cpu or cuda)");
+  if (!o.json_path.empty()) check_writable_file(o.json_path, "--json");
+  if (!o.csv_path.empty()) check_writable_file(o.csv_path, "--csv");
   SweepConfig config;
   config.device = parse_device(o.device);
   if (std::string why = device_unavailable(config.device); !why.empty())

@@ -6,6 +6,7 @@
 // (1000 epochs, batch 100, Adam lr 1e-4) unless the options are given.
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -31,6 +32,14 @@ std::string num(double v) {
   std::ostringstream s;
   s << v;
   return s.str();
+}
+
+// A finished run of the same configuration is not run again; its result line is
+// printed after this one, so that it does not read as a run that just happened.
+void say_if_finished_before(bool finished_before, const std::filesystem::path& out) {
+  if (finished_before)
+    std::cout << "finished before: nothing ran, " << (out / "result.json").string()
+              << " is the earlier run's (--force runs it again)\n";
 }
 
 struct SequenceExtras {
@@ -68,7 +77,9 @@ void run_sequence(const TrainOptions& o, const SequenceExtras& x, const CLI::App
     auto model = build_sequence_model(spec, probe.shape, s.seed);
     std::cerr << model->describe() << "\nparameters: " << model->parameters().count() << "\n";
   }
+  const bool before = !o.force && std::filesystem::exists(o.out / "result.json");
   nlohmann::json r = train_sequence_model(s, tty ? &std::cerr : nullptr, tty);
+  say_if_finished_before(before, o.out);
   const auto& f = r["final"];
   std::cout << r["model"].get<std::string>() << " on " << r["task"].get<std::string>() << " (seed "
             << r["seed"] << ", " << r["parameters"]
@@ -140,7 +151,9 @@ void run_relation(const TrainOptions& o, RelationExtras x, const SequenceExtras&
   if (cmd.count("--clip")) r.clip_norm = o.clip_norm;
   if (cmd.count("--l2")) r.l2 = o.l2;
   bool tty = ::isatty(STDERR_FILENO);
+  const bool before = !o.force && std::filesystem::exists(o.out / "result.json");
   nlohmann::json res = train_re_model(r, &std::cerr, tty);
+  say_if_finished_before(before, o.out);
   std::cout << res["model"].get<std::string>() << " on " << res["data"].get<std::string>()
             << " (seed " << res["seed"] << ", " << res["parameters"]
             << " parameters): " << res["status"].get<std::string>() << ", " << res["steps"]
@@ -298,7 +311,9 @@ void add_train_command(CLI::App& app) {
       return;
     }
     bool tty = ::isatty(STDERR_FILENO);
+    const bool before = !opt->force && std::filesystem::exists(opt->out / "result.json");
     nlohmann::json r = train_classifier(*opt, tty ? &std::cerr : nullptr);
+    say_if_finished_before(before, opt->out);
     const auto& f = r["final"];
     std::cout << r["model"].get<std::string>() << " on " << r["task"].get<std::string>()
               << " (seed " << r["seed"] << "): " << r["status"].get<std::string>() << ", "

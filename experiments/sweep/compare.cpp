@@ -148,6 +148,47 @@ std::string group_title(const CompareGroup& g) {
 
 }  // namespace
 
+// Edit distance (insertions, deletions, substitutions), for suggestions.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// What a table's metric columns are, in a line a reader can act on: the closest
+// names to the one asked for, the short aliases, and how many there are in all
+// (a collect CSV has ~150: listing every one made a single unreadable line).
+std::string describe_metrics(const std::vector<std::string>& metrics, const std::string& asked) {
+  if (metrics.empty()) return "the table has no metric columns";
+  std::vector<std::pair<std::size_t, std::string>> near;
+  for (const std::string& m : metrics) {
+    const std::size_t d = edit_distance(asked, m);
+    const bool contains = !asked.empty() && m.find(asked) != std::string::npos;
+    if (contains || d <= std::max<std::size_t>(3, asked.size() / 3))
+      near.emplace_back(contains ? 0 : d, m);
+  }
+  std::stable_sort(near.begin(), near.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::string> closest, aliases;
+  for (std::size_t k = 0; k < near.size() && k < 5; ++k) closest.push_back(near[k].second);
+  for (const std::string& m : metrics)
+    if (m.find('.') == std::string::npos) aliases.push_back(m);
+  std::string s;
+  if (!closest.empty()) s += "closest: " + join(closest, ", ") + "; ";
+  if (!aliases.empty()) s += "short names: " + join(aliases, ", ") + "; ";
+  return s + std::to_string(metrics.size()) +
+         " metric columns in all (the CSV's header line lists them)";
+}
+
 CompareReport compare_cells(const CsvTable& t, const CompareOptions& o) {
   CompareReport rep;
   rep.source = t.source;
@@ -163,8 +204,8 @@ CompareReport compare_cells(const CsvTable& t, const CompareOptions& o) {
     std::vector<std::string> metrics;
     for (const std::string& h : t.header)
       if (!collect_fixed().count(h) && h.rfind("param.", 0) != 0) metrics.push_back(h);
-    throw CompareError(t.source + ": no metric column '" + o.metric + "' (metric columns: " +
-                       (metrics.empty() ? std::string("none") : join(metrics, ", ")) + ")");
+    throw CompareError(t.source + ": no metric column '" + o.metric + "'; " +
+                       describe_metrics(metrics, o.metric));
   }
 
   // Groups and cells in order of first appearance; the CSV line of each kept seed.
@@ -229,6 +270,15 @@ CompareReport compare_cells(const CsvTable& t, const CompareOptions& o) {
     throw CompareError(t.source + ": no completed run with a value of " + o.metric + " (" +
                        (why.empty() ? std::string("no rows") : join(why, ", ")) + ")");
   }
+  if (used == 1) {
+    for (const CompareGroup& g : groups)
+      for (const CellSample& c : g.cells)
+        if (!c.values.empty())
+          throw CompareError(t.source + ": one completed run with a value of " + o.metric +
+                             " (cell " + c.cell + ", seed " +
+                             std::to_string(c.values.begin()->first) +
+                             "): a comparison needs two cells with runs of the same seeds");
+  }
   if (!o.baseline.empty() && !all_cells.count(o.baseline)) {
     throw CompareError("--baseline: no cell '" + o.baseline + "' in " + t.source + " (cells: " +
                        join(std::vector<std::string>(all_cells.begin(), all_cells.end()), ", ") +
@@ -292,7 +342,14 @@ std::string compare_markdown(const CompareReport& rep) {
            fmt(rs ? rs->p_value : kNaN) + " | " + fmt(c.p_rank_sum_holm) + " | " +
            fmt(c.vargha_delaney_a, "%.3f") + " |\n";
     }
-    if (g.comparisons.empty()) s += "\n(no pair of cells with completed runs)\n";
+    if (g.comparisons.empty()) {
+      std::vector<std::string> with;
+      for (const CellSample& c : g.cells)
+        if (!c.values.empty()) with.push_back(c.cell);
+      s += with.size() == 1 ? "\n(one cell, " + md(with[0]) +
+                                  ", has completed runs: nothing to compare it with)\n"
+                            : "\n(no pair of cells with completed runs)\n";
+    }
     s +=
         "\np: Wilcoxon signed-rank test of a − b paired by seed (n seeds with a completed run in "
         "both cells); Holm over the " +

@@ -32,6 +32,16 @@ ReportSummary write_report(const ReportInputs& in, const ReportOptions& options)
       throw std::invalid_argument("report: unknown table or figure id '" + id + "' (known: " + all +
                                   ")");
     }
+  // Nothing found is an error, as `mare collect` says it (an empty report with status 0
+  // read as a report of nothing missing).
+  if (in.runs.empty() && in.benchmarks.empty() && in.corpora.empty() && in.inspections.empty()) {
+    std::string where;
+    for (const fs::path& p : options.inputs) where += (where.empty() ? "" : ", ") + p.string();
+    throw std::invalid_argument(
+        "report: nothing to report in " + (where.empty() ? std::string("(no inputs)") : where) +
+        ": expected runs (run.json, or manifest.json with result.json), a collect CSV, "
+        "benchmark JSON, corpus statistics or memory inspections");
+  }
   const Paper paper = load_paper(options.paper_dir);
   std::vector<Table> tables = build_tables(in, paper);
   auto wanted = [&](const std::string& id) {

@@ -229,6 +229,16 @@ TEST(CliContract, BenchErrors) {
   expect_error(dir, {"bench", "allocation", "--seq", "0"}, "--seq");
   expect_error(dir, {"bench", "allocation", "--clock", "sundial"}, "--clock");
   expect_error(dir, {"bench", "allocation", "--device", "tpu"}, "tpu");
+  // An output that cannot be written fails before the benchmark runs, naming the path (it
+  // failed after the whole benchmark, naming a temporary file).
+  expect_error(dir, {"bench", "allocation", "--json", "missing/x.json"},
+               "--json missing/x.json: cannot be written: expected a file in an existing "
+               "directory, and missing is not one");
+  expect_error(dir, {"bench", "allocation", "--csv", "."},
+               "--csv .: cannot be written: it is a "
+               "directory");
+  expect_error(dir, {"bench", "iteration", "--json", "missing/it.json"},
+               "--json missing/it.json: cannot be written");
 }
 
 // `--device cuda` where it cannot run: every command that takes --device refuses
@@ -259,6 +269,24 @@ TEST(CliContract, AnUnusableDeviceIsRefusedAlikeEverywhere) {
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << joined(args) << ": " << o.err;
   }
   for (const char* run : {"r1", "r2", "r3", "r4"}) EXPECT_FALSE(std::filesystem::exists(dir / run));
+}
+
+// Rerunning a finished run runs nothing and says so before the earlier result line
+// (it reprinted that line as if the run had just happened).
+TEST(CliContract, AFinishedRunSaysNothingRan) {
+  TempDir dir("cli");
+  const std::vector<std::string> args = {"train",    "--model", "mlp",   "--task", "xor",
+                                         "--epochs", "2",       "--out", "r"};
+  const Outcome first = run_mare(dir, args), second = run_mare(dir, args);
+  ASSERT_EQ(first.status, 0) << first.err;
+  ASSERT_EQ(second.status, 0) << second.err;
+  EXPECT_EQ(first.out.find("finished before"), std::string::npos) << first.out;
+  EXPECT_EQ(second.out.rfind("finished before: nothing ran, r/result.json is the earlier run's "
+                             "(--force runs it again)\n",
+                             0),
+            0u)
+      << second.out;
+  EXPECT_NE(second.out.find(first.out), std::string::npos) << second.out;
 }
 
 TEST(CliContract, DataErrors) {

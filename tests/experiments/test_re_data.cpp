@@ -510,7 +510,19 @@ TEST_F(SynthCorpus, SynthCtdAsBranTsv) {
 TEST_F(SynthCorpus, SynthSemevalHoldOut) {
   data::generate_synth_semeval(dir, {5, 20});
   ReCorpusOptions o;
+  // The root holds both subtasks: refused, naming both (it took subtask1.1 silently).
   o.source = "semeval:" + dir;
+  try {
+    ReCorpus::load(o);
+    ADD_FAILURE() << "semeval:ROOT with two subtasks was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("holds subtask1.1 and subtask1.2; expected one of them: "
+                                         "semeval:" +
+                                         dir + "/subtask1.1"),
+              std::string::npos)
+        << e.what();
+  }
+  o.source = "semeval:" + dir + "/subtask1.1";
   const ReCorpus c = ReCorpus::load(o);
   EXPECT_EQ(c.relation_names, (std::vector<std::string>{"NULL", "USAGE", "MODEL-FEATURE", "RESULT",
                                                         "TOPIC", "PART_WHOLE", "COMPARE"}));
@@ -559,6 +571,10 @@ TEST_F(SynthCorpus, SynthSemevalHoldOut) {
   // the noisy subtask, read from its own folder
   o.source = "semeval:" + dir + "/subtask1.2";
   EXPECT_EQ(ReCorpus::load(o).directory, dir + "/subtask1.2");
+  // a root with one subtask folder reads it
+  fs::remove_all(dir + "/subtask1.2");
+  o.source = "semeval:" + dir;
+  EXPECT_EQ(ReCorpus::load(o).train.documents.size(), c.train.documents.size());
   const auto items = evaluation_batches(c.valid, 4)[0];
   check_batch(c, c.valid, make_batch(c.valid, items), items);
 }

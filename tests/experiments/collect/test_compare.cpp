@@ -275,7 +275,24 @@ void expect_error(const std::string& text, const CompareOptions& o,
 TEST(Compare, Errors) {
   const std::string text = table_text();
   expect_error(text, metric("test_mse"),
-               {"results.csv: no metric column 'test_mse'", "(metric columns: test_f1, valid_f1)"});
+               {"results.csv: no metric column 'test_mse'; closest: test_f1; short names: "
+                "test_f1, valid_f1; 2 metric columns in all"});
+  // A collect CSV has ~150 metric columns: the message names the closest few and the
+  // short names, not every one (it listed all of them on one line).
+  std::string wide = "sweep,table,profile,cell,seed,id,status,test_f1";
+  for (int k = 0; k < 150; ++k) wide += ",test.relations.class" + std::to_string(k) + ".f1";
+  expect_error(wide + "\ns,,,A,1,x,completed,0.5" + std::string(150, ',') + "\n",
+               metric("test_f11"), {"closest: test_f1; short names: test_f1; 151 metric columns"});
+  try {
+    run(wide + "\n", metric("tst_f1"));
+  } catch (const CompareError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 300u) << e.what();
+  }
+  // One run in all: said so (it said "no pair of cells").
+  expect_error("sweep,table,profile,cell,seed,id,status,test_f1,dir\ns,,,A,3,x,completed,0.5,d\n",
+               metric(),
+               {"one completed run with a value of test_f1 (cell A, seed 3): a comparison needs "
+                "two cells"});
   expect_error(text, metric("param.model"), {"no metric column 'param.model'"});
   CompareOptions o = metric();
   o.baseline = "Z";
@@ -310,6 +327,13 @@ TEST(Compare, OutputsMarkdownCsvJson) {
       "s,,,A,1,a,completed,0.5,d\ns,,,A,2,b,completed,0.75,d\n"
       "s,,,B,1,c,completed,0.25,d\ns,,,B,2,d,completed,0.375,d\n";
   const std::string md_two = sweep::compare_markdown(run(two, metric()));
+  // A table where one cell has runs: said so (it said "no pair of cells").
+  const std::string one_cell =
+      "sweep,table,profile,cell,seed,id,status,test_f1,dir\n"
+      "s,,,A,1,a,completed,0.5,d\ns,,,A,2,b,completed,0.75,d\ns,,,B,1,c,failed,,d\n";
+  EXPECT_NE(sweep::compare_markdown(run(one_cell, metric()))
+                .find("(one cell, A, has completed runs: nothing to compare it with)"),
+            std::string::npos);
   EXPECT_NE(md_two.find("[0.25, 0.375] at 50%"), std::string::npos) << md_two;
   // Five pairs reach 95 % (no note); the approximate interval of P − Q with its zero
   // does not (R widens alpha until the data bracket the quantiles).
@@ -345,8 +369,8 @@ TEST(CompareCli, PrintsTheTableAndWritesTheFiles) {
   EXPECT_TRUE(fs::exists(tmp / "cmp" / "t47.json"));
   const MareOutcome bad = run_mare_in(tmp.path(), {"compare", "results.csv", "--metric", "f1"});
   EXPECT_EQ(bad.status, 2);
-  EXPECT_NE(bad.err.find("mare: error: results.csv: no metric column 'f1' (metric columns: "
-                         "test_f1, valid_f1)"),
+  EXPECT_NE(bad.err.find("mare: error: results.csv: no metric column 'f1'; closest: test_f1, "
+                         "valid_f1;"),
             std::string::npos)
       << bad.err;
   const MareOutcome alt = run_mare_in(

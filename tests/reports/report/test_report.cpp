@@ -471,3 +471,23 @@ TEST(ReportIndex, OnlyTheNamedTablesAndFigures) {
   o.only = {"table9.9"};
   EXPECT_THROW(write_report(o), std::invalid_argument);
 }
+
+// A directory with nothing to report is an error naming it (it wrote an empty
+// report, status 0, while `mare collect` refused the same directory).
+TEST(ReportIndex, NothingToReportIsAnError) {
+  mare::test::TempDir tmp("report_empty");
+  fs::create_directories(tmp / "empty");
+  ReportOptions o;
+  o.inputs = {tmp / "empty"};
+  o.out = tmp / "out";
+  o.figures = false;
+  try {
+    write_report(o);
+    ADD_FAILURE() << "an empty directory gave a report";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("nothing to report in " + (tmp / "empty").string()),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(tmp / "out" / "index.html"));
+}
