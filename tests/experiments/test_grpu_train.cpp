@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -150,8 +151,12 @@ TEST(GrpuTrain, KilledRunResumesToTheSameBytes) {
   };
   EXPECT_THROW(train_sequence_model(c, nullptr), std::runtime_error);
   EXPECT_TRUE(std::filesystem::exists(c.out / "last.ckpt"));
-  c.after_evaluation = nullptr;
+  // Resumed from epoch 3's state, not restarted (which gives the same bytes): the
+  // epochs evaluated now are 4 and 5 only.
+  std::vector<int64_t> evaluated;
+  c.after_evaluation = [&](int64_t epoch) { evaluated.push_back(epoch); };
   train_sequence_model(c, nullptr);
+  EXPECT_EQ(evaluated, (std::vector<int64_t>{4, 5}));
   EXPECT_EQ(slurp(a.out / "result.json"), slurp(c.out / "result.json"));
   EXPECT_EQ(slurp(a.out / "metrics.jsonl"), slurp(c.out / "metrics.jsonl"));
   EXPECT_EQ(slurp(a.out / "checkpoint.bin"), slurp(c.out / "checkpoint.bin"));

@@ -320,6 +320,26 @@ TEST_F(TinyCorpus, Samplers) {
   ASSERT_EQ(eval[1].size(), 1u);
   EXPECT_EQ(eval[1][0].document, 2);
   EXPECT_EQ(eval[1][0].examples, (std::vector<int>{2, 3, 4, 5}));
+  // --batching balanced: every batch holds ⌈B/2⌉ positives, then negatives, each drawn
+  // from its pool (a sampler that fell back to whole-pool batches fails here)
+  PhiloxStream bal(7, kStreamData), bal2(7, kStreamData);
+  std::set<int> drawn;
+  for (int i = 0; i < 30; ++i) {
+    for (int B : {4, 5}) {
+      const std::vector<BatchItem> items = sample_balanced_re_batch(c.train, B, bal);
+      ASSERT_EQ(items.size(), static_cast<std::size_t>(B));
+      for (int k = 0; k < B; ++k) {
+        ASSERT_EQ(items[k].examples.size(), 1u);
+        const int x = items[k].examples[0];
+        EXPECT_EQ(items[k].document, c.train.examples[x].doc);
+        EXPECT_EQ(c.train.labels[x] != 0, k < (B + 1) / 2) << "batch " << i << " item " << k;
+        drawn.insert(x);
+      }
+      const std::vector<BatchItem> again = sample_balanced_re_batch(c.train, B, bal2);
+      for (int k = 0; k < B; ++k) EXPECT_EQ(again[k].examples, items[k].examples);
+    }
+  }
+  EXPECT_EQ(drawn.size(), c.train.examples.size());  // both pools, every example, in time
   // a pool left empty: the test split has only negatives
   PhiloxStream t(1, kStreamData);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(sample_re_batch(c.test, 2, t)[0].examples[0], 0);

@@ -117,8 +117,13 @@ TEST(ReTrain, SameSeedSameBytesAndResumeAfterAKill) {
   EXPECT_THROW(train_re_model(c, nullptr), std::runtime_error);
   EXPECT_TRUE(fs::exists(c.out / "last.ckpt"));
   EXPECT_FALSE(fs::exists(c.out / "result.json"));
-  c.after_evaluation = nullptr;
+  // Resumed, not restarted: the finished steps are not taken again, so the first
+  // evaluation of the resumed run is step 40's (a restart, which gives the same bytes
+  // by determinism, would evaluate at 20 again).
+  std::vector<int64_t> evaluated;
+  c.after_evaluation = [&](int64_t step) { evaluated.push_back(step); };
   nlohmann::json r = train_re_model(c, nullptr);
+  EXPECT_EQ(evaluated, (std::vector<int64_t>{40, 60}));
   EXPECT_EQ(r["status"], "completed");
   EXPECT_EQ(slurp(a.out / "result.json"), slurp(c.out / "result.json"));
   EXPECT_EQ(slurp(a.out / "metrics.jsonl"), slurp(c.out / "metrics.jsonl"));
@@ -146,6 +151,98 @@ TEST(ReTrain, FinishedRunIsSkippedAndAnotherConfigurationRefused) {
   const nlohmann::json forced = train_re_model(other, nullptr);
   EXPECT_EQ(forced["status"], "completed");
   EXPECT_NE(slurp(o.out / "result.json"), bytes);  // lr differs, so do the weights
+}
+
+// A started (killed, unfinished) run of another configuration is refused too, and
+// its state is left alone; --force starts it over.
+TEST(ReTrain, AStartedRunOfAnotherConfigurationIsRefused) {
+  ReTrainOptions o = options("bran+iterations=1+d=8+heads=2+ner_prob=0", "started");
+  o.after_evaluation = [](int64_t step) {
+    if (step == 40) throw std::runtime_error("killed");
+  };
+  EXPECT_THROW(train_re_model(o, nullptr), std::runtime_error);
+  ASSERT_TRUE(fs::exists(o.out / "last.ckpt"));
+  const std::string state = slurp(o.out / "last.ckpt");
+  ReTrainOptions other = o;
+  other.after_evaluation = nullptr;
+  other.batch = 4;
+  try {
+    train_re_model(other, nullptr);
+    ADD_FAILURE() << "a started run of another configuration was resumed";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("holds a started run of another configuration (batch"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(slurp(o.out / "last.ckpt"), state);
+  other.force = true;
+  std::vector<int64_t> evaluated;
+  other.after_evaluation = [&](int64_t step) { evaluated.push_back(step); };
+  EXPECT_EQ(train_re_model(other, nullptr)["status"], "completed");
+  EXPECT_EQ(evaluated, (std::vector<int64_t>{20, 40, 60}));  // from the start
+}
+
+// +multitask=sum trains RE and NER on every step (SPEC §4.2's alternative): in every
+// evaluation window of 20 steps, 20 RE losses and 20 NER losses; one task a step
+// (ner_prob 0.5) splits the 20 between them.
+TEST(ReTrain, MultitaskSumTrainsBothTasksEveryStep) {
+  auto lines_of = [](const fs::path& p) {
+    std::vector<nlohmann::json> v;
+    std::ifstream in(p);
+    for (std::string l; std::getline(in, l);) v.push_back(nlohmann::json::parse(l));
+    return v;
+  };
+  ReTrainOptions sum = options("bran+iterations=1+d=8+heads=2+multitask=sum", "mt_sum");
+  ReTrainOptions one = options("bran+iterations=1+d=8+heads=2+ner_prob=0.5", "mt_one");
+  train_re_model(sum, nullptr);
+  train_re_model(one, nullptr);
+  const auto s = lines_of(sum.out / "metrics.jsonl"), o = lines_of(one.out / "metrics.jsonl");
+  ASSERT_EQ(s.size(), 3u);
+  ASSERT_EQ(o.size(), 3u);
+  for (const auto& line : s) {
+    EXPECT_EQ(line["re_steps"], 20) << line.dump();
+    EXPECT_EQ(line["ner_steps"], 20) << line.dump();
+    EXPECT_GT(line["train_ner_loss"].get<double>(), 0.0) << line.dump();
+  }
+  for (const auto& line : o)
+    EXPECT_EQ(line["re_steps"].get<int>() + line["ner_steps"].get<int>(), 20) << line.dump();
+  EXPECT_EQ(nlohmann::json::parse(slurp(sum.out / "manifest.json"))["config"]["ner_trained"], true);
+}
+
+// --class-weights: auto weights the multiclass corpora (SemEval, CTD) and not CDR; on
+// and off force it; the choice is recorded and changes the training (eq. 4-2).
+TEST(ReTrain, ClassWeightsAutoOnOff) {
+  auto weighted = [](const ReTrainOptions& o) {
+    return nlohmann::json::parse(slurp(o.out / "manifest.json"))["config"]["class_weights"];
+  };
+  ReTrainOptions base = options("bran+iterations=1+d=8+heads=2+ner_prob=0", "cw_auto");
+  base.steps = 20;
+  // Balanced batches: a single-class batch (bran batching) has the same weighted and
+  // unweighted mean loss, so only mixed batches show the weights.
+  base.batching = "balanced";
+  train_re_model(base, nullptr);
+  EXPECT_EQ(weighted(base), false);  // CDR: binary, not weighted by default
+  ReTrainOptions on = base, off = base;
+  on.class_weights = "on";
+  on.out = scratch() / "cw_on";
+  off.class_weights = "off";
+  off.out = scratch() / "cw_off";
+  train_re_model(on, nullptr);
+  train_re_model(off, nullptr);
+  EXPECT_EQ(weighted(on), true);
+  EXPECT_EQ(weighted(off), false);
+  EXPECT_TRUE(slurp(off.out / "checkpoint.bin") == slurp(base.out / "checkpoint.bin"));
+  EXPECT_TRUE(slurp(on.out / "checkpoint.bin") != slurp(base.out / "checkpoint.bin"));
+  // SemEval (multiclass): auto weights it.
+  const fs::path sem = scratch() / "semeval";
+  data::generate_synth_semeval(sem.string(), {5, 6});
+  ReTrainOptions s = base;
+  s.data = "semeval:" + (sem / "subtask1.1").string();
+  s.out = scratch() / "cw_semeval";
+  s.steps = 2;
+  s.eval_every = 2;
+  train_re_model(s, nullptr);
+  EXPECT_EQ(weighted(s), true);
 }
 
 TEST(ReTrain, DivergenceIsRecordedWithItsStep) {
