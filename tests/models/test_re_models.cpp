@@ -2,6 +2,7 @@
 // batch: gradients through the whole model against central differences
 // (halting included), the bi-affine scorer against a naive reference, padding
 // that changes nothing, and the registry's table (aliases, switches, grids).
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -45,6 +46,67 @@ TEST_P(ReModelGradients, MatchCentralDifferences) {
 }
 
 const std::string kSmall = "+d=8+heads=2+dropout=0";
+
+// The check itself: one tensor's gradient zeroed, or 10 % too large, fails it,
+// naming the tensor (the earlier check sampled a few entries of each tensor and
+// let a tenth of them disagree, so a whole zeroed tensor could pass). Zeroing is
+// caught for every tensor whose gradient is not zero up to rounding; 10 % wherever
+// the float loss resolves it, and the two tensors where it does not are named.
+TEST(ReModelGradientCheck, FailsOnAZeroedOrScaledTensor) {
+  auto m = build("UTRE-CPD" + kSmall);
+  const test::ModelGradients taken = test::gradients_both_ways(*m, tiny_batch(), ReTask::relations);
+  {
+    SCOPED_TRACE("unperturbed");
+    test::expect_same_gradients(taken);
+  }
+  double largest = 0;
+  for (const auto& t : taken.tensors) largest = std::max(largest, t.norm);
+  auto caught = [&](size_t k, double factor) {
+    test::ModelGradients bad = taken;
+    test::TensorGradients& b = bad.tensors[k];
+    for (double& g : b.analytic) g *= factor;
+    // What the check derives from the analytic gradient scales with it; the numeric
+    // derivatives are the loss's and stay.
+    b.norm *= factor;
+    for (double& x : b.a_dot_r) x *= factor;
+    ::testing::TestPartResultArray failures;
+    {
+      ::testing::ScopedFakeTestPartResultReporter intercept(
+          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+      test::expect_same_gradients(bad);
+    }
+    for (int f = 0; f < failures.size(); ++f)
+      if (std::string(failures.GetTestPartResult(f).message()).find(b.name) != std::string::npos)
+        return true;
+    return false;
+  };
+  std::vector<std::string> zero, fine;
+  for (size_t k = 0; k < taken.tensors.size(); ++k) {
+    const test::TensorGradients& t = taken.tensors[k];
+    if (t.norm < 1e-6 * largest) {
+      zero.push_back(t.name);
+      continue;
+    }
+    EXPECT_TRUE(caught(k, 0.0)) << t.name << " zeroed passed the check (norm " << t.norm << ")";
+    if (!caught(k, 1.1)) {
+      fine.push_back(t.name);
+      EXPECT_LT(t.norm, 2e-3) << t.name << " times 1.1 passed the check";
+    }
+  }
+  // Zero up to rounding: the biases that a normalisation over the same features
+  // removes (the n-gram biases under the input batch norm, the depthwise bias under
+  // norm2, the first bias of the head and tail MLPs under their norms), and the NER
+  // head on an RE step.
+  EXPECT_EQ(zero, (std::vector<std::string>{"ngram.conv.b", "ngram.out.b",
+                                            "block0.transition.depthwise.b", "head.w0.b",
+                                            "tail.w0.b", "ner.w", "ner.b"}));
+  // Below what the float loss resolves for a 10 % change (zeroing them is caught):
+  // norm1.gamma's gradient (norm 3e-4) needs 4 % of it above 4·ulp(L)/h at h = 3e-2;
+  // halting.b (norm 1e-3) flips a halting decision within the larger steps, so it is
+  // measured at a smaller, noisier one.
+  EXPECT_EQ(fine, (std::vector<std::string>{"block0.transition.norm1.gamma", "halting.b"}));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Tiny, ReModelGradients,
     ::testing::Values(GradCase{"cnn+d=6+pos_dim=3+char_dim=3+char_filters=4+filters=5+dropout=0",

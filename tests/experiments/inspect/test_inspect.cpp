@@ -23,6 +23,7 @@
 
 #include "experiments/bench_iteration.h"
 #include "experiments/data/generators.h"
+#include "experiments/re_data.h"
 #include "experiments/re_trainer.h"
 #include "kernels/random.h"
 #include "models/memory_mixer.h"
@@ -303,6 +304,187 @@ TEST(InspectMemory, WritesJsonCsvAndHeatmaps) {
   ASSERT_EQ(o2.status, 0) << o2.err;
   EXPECT_EQ(slurp(by_id / "memory.json"), slurp(out / "memory.json"));
   EXPECT_FALSE(fs::exists(by_id / "heatmap_usage.png"));
+}
+
+// The values of memory.json against SPEC §3, recomputed step by step from what it
+// records (the test above checks shapes and headers): with M the memory after the
+// step's write, w the write weights, u the usage, a the allocation, w^r the read
+// weights and r the read vectors of one token's memory at iteration k,
+//   11. r_h = Mᵀ w^r_h                                  (every head, every word)
+//    4. a = the DNC allocation of u (ascending û = ε + (1 − ε)u, lower slot first)
+//    7. M_k − M_{k−1} = w ⊙ (v − e ⊙ M_{k−1}) for one write vector v and one erase
+//       vector e ∈ [0, 1] (solved from two slots, checked on the others)
+//    3. u_k ≤ u_{k−1} + w_{k−1} − u_{k−1} ⊙ w_{k−1} (the retention ψ is in [0, 1])
+// and a memory that did not run (halted, padded) keeps its state. On the valid split
+// (--split), and through --data for a run whose corpus has moved.
+double at(const nlohmann::json& v) {
+  return v.get<double>();
+}
+
+void expect_dnc_steps(const nlohmann::json& j) {
+  const int64_t N = j["slots"], W = j["word"], R = j["read_heads"];
+  const size_t K = j["steps"].size(), T = j["steps"][0]["usage"].size();
+  int reads = 0, allocations = 0, writes = 0;
+  for (size_t k = 0; k < K; ++k) {
+    const nlohmann::json& s = j["steps"][k];
+    for (size_t i = 0; i < T; ++i) {
+      SCOPED_TRACE("iteration " + std::to_string(k + 1) + ", token " + std::to_string(i));
+      const nlohmann::json& M = s["memory"][i];
+      for (int64_t h = 0; h < R; ++h)
+        for (int64_t c = 0; c < W; ++c) {
+          double r = 0;
+          for (int64_t n = 0; n < N; ++n) r += at(s["read_weights"][i][h][n]) * at(M[n][c]);
+          EXPECT_NEAR(at(s["read_vectors"][i][h][c]), r, 1e-5 * (1 + std::fabs(r)));
+          ++reads;
+        }
+      // Allocation: the DNC's sorted form, in double.
+      std::vector<double> uh(N);
+      std::vector<int64_t> order(N);
+      for (int64_t n = 0; n < N; ++n) {
+        uh[n] = 1e-6 + (1 - 1e-6) * at(s["usage"][i][n]);
+        order[n] = n;
+      }
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t x, int64_t y) { return uh[x] < uh[y]; });
+      double prod = 1;
+      for (int64_t q = 0; q < N; ++q) {
+        const int64_t n = order[q];
+        EXPECT_NEAR(at(s["allocation"][i][n]), (1 - uh[n]) * prod, 1e-5) << "slot " << n;
+        prod *= uh[n];
+        ++allocations;
+      }
+      const bool ran = at(s["run"][i]) > 0;
+      if (k == 0 && !ran) continue;
+      const nlohmann::json* prev = k == 0 ? nullptr : &j["steps"][k - 1];
+      auto before = [&](int64_t n, int64_t c) {
+        return prev ? at((*prev)["memory"][i][n][c]) : 0.0;
+      };
+      if (!ran) {  // frozen: the state it had
+        for (int64_t n = 0; n < N; ++n) {
+          EXPECT_EQ(at(s["usage"][i][n]), at((*prev)["usage"][i][n]));
+          for (int64_t c = 0; c < W; ++c) EXPECT_EQ(at(M[n][c]), before(n, c));
+        }
+        continue;
+      }
+      if (prev)
+        for (int64_t n = 0; n < N; ++n) {
+          const double u0 = at((*prev)["usage"][i][n]), w0 = at((*prev)["write_weights"][i][n]);
+          EXPECT_LE(at(s["usage"][i][n]), u0 + w0 - u0 * w0 + 1e-6) << "slot " << n;
+        }
+      // The write: the two slots written most give v and e, the others must follow.
+      std::vector<int64_t> by_w(N);
+      for (int64_t n = 0; n < N; ++n) by_w[n] = n;
+      std::sort(by_w.begin(), by_w.end(), [&](int64_t x, int64_t y) {
+        return at(s["write_weights"][i][x]) > at(s["write_weights"][i][y]);
+      });
+      const int64_t a = by_w[0], b = by_w[1];
+      const double wa = at(s["write_weights"][i][a]), wb = at(s["write_weights"][i][b]);
+      if (wa < 0.05 || wb < 0.05) continue;
+      for (int64_t c = 0; c < W; ++c) {
+        const double da = (at(M[a][c]) - before(a, c)) / wa, db = (at(M[b][c]) - before(b, c)) / wb;
+        const double gap = before(b, c) - before(a, c);
+        double e = 0, v = da;
+        if (prev) {
+          if (std::fabs(gap) < 0.05) continue;  // e not determined by these two slots
+          e = (da - db) / gap;
+          v = da + e * before(a, c);
+          EXPECT_GE(e, -1e-3) << "word " << c;
+          EXPECT_LE(e, 1 + 1e-3) << "word " << c;
+        }
+        for (int64_t n = 0; n < N; ++n) {
+          const double w = at(s["write_weights"][i][n]);
+          const double predicted = before(n, c) + w * (v - e * before(n, c));
+          EXPECT_NEAR(at(M[n][c]), predicted, 1e-3 * (1 + std::fabs(predicted)))
+              << "slot " << n << " word " << c;
+        }
+        ++writes;
+      }
+    }
+  }
+  EXPECT_GT(reads, 0);
+  EXPECT_GT(allocations, 0);
+  EXPECT_GT(writes, 0) << "no write could be checked";
+}
+
+TEST(InspectMemory, ValuesFollowTheDncStepByStep) {
+  const fs::path run = trained_run();
+  const fs::path out = scratch() / "inspect_valid";
+  const Outcome o = run_mare({"inspect", "memory", run.string(), "--doc", "1", "--split", "valid",
+                              "--out", out.string(), "--no-plots"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out / "memory.json"));
+  // --split: the valid split's document 1 (the run's corpus, as the trainer loads it).
+  const nlohmann::json config = nlohmann::json::parse(slurp(run / "manifest.json"))["config"];
+  ReCorpusOptions copt;
+  copt.source = config["data"];
+  copt.max_tokens = config["max_tokens"];
+  copt.seed = config["seed"];
+  const ReCorpus corpus = ReCorpus::load(copt);
+  EXPECT_EQ(j["split"], "valid");
+  EXPECT_EQ(j["document"]["id"], corpus.valid.documents[1].id);
+  EXPECT_EQ(j["document"]["tokens"].size(), static_cast<size_t>(corpus.valid.features[1].length));
+  expect_dnc_steps(j);
+  // The CSVs hold the JSON's values (9 significant digits).
+  std::ifstream csv(out / "memory_read_vectors.csv");
+  std::string line;
+  std::getline(csv, line);
+  int rows = 0;
+  while (std::getline(csv, line)) {
+    int k, i, h, c;
+    double v;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%d,%d,%d,%d,%lf", &k, &i, &h, &c, &v), 5) << line;
+    EXPECT_NEAR(v, at(j["steps"][k - 1]["read_vectors"][i][h][c]), 1e-8 * (1 + std::fabs(v)));
+    ++rows;
+  }
+  EXPECT_EQ(rows, static_cast<int>(j["steps"].size() * j["steps"][0]["usage"].size() *
+                                   j["read_heads"].get<size_t>() * j["word"].get<size_t>()));
+
+  // --data: a copy of the run whose corpus has moved reads the one given.
+  const fs::path moved = scratch() / "moved_run";
+  fs::create_directories(moved);
+  nlohmann::json m = nlohmann::json::parse(slurp(run / "manifest.json"));
+  m["config"]["data"] = "synth-cdr:" + (scratch() / "no_longer_here").string();
+  std::ofstream(moved / "manifest.json") << m.dump();
+  fs::copy_file(run / "checkpoint.bin", moved / "checkpoint.bin",
+                fs::copy_options::overwrite_existing);
+  const fs::path out2 = scratch() / "inspect_moved";
+  const std::vector<std::string> args = {"inspect",     "memory",    moved.string(), "--doc",
+                                         "1",           "--split",   "valid",        "--out",
+                                         out2.string(), "--no-plots"};
+  Outcome refused = run_mare(args);
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.err.find("no_longer_here"), std::string::npos) << refused.err;
+  std::vector<std::string> with_data = args;
+  with_data.insert(with_data.end(), {"--data", config["data"].get<std::string>()});
+  const Outcome o2 = run_mare(with_data);
+  ASSERT_EQ(o2.status, 0) << o2.err;
+  nlohmann::json j2 = nlohmann::json::parse(slurp(out2 / "memory.json"));
+  EXPECT_EQ(j2["data"], config["data"]);
+  j2["run"] = j["run"];
+  EXPECT_EQ(j2, j);
+}
+
+// `mare report` finds an inspection folder among its inputs (memory.json) and counts
+// it; with gnuplot it draws Fig. 4.2 from it.
+TEST(InspectMemory, ReportReadsTheInspectionFolder) {
+  const fs::path out = scratch() / "inspect_for_report";
+  ASSERT_EQ(run_mare({"inspect", "memory", trained_run().string(), "--doc", "0", "--out",
+                      out.string(), "--no-plots"})
+                .status,
+            0);
+  const fs::path rep = scratch() / "inspect_report";
+  const bool figures = have_gnuplot();
+  std::vector<std::string> args = {"report",     out.string(), "--out",
+                                   rep.string(), "--only",     "fig4.2"};
+  if (!figures) args.push_back("--no-figures");
+  const Outcome o = run_mare(args);
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.out.find("0 runs, 0 benchmarks, 0 corpus statistics, 1 inspections"),
+            std::string::npos)
+      << o.out;
+  if (!figures) GTEST_SKIP() << "gnuplot is not installed: the inspection was found, not drawn";
+  EXPECT_NE(o.out.find("1 of 1 figures"), std::string::npos) << o.out;
+  EXPECT_TRUE(fs::exists(rep / "figures" / "fig4.2.png"));
 }
 
 TEST(InspectMemory, BadInputsGiveClearErrors) {

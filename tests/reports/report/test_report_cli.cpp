@@ -4,10 +4,16 @@
 
 #include <sys/wait.h>
 
+#include <unistd.h>
+
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/cli_binary.h"
 #include "tests/temp_dir.h"
@@ -27,18 +33,67 @@ std::string slurp(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-int run(const mare::test::TempDir& dir, const std::string& args) {
-  const std::string cmd = quoted(::mare::test::cli_binary()) + " " + args + " >" +
+// `mare ARGS` with stdout and stderr into `dir`; in `cwd` when given.
+int run(const mare::test::TempDir& dir, const std::string& args, const fs::path& cwd = {}) {
+  const std::string cmd = (cwd.empty() ? "" : "cd " + quoted(cwd.string()) + " && ") +
+                          quoted(::mare::test::cli_binary()) + " " + args + " >" +
                           quoted((dir / "stdout").string()) + " 2>" +
                           quoted((dir / "stderr").string());
   const int raw = std::system(cmd.c_str());
   return raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
 }
 
-fs::path fixtures() {
+fs::path source_dir() {
   const char* env = std::getenv("MARE_SOURCE_DIR");
-  return (env && *env ? fs::path(env) : fs::path(MARE_TEST_SOURCE_DIR)) /
-         "tests/reports/fixtures/results";
+  return env && *env ? fs::path(env) : fs::path(MARE_TEST_SOURCE_DIR);
+}
+
+fs::path fixtures() {
+  return source_dir() / "tests/reports/fixtures/results";
+}
+
+bool have_gnuplot() {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string d; std::getline(dirs, d, ':');)
+    if (!d.empty() && ::access((fs::path(d) / "gnuplot").c_str(), X_OK) == 0) return true;
+  return false;
+}
+
+// The files under `root`, relative.
+std::set<std::string> files_under(const fs::path& root) {
+  std::set<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(root))
+    if (e.is_regular_file()) out.insert(fs::relative(e.path(), root).string());
+  return out;
+}
+
+// Two gnuplot data files with the same numbers to 1e-12 (the last digit of a
+// standard deviation depends on whether the compiler fused a multiply-add).
+void expect_same_numbers(const fs::path& a, const fs::path& b) {
+  std::istringstream x(slurp(a)), y(slurp(b));
+  std::string p, q;
+  int line = 0;
+  while (true) {
+    const bool more_x = static_cast<bool>(std::getline(x, p)),
+               more_y = static_cast<bool>(std::getline(y, q));
+    ASSERT_EQ(more_x, more_y) << a << ": a line count differs";
+    if (!more_x) break;
+    ++line;
+    std::istringstream u(p), v(q);
+    std::string s, t;
+    while (u >> s) {
+      ASSERT_TRUE(static_cast<bool>(v >> t)) << a << ":" << line;
+      char* end_s = nullptr;
+      char* end_t = nullptr;
+      const double ds = std::strtod(s.c_str(), &end_s), dt = std::strtod(t.c_str(), &end_t);
+      if (*end_s || *end_t)
+        EXPECT_EQ(s, t) << a << ":" << line;
+      else
+        EXPECT_NEAR(ds, dt, 1e-12 * std::max(1.0, std::fabs(ds))) << a << ":" << line;
+    }
+    EXPECT_FALSE(static_cast<bool>(v >> t)) << a << ":" << line;
+  }
 }
 
 }  // namespace
@@ -74,4 +129,65 @@ TEST(ReportCli, MalformedInputExitsTwoNamingTheFile) {
   EXPECT_NE(run(dir, "report " + quoted(fixtures().string()) + " --out " +
                          quoted((dir / "rep").string()) + " --only table9.9"),
             0);
+}
+
+// The committed reports/grpu/report/ is what the README's command makes from the
+// committed runs today: the same files, the same tables and index bytes, the same
+// figure data (to 1e-12: see expect_same_numbers) and scripts. Without gnuplot, the
+// tables alone (--no-figures).
+TEST(ReportCli, TheCommittedGrpuReportIsItsRegeneration) {
+  mare::test::TempDir dir("report_grpu");
+  const fs::path committed = source_dir() / "reports/grpu/report", out = dir / "report";
+  const bool figures = have_gnuplot();
+  // As the README runs it: from the repository's root (the index names the inputs as given).
+  ASSERT_EQ(run(dir,
+                "report reports/grpu/runs --out " + quoted(out.string()) +
+                    " --only table5.1,fig5.1,fig5.2,fig5.3,fig5.4,fig5.5" +
+                    (figures ? "" : " --no-figures"),
+                source_dir()),
+            0)
+      << slurp(dir / "stderr");
+  if (!figures) {
+    for (const char* t : {"tables/table5.1.md", "tables/table5.1.csv", "tables/table5.1.tex"})
+      EXPECT_EQ(slurp(out / t), slurp(committed / t)) << t;
+    GTEST_SKIP() << "gnuplot is not installed: the tables match; the figures were not compared";
+  }
+  EXPECT_EQ(files_under(out), files_under(committed));
+  for (const std::string& f : files_under(committed)) {
+    const std::string ext = fs::path(f).extension().string();
+    if (ext == ".dat")
+      expect_same_numbers(committed / f, out / f);
+    else if (ext != ".png" && ext != ".svg")  // rendering depends on gnuplot's version
+      EXPECT_EQ(slurp(out / f), slurp(committed / f)) << f;
+  }
+}
+
+// --paper DIR reads the published tables from DIR instead of the compiled-in copies:
+// a changed published value shows in the table; a missing folder is an error naming it.
+TEST(ReportCli, PaperFolderGivesThePublishedValues) {
+  mare::test::TempDir dir("report_paper");
+  const fs::path paper = dir / "paper";
+  fs::create_directories(paper);
+  for (const auto& e : fs::directory_iterator(source_dir() / "reports/paper"))
+    if (e.path().extension() == ".csv") fs::copy_file(e.path(), paper / e.path().filename());
+  std::string grpu = slurp(paper / "table_5_1_grpu.csv");
+  const size_t at = grpu.find(",0.759");
+  ASSERT_NE(at, std::string::npos);
+  grpu.replace(at, 6, ",0.123456");
+  std::ofstream(paper / "table_5_1_grpu.csv", std::ios::trunc) << grpu;
+  const fs::path out = dir / "rep";
+  ASSERT_EQ(run(dir, "report " + quoted((source_dir() / "reports/grpu/runs").string()) + " --out " +
+                         quoted(out.string()) + " --only table5.1 --no-figures --paper " +
+                         quoted(paper.string())),
+            0)
+      << slurp(dir / "stderr");
+  const std::string md = slurp(out / "tables/table5.1.md");
+  EXPECT_NE(md.find("0.123456"), std::string::npos) << md;
+  EXPECT_EQ(md.find("| 0.759 |"), std::string::npos) << md;
+  EXPECT_EQ(run(dir, "report " + quoted(fixtures().string()) + " --out " +
+                         quoted((dir / "rep2").string()) + " --no-figures --paper " +
+                         quoted((dir / "no_such_paper").string())),
+            2);
+  EXPECT_NE(slurp(dir / "stderr").find("no_such_paper: not a directory"), std::string::npos)
+      << slurp(dir / "stderr");
 }
