@@ -61,24 +61,54 @@ struct Evaluation {
   double mean_steps = 0;
 };
 
-// Scores a split: relations always, NER when `ner` (the model trains it).
+// The fixed sample of the training split that metrics.jsonl's train_f1 scores:
+// at most kTrainSampleDocs documents, evenly spaced in file order (the same for
+// every run on the corpus, whatever the seed).
+constexpr size_t kTrainSampleDocs = 200;
+std::vector<int> train_sample(const ReSplit& train) {
+  const size_t n = train.documents.size(), k = std::min(n, kTrainSampleDocs);
+  std::vector<int> docs;
+  for (size_t q = 0; q < k; ++q) docs.push_back(static_cast<int>(q * n / k));
+  return docs;
+}
+
+// Scores a split, or the documents `only` of it (relations only): relations
+// always, NER when `ner` (the model trains it).
 Evaluation evaluate(ReModel& model, const ReCorpus& corpus, const ReSplit& split,
-                    int64_t eval_batch, Device device, bool ner) {
+                    int64_t eval_batch, Device device, bool ner,
+                    const std::vector<int>* only = nullptr) {
   Evaluation ev;
-  std::vector<int> gold(split.examples.size()), pred(split.examples.size(), 0), distance;
+  // The examples scored, in the split's order, and each one's place among them.
+  std::vector<bool> kept(split.examples.size(), only == nullptr);
+  std::vector<std::vector<BatchItem>> batches;
+  if (only) {
+    for (size_t q = 0; q < only->size(); ++q) {
+      const int d = (*only)[q];
+      if (q % static_cast<size_t>(eval_batch) == 0) batches.emplace_back();
+      batches.back().push_back({d, split.document_examples[d]});
+      for (int x : split.document_examples[d]) kept[x] = true;
+    }
+    ner = false;
+  } else {
+    batches = evaluation_batches(split, static_cast<int>(eval_batch));
+  }
+  std::vector<int> gold, distance, at(split.examples.size(), -1);
   for (size_t i = 0; i < split.examples.size(); ++i) {
-    gold[i] = split.labels[i];
+    if (!kept[i]) continue;
+    at[i] = static_cast<int>(gold.size());
+    gold.push_back(split.labels[i]);
     distance.push_back(split.examples[i].distance);
   }
+  std::vector<int> pred(gold.size(), 0);
   std::vector<std::vector<int>> ner_gold, ner_pred;
   double steps_sum = 0, steps_batches = 0;
   nn::Context ctx;
-  for (const auto& items : evaluation_batches(split, static_cast<int>(eval_batch))) {
+  for (const auto& items : batches) {
     ReBatch batch = to_device(make_batch(split, items), device);
     if (batch.P > 0) {
       ReOutput out = model.forward(batch, ReTask::relations, ctx);
       const std::vector<int> p = argmax_rows(out.pair_logits->value);
-      for (int64_t k = 0; k < batch.P; ++k) pred[batch.example_index[k]] = p[k];
+      for (int64_t k = 0; k < batch.P; ++k) pred[at[batch.example_index[k]]] = p[k];
       steps_sum += out.mean_steps, steps_batches += 1;
     }
     if (ner) {
@@ -247,6 +277,7 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
       weighted ? Tensor::from_vector(cw, {static_cast<int64_t>(cw.size())}).to(opt.device)
                : Tensor();
   PhiloxStream sampler(opt.seed, kStreamShuffle);
+  const std::vector<int> train_docs = train_sample(corpus.train);
   std::vector<double> step_seconds;
   const auto t0 = Clock::now();
   double last_valid_f1 = best_f1 < 0 ? 0.0 : best_f1;
@@ -314,6 +345,8 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
     if (step % opt.eval_every == 0 || step == opt.steps) {
       Evaluation ev =
           evaluate(*model, corpus, corpus.valid, opt.eval_batch, opt.device, trains_ner);
+      const Evaluation on_train =
+          evaluate(*model, corpus, corpus.train, opt.eval_batch, opt.device, false, &train_docs);
       const double f1 = ev.relations.micro.f1;
       nlohmann::json line = {{"step", step},
                              {"train_re_loss", loss_n ? loss_sum / loss_n : 0.0},
@@ -323,7 +356,8 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
                              {"valid_precision", ev.relations.micro.precision},
                              {"valid_recall", ev.relations.micro.recall},
                              {"valid_f1", f1},
-                             {"valid_macro_f1", ev.relations.macro_f1}};
+                             {"valid_macro_f1", ev.relations.macro_f1},
+                             {"train_f1", on_train.relations.micro.f1}};
       nlohmann::json per_class = nlohmann::json::object();
       for (size_t c = 1; c < ev.relations.class_names.size(); ++c)
         per_class[ev.relations.class_names[c]] = ev.relations.per_class[c].f1;
@@ -373,6 +407,8 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
     load_checkpoint(life.best_checkpoint().string(), params, nullptr, &model->buffers());
     result["best_step"] = best_step;
     result["stopped_early"] = stopped_early;
+    result["train"] = evaluation_json(
+        evaluate(*model, corpus, corpus.train, opt.eval_batch, opt.device, trains_ner));
     result["valid"] = evaluation_json(
         evaluate(*model, corpus, corpus.valid, opt.eval_batch, opt.device, trains_ner));
     result["test"] = evaluation_json(

@@ -74,6 +74,7 @@ const std::vector<std::pair<std::string, std::string>>& aliases() {
       {"test_recall", "test.relations.micro.recall"},
       {"test_macro_f1", "test.relations.macro_f1"},
       {"valid_f1", "valid.relations.micro.f1"},
+      {"train_f1", "train.relations.micro.f1"},
       {"best_step", "best_step"},
       {"steps", "steps"},
       {"train_mse", "final.train_mse"},

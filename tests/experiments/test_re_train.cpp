@@ -80,6 +80,19 @@ TEST_P(ReOverfit, ReachesRelationF1One) {
   nlohmann::json r = train_re_model(o, nullptr);
   ASSERT_EQ(r["status"], "completed") << r.dump(2);
   EXPECT_EQ(r["test"]["relations"]["micro"]["f1"].get<double>(), 1.0) << r["test"].dump(2);
+  // The best checkpoint on the training split too (the same documents here), and the
+  // training sample's F1 in every metrics line (all six documents: fewer than 200).
+  EXPECT_EQ(r["train"]["relations"]["micro"]["f1"].get<double>(), 1.0) << r["train"].dump(2);
+  std::ifstream metrics(o.out / "metrics.jsonl");
+  std::string last;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto j = nlohmann::json::parse(line);
+    ASSERT_TRUE(j.contains("train_f1")) << line;
+    EXPECT_GE(j["train_f1"].get<double>(), 0.0);
+    last = line;
+  }
+  const auto end = nlohmann::json::parse(last);
+  EXPECT_EQ(end["train_f1"], end["valid_f1"]);  // train and valid are the same documents
   for (const char* f :
        {"manifest.json", "metrics.jsonl", "timing.json", "result.json", "checkpoint.bin"})
     EXPECT_TRUE(fs::exists(o.out / f)) << f;

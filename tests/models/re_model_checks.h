@@ -231,9 +231,10 @@ inline void expect_same_gradients(const ModelGradients& g) {
     std::string entries;
     for (size_t k = 0; k < c.analytic.size() && k < 6; ++k)
       entries += " (" + std::to_string(c.analytic[k]) + ", " + std::to_string(c.numeric[k]) + ")";
-    if (c.norm > 0)
+    if (c.norm > 0) {
       EXPECT_NEAR(c.along_a, c.norm, 0.05 * c.norm + 4 * g.ulp / c.along_a_h)
           << c.name << ": the derivative along the analytic gradient is not its norm";
+    }
     for (int k = 0; k < 2; ++k)
       EXPECT_NEAR(
           c.along_r[k], c.a_dot_r[k],
