@@ -2,7 +2,9 @@
 //
 //   synth-cdr      PubTator, binary CID, document level (~400 tokens), evidence in one
 //                  sentence or across two; train/valid/test + train_ds (distant
-//                  supervision: labels from a knowledge base, noisy by construction)
+//                  supervision: labels from a knowledge base, noisy by construction);
+//                  by default 500 documents a split with about the pair counts of
+//                  thesis Table 4.4 (~2.1 positive and ~8 negative pairs a document)
 //   synth-ctd      BRAN TSV, 14 classes (thesis Table 4.9 frequencies, scaled down),
 //                  seven entity types, pair distances up to 500 tokens with a long tail
 //   synth-semeval  SemEval 2018 Task 7 XML + relations, 6 relations with direction,

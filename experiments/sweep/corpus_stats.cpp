@@ -186,6 +186,26 @@ std::string describe(const CorpusStatistics& s) {
          pad(std::to_string(sp.annotated_relations), 11) + pad(std::to_string(sp.examples), 10) +
          pad(std::to_string(sp.positive), 10) + pad(std::to_string(sp.negative), 10) + "\n";
   }
+  if (s.kind == "synth-cdr" || s.kind == "pubtator") {
+    // Beside the corpus the thesis trained on (the test CdrStatsBesideTheThesis holds
+    // these numbers equal to reports/paper/table_4_4_cdr_data.csv).
+    struct Row {
+      const char* split;
+      int documents, positive, negative;
+    };
+    static constexpr Row kTable44[] = {
+        {"train", 500, 1038, 4280}, {"valid", 500, 1012, 4136}, {"test", 500, 1066, 4270}};
+    o += "\nbeside thesis Table 4.4 (BioCreative V CDR):\n"
+         "split    documents        positive        negative\n"
+         "         ours  thesis     ours  thesis     ours  thesis\n";
+    for (const Row& r : kTable44)
+      for (const SplitStats& sp : s.splits)
+        if (sp.name == r.split)
+          o += pad(sp.name, 5, true) + pad(std::to_string(sp.documents), 8) +
+               pad(std::to_string(r.documents), 8) + pad(std::to_string(sp.positive), 9) +
+               pad(std::to_string(r.positive), 8) + pad(std::to_string(sp.negative), 9) +
+               pad(std::to_string(r.negative), 8) + "\n";
+  }
   const bool semeval = s.kind == "semeval";
   o += "\nexamples per relation class" +
        std::string(semeval ? " (REVERSE yes/no in brackets)" : "") + ":\n";

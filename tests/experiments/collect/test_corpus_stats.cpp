@@ -159,5 +159,56 @@ TEST(CorpusStats, SyntheticCdrCountsMatchTheFiles) {
   EXPECT_NE(bad.err.find("nowhere"), std::string::npos) << bad.err;
 }
 
+// synth-cdr's default is thesis Table 4.4's size: 500 documents a split, with the
+// table's pair counts within 10 %; `mare data stats` prints the table's numbers beside
+// the corpus's, and those are the numbers of reports/paper/table_4_4_cdr_data.csv.
+TEST(CorpusStats, CdrStatsBesideTheThesis) {
+  TempDir tmp("corpus_stats_thesis");
+  const MareOutcome gen =
+      run_mare_in(tmp.path(), {"data", "generate", "synth-cdr", "--out", "cdr", "--seed", "5"});
+  ASSERT_EQ(gen.status, 0) << gen.err;
+  const MareOutcome st = run_mare_in(tmp.path(), {"data", "stats", "synth-cdr:cdr"});
+  ASSERT_EQ(st.status, 0) << st.err;
+  const char* env = std::getenv("MARE_SOURCE_DIR");
+  const fs::path csv = (env && *env ? fs::path(env) : fs::path(MARE_TEST_SOURCE_DIR)) /
+                       "reports/paper/table_4_4_cdr_data.csv";
+  std::ifstream in(csv);
+  ASSERT_TRUE(in) << csv;
+  const sweep::CorpusStatistics s = sweep::corpus_statistics("synth-cdr:" + (tmp / "cdr").string());
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto f = split(line, ',');
+    if (f.size() != 4 || f[0] == "split" || f[0] == "ctd_extra_data" || line[0] == '#') continue;
+    // The printed row: split, ours and the thesis's documents, positive, negative.
+    const sweep::SplitStats* sp = nullptr;
+    for (const auto& x : s.splits)
+      if (x.name == f[0]) sp = &x;
+    ASSERT_NE(sp, nullptr) << f[0];
+    std::ostringstream row;
+    row << f[0];
+    for (const auto& [ours, thesis] :
+         {std::pair{sp->documents, std::stol(f[1])}, std::pair{sp->positive, std::stol(f[2])},
+          std::pair{sp->negative, std::stol(f[3])}}) {
+      row << ' ' << ours << ' ' << thesis;
+      EXPECT_NEAR(ours, thesis, 0.1 * thesis) << f[0];
+    }
+    // Collapse the printed table's padding to compare.
+    std::string printed;
+    std::istringstream lines(st.out);
+    for (std::string l; std::getline(lines, l);) {
+      std::istringstream w(l);
+      std::string first, word, joined;
+      w >> first;
+      if (first != f[0]) continue;
+      joined = first;
+      while (w >> word) joined += " " + word;
+      if (std::count(joined.begin(), joined.end(), ' ') == 6) printed = joined;
+    }
+    EXPECT_EQ(printed, row.str()) << st.out;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 3);
+}
+
 }  // namespace
 }  // namespace mare::test
