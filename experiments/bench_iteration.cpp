@@ -233,6 +233,17 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
           "bench iteration: --models: '" + m + "' is not a relation-extraction model" +
           (info && info->task_kind == "sequence" ? std::string(" (the GRPU's row: --grpu)")
                                                  : std::string()));
+    // The size's d and heads apply to every row (they were appended after the row's own,
+    // timing d 32 for a row named +d=8).
+    for (const char* k : {"d", "heads"})
+      if (ModelSpec::parse(m).switches.count(k))
+        throw std::invalid_argument("bench iteration: --models: '" + m + "' sets " + k +
+                                    ", which comes from --size (" + opt.size + ": d " +
+                                    std::to_string(size.d) + ", heads " +
+                                    std::to_string(size.heads) + "); leave it out");
+    if (!opt.allocs.empty() && ModelSpec::parse(m).switches.count("alloc"))
+      throw std::invalid_argument("bench iteration: --models: '" + m +
+                                  "' sets alloc and --alloc lists the variants; give one of them");
     // cnn has no heads switch.
     const std::string row_suffix = spec.base == "cnn" ? "+d=" + std::to_string(size.d) : suffix;
     if (spec.base == "ntcre" && !opt.allocs.empty()) {
@@ -246,6 +257,11 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
       rows.push_back({m, m + row_suffix, alloc});
     }
   }
+  if (!opt.allocs.empty() &&
+      std::none_of(opt.models.begin(), opt.models.end(),
+                   [](const std::string& m) { return resolve_model(m).base == "ntcre"; }))
+    throw std::invalid_argument(
+        "bench iteration: --alloc applies to ntcre rows, and none of --models is an ntcre model");
   if (opt.grpu) rows.push_back({"grpu", "grpu", "", true});
   for (const Row& r : rows) resolve_model(r.name);
 

@@ -31,25 +31,46 @@ void atomic_write(const std::filesystem::path& path, const std::string& content)
       if (errno == EINTR) continue;
       int e = errno;
       ::close(fd);
-      throw std::runtime_error(tmp.string() + ": write failed: " + std::strerror(e));
+      std::filesystem::remove(tmp);
+      throw std::runtime_error(path.string() + ": cannot be written (" + std::strerror(e) + ")");
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
-    throw std::runtime_error(tmp.string() + ": cannot flush to disk: " + std::strerror(errno));
-  std::filesystem::rename(tmp, path);
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int e = errno;
+    std::filesystem::remove(tmp);
+    throw std::runtime_error(path.string() +
+                             ": cannot be written (flushing to disk: " + std::strerror(e) + ")");
+  }
+  // A failed rename (the target is a directory) leaves no temporary behind and names
+  // the user's path, not FILE.tmp.PID.
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw std::runtime_error(path.string() + ": cannot be written (" +
+                             (std::filesystem::is_directory(path, ignored)
+                                  ? std::string("it is a directory; expected a file name")
+                                  : ec.message()) +
+                             ")");
+  }
 }
 
-void check_writable_file(const std::filesystem::path& path, const std::string& option) {
+void check_writable_file(const std::filesystem::path& path, const std::string& option,
+                         bool creates_parents) {
   const std::string what = option + " " + path.string() + ": cannot be written: ";
-  const std::filesystem::path dir =
-      path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec) || (!path.empty() && path.string().back() == '/'))
+    throw std::invalid_argument(what + "it is a directory; expected a file name");
+  std::filesystem::path dir =
+      path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+  if (creates_parents)
+    while (!std::filesystem::exists(dir, ec) && dir != dir.parent_path())
+      dir = dir.parent_path().empty() ? std::filesystem::path(".") : dir.parent_path();
   if (!std::filesystem::is_directory(dir, ec))
     throw std::invalid_argument(what + "expected a file in an existing directory, and " +
                                 dir.string() + " is not one");
-  if (std::filesystem::is_directory(path, ec))
-    throw std::invalid_argument(what + "it is a directory; expected a file name");
   if (::access(dir.c_str(), W_OK) != 0)
     throw std::invalid_argument(what + "the directory " + dir.string() + " is not writable (" +
                                 std::strerror(errno) + ")");

@@ -21,10 +21,12 @@ namespace mare {
 
 void atomic_write(const std::filesystem::path& path, const std::string& content);
 // Throws std::invalid_argument "<option> <path>: cannot be written: <why>" unless
-// `path` could be written by atomic_write (its directory exists and is writable,
-// and the path is not a directory). Commands call it before a long job, so that a
-// mistyped output path fails at once rather than after the work.
-void check_writable_file(const std::filesystem::path& path, const std::string& option);
+// `path` could be written by atomic_write: not a directory, in a writable directory
+// that exists (or, with `creates_parents`, whose nearest existing ancestor is one:
+// the command makes the rest). Commands call it before their work, so that a
+// mistyped output path fails at once rather than after it.
+void check_writable_file(const std::filesystem::path& path, const std::string& option,
+                         bool creates_parents = false);
 // JSON as the run files hold it: 2-space indent, trailing newline.
 std::string json_text(const nlohmann::json& j);
 // A float as the double with the same shortest decimal form, so that JSON

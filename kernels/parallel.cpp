@@ -206,11 +206,12 @@ int default_threads() {
     std::string s(env);
     char* end = nullptr;
     long k = std::strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0' || k < 1 || k > 4096)
-      throw std::invalid_argument("MARE_THREADS: expected a positive integer, got '" + s + "'");
+    if (s.empty() || *end != '\0' || k < 1 || k > kMaxThreads)
+      throw std::invalid_argument("MARE_THREADS: expected a whole number from 1 to " +
+                                  std::to_string(kMaxThreads) + ", got '" + s + "'");
     return static_cast<int>(k);
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, kMaxThreads);
 }
 
 int threads() {
@@ -224,9 +225,9 @@ int threads() {
 }
 
 void set_threads(int k) {
-  if (k < 1)
-    throw std::invalid_argument("set_threads: expected at least 1 thread, got " +
-                                std::to_string(k));
+  if (k < 1 || k > kMaxThreads)
+    throw std::invalid_argument("set_threads: expected 1 to " + std::to_string(kMaxThreads) +
+                                " threads, got " + std::to_string(k));
   if (t_in_job) throw std::logic_error("set_threads: called from inside a parallel_for_chunks");
   g_threads.store(k, std::memory_order_relaxed);
   // Start (or stop) the workers now rather than in the next kernel, so that a

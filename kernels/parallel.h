@@ -23,6 +23,10 @@
 
 namespace mare {
 
+// The most kernel threads a process takes (--threads, MARE_THREADS): far more threads
+// than cores only wait on each other (4096 took minutes for a step of seconds).
+inline constexpr int kMaxThreads = 256;
+
 // Threads the kernels use (>= 1).
 int threads();
 // Sets the thread count (K >= 1; throws std::invalid_argument otherwise). Not

@@ -25,12 +25,20 @@ ModelSpec ModelSpec::parse(const std::string& name) {
       first = false;
       continue;
     }
+    if (part.find_first_of(" \t\n") != std::string::npos)
+      throw std::invalid_argument("model name '" + name + "': switch '" + part +
+                                  "' holds white space; expected +key or +key=value");
     size_t eq = part.find('=');
-    if (eq == std::string::npos)
-      s.switches[part] = "on";
-    else
-      s.switches[part.substr(0, eq)] = part.substr(eq + 1);
+    const std::string key = part.substr(0, eq);
+    // A switch given twice took the last value silently (+d=8+d=16 trained d 16).
+    if (s.switches.count(key))
+      throw std::invalid_argument("model name '" + name + "': switch '" + key +
+                                  "' given twice; expected each switch once");
+    s.switches[key] = eq == std::string::npos ? "on" : part.substr(eq + 1);
   }
+  if (!name.empty() && name.back() == '+')
+    throw std::invalid_argument("model name '" + name +
+                                "': ends with '+'; expected a switch after it");
   if (s.base.empty()) throw std::invalid_argument("empty model name");
   return s;
 }

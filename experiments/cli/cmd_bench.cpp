@@ -268,7 +268,7 @@ void add_bench_command(CLI::App& app) {
       ->add_option_function<int>(
           "--threads", [](const int& k) { set_threads(k); },
           "Kernel threads (default: MARE_THREADS, else every core)")
-      ->check(whole_number(1, 4096));
+      ->check(whole_number(1, kMaxThreads));
   auto opts = std::make_shared<BenchAllocationOptions>();
   auto* alloc = bench->add_subcommand(
       "allocation",

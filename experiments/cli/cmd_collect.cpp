@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "experiments/cli/commands.h"
+#include "experiments/run_dir.h"
 #include "experiments/sweep/collect.h"
 
 namespace mare::cli {
@@ -18,6 +19,7 @@ struct CollectArgs {
 };
 
 void run_collect(const CollectArgs& a) {
+  check_writable_file(a.out, "--out", /*creates_parents=*/true);
   std::vector<std::filesystem::path> roots(a.dirs.begin(), a.dirs.end());
   const sweep::Collection c = sweep::collect_runs(roots, a.all);
   for (const std::string& w : c.warnings) std::cerr << "mare: warning: " << w << "\n";

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "experiments/cli/commands.h"
+#include "experiments/run_dir.h"
 #include "experiments/sweep/compare.h"
 
 namespace mare::cli {
@@ -17,6 +18,12 @@ struct CompareArgs {
 };
 
 void run_compare(const CompareArgs& a) {
+  if (!a.out.empty()) {
+    if (a.out.back() == '/' || std::filesystem::is_directory(a.out))
+      throw std::invalid_argument("--out " + a.out +
+                                  ": a directory; expected a file prefix (PREFIX.md, .csv, .json)");
+    check_writable_file(a.out + ".md", "--out", /*creates_parents=*/true);
+  }
   sweep::CompareOptions o;
   o.metric = a.metric;
   o.baseline = a.baseline;

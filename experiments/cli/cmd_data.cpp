@@ -93,6 +93,11 @@ struct StatsArgs {
 };
 
 void run_stats(const StatsArgs& a) {
+  if (!a.json.empty()) check_writable_file(a.json, "--json", /*creates_parents=*/true);
+  if (a.max_tokens < -1)
+    throw std::invalid_argument("--max-tokens " + std::to_string(a.max_tokens) +
+                                ": expected -1 (whole documents), 0 (the corpus's default) or a "
+                                "positive cut");
   const sweep::CorpusStatistics s = sweep::corpus_statistics(a.source, a.max_tokens);
   std::cout << sweep::describe(s);
   if (!a.json.empty()) {
@@ -117,7 +122,9 @@ void add_data_command(CLI::App& app) {
   gen->add_option("name", gen_args->name, "Generator: synth-cdr, synth-ctd or synth-semeval")
       ->required();
   gen->add_option("--out", gen_args->out, "Output folder")->required();
-  gen->add_option("--seed", gen_args->seed, "Seed (same seed, same bytes)")->required();
+  gen->add_option("--seed", gen_args->seed, "Seed (same seed, same bytes)")
+      ->required()
+      ->check(whole_number(0));
   gen->add_option("--docs", gen_args->docs, "Training documents (default: the generator's)")
       ->check(whole_number(1));
   gen->callback([gen_args] { run_generate(*gen_args); });

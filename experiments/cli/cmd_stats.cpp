@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/cli/commands.h"
+#include "experiments/cli/validators.h"
 #include "stats/descriptive.h"
 #include "stats/io.h"
 #include "stats/wilcoxon.h"
@@ -316,9 +317,12 @@ void add_stats_command(CLI::App& app) {
   sm->add_option("--column", sm_args->column, "CSV column to read");
   sm->add_option("--conf-level", sm_args->conf_level, "Level of the bootstrap interval")
       ->capture_default_str();
-  sm->add_option("--resamples", sm_args->resamples, "Bootstrap resamples")->capture_default_str();
+  sm->add_option("--resamples", sm_args->resamples, "Bootstrap resamples")
+      ->capture_default_str()
+      ->check(whole_number(1, 10000000));
   sm->add_option("--seed", sm_args->seed, "Seed of the mt19937_64 resampler")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_number(0));
   sm->add_option("--statistic", sm_args->statistic, "Bootstrapped statistic: mean or median")
       ->capture_default_str();
   sm->add_flag("--json", sm_args->json, "Print one JSON object instead of text");

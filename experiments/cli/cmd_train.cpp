@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "experiments/cli/commands.h"
 #include "experiments/cli/validators.h"
@@ -54,6 +55,13 @@ struct SequenceExtras {
 void run_sequence(const TrainOptions& o, const SequenceExtras& x, const CLI::App& cmd) {
   SequenceTrainOptions s;
   ModelSpec spec = ModelSpec::parse(o.model);
+  // An option and the switch it stands for, both given: refused (the option won silently).
+  for (const auto& [option, key, given] :
+       {std::tuple{"--hidden", "hidden", x.hidden > 0},
+        std::tuple{"--neutral-one", "neutral_one", !x.neutral_one.empty()}})
+    if (given && spec.switches.count(key))
+      throw std::invalid_argument(std::string("train: ") + option + " and +" + key + "=" +
+                                  spec.switches.at(key) + " both given; expected one of them");
   if (x.hidden > 0) spec.switches["hidden"] = std::to_string(x.hidden);
   if (!x.neutral_one.empty()) spec.switches["neutral_one"] = x.neutral_one;
   s.model = spec.canonical();
@@ -185,7 +193,8 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--task", opt->task, "Task name from `mare list`")->capture_default_str();
   cmd->add_option("--seed", opt->seed, "Seed of data, initial weights, order and dropout")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_number(0));
   cmd->add_option("--out", opt->out, "Run directory to write")->required();
   // Options whose default depends on the kind of model say every default.
   const TrainOptions mlp;
@@ -277,7 +286,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--threads", *thread_count,
                   "Kernel threads (default: MARE_THREADS, else every core); the results are the "
                   "same bytes at any count, manifest.json and result.json record it")
-      ->check(whole_number(1, 4096));
+      ->check(whole_number(1, kMaxThreads));
   cmd->callback([opt, extras, rel, cmd, thread_count, device] {
     opt->device = parse_device(*device);
     require_training_device(opt->device);  // before anything is built or printed

@@ -132,6 +132,11 @@ void read_outcome(const fs::path& dir, CollectedRun& run) {
         field(s, p, "status", nlohmann::json::value_t::string, "a string").get<std::string>();
     if (run.status.empty()) throw CollectError(p.string() + ": expected a non-empty \"status\"");
     run.has_status = true;
+    // Completed by its status, but its output is gone (a cleanup, a partial copy): not a
+    // completed run with empty metrics. `mare sweep` runs it again.
+    if (run.status == "completed" && !fs::exists(dir / "result.json") &&
+        !fs::exists(dir / "bench.json"))
+      run.status = "missing";
   }
   if (run.status.empty()) run.status = "missing";
 }

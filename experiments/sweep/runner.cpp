@@ -477,7 +477,9 @@ RunOnDisk inspect_run(const fs::path& dir, const RunPlan& run, bool retry_failed
       st && st->is_object() && st->contains("status") && (*st)["status"].is_string()) {
     d.status = (*st)["status"].get<std::string>();
     d.status_json = *st;
-    if (done_status(d.status)) {
+    // Done only while its output is there: a run whose result file went missing (a
+    // cleanup, a partial copy) runs again rather than count as finished with nothing.
+    if (done_status(d.status) && fs::exists(dir / run.done_file)) {
       d.state = RunState::done;
       return d;
     }

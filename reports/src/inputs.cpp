@@ -84,6 +84,31 @@ const std::vector<std::pair<std::string, std::string>>& aliases() {
   return a;
 }
 
+// In a completed run's result.json every metric of aliases() that is there is a finite
+// number: null, a string ("NaN") or a non-finite value is an error naming the file and
+// the field (as `mare collect` says it), not a table cell computed from fewer runs.
+void check_metrics(const json& result, const fs::path& path) {
+  if (!result.is_object() || result.value("status", std::string("completed")) != "completed")
+    return;
+  for (const auto& [alias, dotted] : aliases()) {
+    const json* at = &result;
+    std::stringstream parts(dotted);
+    std::string part;
+    while (at && std::getline(parts, part, '.')) {
+      if (!at->is_object()) {
+        at = nullptr;
+        break;
+      }
+      auto it = at->find(part);
+      at = it == at->end() ? nullptr : &*it;
+    }
+    if (!at) continue;  // not reported by this kind of run
+    if (!at->is_number() || !std::isfinite(at->get<double>()))
+      throw InputError(path.string() + ": expected a finite number at \"" + dotted + "\" (" +
+                       alias + ") of a completed run, found " + at->dump());
+  }
+}
+
 void fill_values(RunRecord& r) {
   r.values.clear();
   if (r.result.is_object()) flatten(r.result, "", r.values);
@@ -150,7 +175,10 @@ RunRecord read_run_dir(const fs::path& dir) {
     r.cell = legacy_cell(dir);
   }
   if (fs::exists(dir / "manifest.json")) r.manifest = read_json_object(dir / "manifest.json");
-  if (fs::exists(dir / "result.json")) r.result = read_json_object(dir / "result.json");
+  if (fs::exists(dir / "result.json")) {
+    r.result = read_json_object(dir / "result.json");
+    check_metrics(r.result, dir / "result.json");
+  }
   if (fs::exists(dir / "timing.json")) r.timing = read_json_object(dir / "timing.json");
   if (fs::exists(dir / "metrics.jsonl")) r.metrics = read_jsonl(dir / "metrics.jsonl");
   if (fs::exists(dir / "status.json")) r.status_json = read_json_object(dir / "status.json");

@@ -147,11 +147,11 @@ TEST(CliContract, TrainErrors) {
   expect_error(dir, {"train", "--out", "r", "--epochs", "0"},
                "--epochs: expected a whole number ≥ 1, got '0'");
   expect_error(dir, {"train", "--out", "r", "--threads", "0"},
-               "--threads: expected a whole number from 1 to 4096, got '0'");
+               "--threads: expected a whole number from 1 to 256, got '0'");
   expect_error(dir, {"train", "--out", "r", "--clip", "-3"},
                "--clip: expected a number ≥ 0, got '-3'");
   expect_error(dir, {"bench", "allocation", "--threads", "5000"},
-               "--threads: expected a whole number from 1 to 4096");
+               "--threads: expected a whole number from 1 to 256");
   expect_error(dir, {"sweep", "x.yaml", "--out", "s", "--jobs", "0"},
                "--jobs: expected a whole number from 1 to 1024, got '0'");
   for (const std::vector<std::string>& args :
@@ -170,6 +170,19 @@ TEST(CliContract, TrainErrors) {
                "train: --steps does not apply to model 'mlp'");
   expect_error(dir, {"train", "--model", "mlp", "--task", "xor", "--curriculum", "--out", "r"},
                "train: --curriculum does not apply");
+  // A seed that wrapped (-1 trained seed 18446744073709551615) or a switch given twice
+  // (+d=8+d=16 trained d 16), or an option beside the switch it stands for.
+  expect_error(dir, {"train", "--model", "mlp", "--task", "xor", "--seed", "-1", "--out", "r"},
+               "--seed: expected a whole number ≥ 0, got '-1'");
+  expect_error(dir, {"train", "--model", "mlp+hidden=4+hidden=8", "--task", "xor", "--out", "r"},
+               "switch 'hidden' given twice");
+  expect_error(dir, {"train", "--model", "mlp+", "--task", "xor", "--out", "r"}, "ends with '+'");
+  expect_error(
+      dir,
+      {"train", "--model", "gru+hidden=4", "--task", "addition", "--hidden", "8", "--out", "r"},
+      "train: --hidden and +hidden=4 both given");
+  expect_error(dir, {"data", "generate", "synth-cdr", "--out", "d", "--seed", "-3"},
+               "--seed: expected a whole number ≥ 0, got '-3'");
   EXPECT_FALSE(std::filesystem::exists(dir / "r"));
   expect_error(dir, {"train", "--out", "r", "--neutral-one", "maybe"});
   expect_error(dir, {"train", "--out", "r", "--no-such-option"}, "--no-such-option");
@@ -206,6 +219,8 @@ TEST(CliContract, StatsErrors) {
   expect_error(dir, {"stats", "signed-rank", "a.txt", "--conf-level", "1.5"}, "--conf-level");
   expect_error(dir, {"stats", "rank-sum", "a.txt"});
   expect_error(dir, {"stats", "summary", "a.txt", "--resamples", "0"}, "--resamples");
+  expect_error(dir, {"stats", "summary", "a.txt", "--seed", "-1"},
+               "--seed: expected a whole number ≥ 0, got '-1'");
   expect_error(dir, {"stats", "summary", "missing.txt"}, "missing.txt");
   // Paired samples pair by line: a blank line in one file is an error naming it
   // (it used to be skipped, pairing value 3 of one file with value 2 of the other).

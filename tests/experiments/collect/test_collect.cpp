@@ -337,6 +337,21 @@ TEST(Collect, LegacyCellNames) {
   EXPECT_EQ(cells, (std::vector<std::string>{"bran-synth-cdr", "plain", "r1_grpu"}));
 }
 
+// A run completed by its status.json whose result.json is gone is "missing", not a
+// completed run with empty metrics (it counted as completed).
+TEST(Collect, ACompletedStatusWithoutItsResultIsMissing) {
+  Fixture f;
+  fs::remove(f.x1() / "result.json");
+  const sweep::Collection c = collect_runs({f.a});
+  bool seen = false;
+  for (const auto& r : c.runs)
+    if (r.cell == "cellX" && r.seed == 1) {
+      seen = true;
+      EXPECT_EQ(r.status, "missing");
+    }
+  EXPECT_TRUE(seen);
+}
+
 TEST(Collect, DirectoryWithoutRunsWarns) {
   Fixture f;
   fs::create_directories(f.tmp / "empty");

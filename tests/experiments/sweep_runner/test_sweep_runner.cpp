@@ -483,6 +483,12 @@ TEST(SweepFailures, RecordedAndTheOthersFinish) {
   EXPECT_EQ(lines(bad / "attempts.jsonl"), 2);
   EXPECT_EQ(read_json(bad / "status.json")["attempt"], 2);
   EXPECT_EQ(lines(nan / "attempts.jsonl"), 1);
+  // A completed run whose result.json went missing runs again (it counted as done).
+  fs::remove(ok2 / "result.json");
+  ASSERT_EQ(run_mare(args, t / "4.log"), 1);
+  EXPECT_EQ(lines(ok2 / "attempts.jsonl"), 2);
+  EXPECT_TRUE(fs::exists(ok2 / "result.json"));
+  EXPECT_EQ(status_of(ok2), "completed");
 }
 
 TEST(SweepFailures, ARunKilledFromOutsideIsCrashed) {

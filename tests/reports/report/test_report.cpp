@@ -184,6 +184,22 @@ TEST(ReportInputs, MalformedInputNamesTheFile) {
             std::string::npos)
       << e;
 
+  // A completed run whose metric is null, "NaN" or text: the file and the field (the
+  // table was made from the other runs, status 0, where collect refuses).
+  write_file_atomic(run / "run.json", R"({"cell": "cell", "seed": 1})");
+  for (const char* bad : {"null", "\"NaN\"", "\"abc\""}) {
+    write_file_atomic(
+        run / "result.json",
+        std::string(R"({"status": "completed", "test": {"relations": {"micro": {"f1": )") + bad +
+            "}}}}");
+    e = error_of({tmp / "sweep"});
+    EXPECT_NE(e.find((run / "result.json").string() +
+                     ": expected a finite number at \"test.relations.micro.f1\" (test_f1)"),
+              std::string::npos)
+        << bad << ": " << e;
+  }
+  write_file_atomic(run / "result.json", R"({"status": "completed"})");
+
   // A metrics line that is not JSON: file and line.
   write_file_atomic(run / "run.json", R"({"cell": "cell", "seed": 1})");
   write_file_atomic(run / "metrics.jsonl", "{\"step\": 1}\n{\"step\": \n");
