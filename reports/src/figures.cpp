@@ -367,6 +367,58 @@ const char* const kAxes =
 
 // ---------------------------------------------------------------- fig 4.5: F1 by distance
 
+// A key a reader can read beside its panel: outside the plotting area on the right, one
+// column (`maxrows` = the panel's series), so that it neither covers the data nor
+// wraps across the canvas; gnuplot shrinks the plotting area to make room.
+// Where the plotting area ends (a fraction of the canvas) so that a key of titles up to
+// `longest` characters fits beside it: 10 px a character at 12 pt (DejaVu Sans's letters
+// and underscores run 0.6-0.8 em) and 100 px for the sample line and the box, kept
+// between 45 % and 80 %.
+double plot_right_for(std::size_t longest, int width) {
+  const double key = 10.0 * static_cast<double>(longest) + 100.0;
+  return std::clamp(1.0 - key / width, 0.45, 0.8);
+}
+
+std::string key_beside(int series, double plot_right) {
+  return "set rmargin at screen " + gp::num(plot_right) +
+         "\nset key outside right top vertical Left reverse maxrows " +
+         std::to_string(std::max(1, series)) + " box lc rgb \"#a0a0a0\"\n";
+}
+
+// Tables in their thesis order: "table4.5" < "table4.6" < "table4.10" (numbers compared
+// as numbers), then anything else by text.
+bool table_order(const std::string& a, const std::string& b) {
+  auto parts = [](const std::string& s) {
+    std::vector<std::pair<long, std::string>> out;
+    std::string text;
+    for (std::size_t i = 0; i < s.size();) {
+      if (std::isdigit(static_cast<unsigned char>(s[i]))) {
+        std::size_t j = i;
+        while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+        out.emplace_back(std::stol(s.substr(i, j - i)), text);
+        text.clear();
+        i = j;
+      } else {
+        text += s[i++];
+      }
+    }
+    out.emplace_back(-1, text);
+    return out;
+  };
+  const auto x = parts(a), y = parts(b);
+  for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i) {
+    if (x[i].second != y[i].second) return x[i].second < y[i].second;
+    if (x[i].first != y[i].first) return x[i].first < y[i].first;
+  }
+  return x.size() < y.size();
+}
+
+// The panels of a figure, one per group of series: a canvas tall enough for each panel's
+// key (22 px a key line at 12 pt) and its axes.
+int panel_height(int series) {
+  return std::max(300, 22 * series + 130);
+}
+
 Figure fig_4_5(const ReportInputs& in) {
   const std::string
       id = "fig4.5",
@@ -383,50 +435,92 @@ Figure fig_4_5(const ReportInputs& in) {
   Figure f;
   f.id = id;
   f.title = title;
-  const auto groups = group_runs(runs);
   f.header =
       "# Columns: maximum distance (tokens; cumulative bucket: pairs at most this far apart), "
-      "mean test F1 over the cell's runs, sample sd, runs\n";
-  std::set<double> buckets;
-  std::string plots;
-  int k = 0;
-  for (const Group& g : groups) {
-    std::map<double, std::vector<double>> by_bucket;
-    for (const RunRecord* r : g.runs)
-      for (const json& b : *at(r->result, {"test", "relations", "by_distance"})) {
-        const auto d = number(child(b, "max_distance"));
-        const auto f1 = number(child(b, "f1"));
-        if (d && f1) by_bucket[*d].push_back(*f1);
+      "mean test F1 over the cell's runs, sample sd, runs. One panel per table (sweep) and "
+      "corpus.\n";
+  // One panel per (sweep, corpus): a table's cells on one corpus, each a mean line with a
+  // band of ± one sd over its seeds.
+  std::map<std::pair<std::string, std::string>, std::vector<const RunRecord*>> grouped;
+  for (const RunRecord* r : runs) grouped[{r->sweep, run_dataset(*r)}].push_back(r);
+  std::vector<std::pair<std::pair<std::string, std::string>, std::vector<const RunRecord*>>>
+      by_panel(grouped.begin(), grouped.end());
+  std::stable_sort(by_panel.begin(), by_panel.end(), [](const auto& x, const auto& y) {
+    return table_order(x.first.first, y.first.first);
+  });
+  std::string body = std::string(kAxes);
+  std::vector<std::string> panel_text;
+  int height = 0, next_style = 0, drawn = 0;
+  std::size_t longest = 0;
+  std::vector<Group> all_groups;
+  for (const auto& [key, panel_runs] : by_panel) {
+    const auto groups = group_runs(panel_runs);
+    std::set<double> buckets;
+    std::string plots;
+    int k = 0;
+    for (const Group& g : groups) {
+      std::map<double, std::vector<double>> by_bucket;
+      for (const RunRecord* r : g.runs)
+        for (const json& b : *at(r->result, {"test", "relations", "by_distance"})) {
+          const auto d = number(child(b, "max_distance"));
+          const auto f1 = number(child(b, "f1"));
+          if (d && f1) by_bucket[*d].push_back(*f1);
+        }
+      std::vector<std::vector<double>> rows;
+      for (const auto& [d, v] : by_bucket) {
+        const Summary sm = summarize(v);
+        rows.push_back({d, sm.mean, sm.sd, static_cast<double>(sm.n)});
+        buckets.insert(d);
       }
-    std::vector<std::vector<double>> rows;
-    for (const auto& [d, v] : by_bucket) {
-      const Summary s = summarize(v);
-      rows.push_back({d, s.mean, s.sd, static_cast<double>(s.n)});
-      buckets.insert(d);
+      if (rows.empty()) continue;
+      const int ls = ++next_style;
+      ++k;
+      const std::string t = g.label + " (" + std::to_string(g.runs.size()) +
+                            (g.runs.size() == 1 ? " run)" : " runs)");
+      longest = std::max(longest, t.size());
+      const std::string where = (key.first.empty() ? std::string() : key.first + " ") +
+                                (key.second.empty() ? std::string() : "[" + key.second + "] ");
+      const int idx = f.dat.add(where + t, "max_distance f1_mean f1_sd n", rows);
+      const std::string sel = "DAT index " + std::to_string(idx);
+      plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + sel +
+               " using 1:($2-$3):($2+$3) with filledcurves ls " + std::to_string(ls) +
+               " fs transparent solid 0.12 noborder notitle, \\\n     " + sel +
+               " using 1:2 with linespoints ls " + std::to_string(ls) + " title " + gp::quote(t);
     }
-    if (rows.empty()) continue;
-    ++k;
-    const std::string t = g.display + " (" + std::to_string(g.runs.size()) +
-                          (g.runs.size() == 1 ? " run)" : " runs)");
-    const int idx = f.dat.add(t, "max_distance f1_mean f1_sd n", rows);
-    plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + "DAT index " +
-             std::to_string(idx) + " using 1:2:3 with yerrorlines ls " + std::to_string(k) +
-             " title " + gp::quote(t);
+    if (k == 0) continue;
+    ++drawn;
+    for (const Group& g : groups) all_groups.push_back(g);
+    std::string tics;
+    for (double d : buckets) tics += (tics.empty() ? "" : ", ") + gp::num(d);
+    const std::string panel_title = (key.first.empty() ? std::string("runs") : key.first) +
+                                    (key.second.empty() ? std::string() : " on " + key.second) +
+                                    " (mean, band: ± sd)";
+    panel_text.push_back(plot_title(panel_title) + "set xtics (" + tics + ")\n" + "KEY_BESIDE_" +
+                         std::to_string(k) + "\n" + plots + "\n");
+    height = std::max(height, panel_height(k));  // multiplot panels share the canvas evenly
   }
-  if (k == 0)
+  if (drawn == 0)
     return missing_figure(id, title, "the relation runs' by_distance buckets have no numbers");
-  f.styles = k;
-  std::string tics;
-  for (double d : buckets) tics += (tics.empty() ? "" : ", ") + gp::num(d);
-  f.body = std::string(kAxes) +
-           plot_title("Relation F1 by entity-pair distance (test, mean ± sd)") +
-           "set xlabel \"maximum distance between the related entities (tokens)\"\n"
-           "set ylabel \"test F1 (relations, micro)\"\n"
-           "set yrange [0:1]\nset offsets graph 0.03, graph 0.03, 0, 0\n"
-           "set xtics (" +
-           tics + ")\n" + "set key outside right top\n" + plots + "\n";
-  f.width = 1000;
-  f.provenance = runs_provenance(groups);
+  f.styles = next_style;
+  body +=
+      "set xlabel \"maximum distance between the related entities (tokens)\"\n"
+      "set ylabel \"test F1 (relations, micro)\"\n"
+      "set yrange [0:1]\nset offsets graph 0.03, graph 0.03, 0, 0\n";
+  if (drawn > 1)
+    body += "set multiplot layout " + std::to_string(drawn) + ",1 title " +
+            gp::quote("Relation F1 by entity-pair distance (test)") + "\n";
+  f.width = 1100;
+  const double right = plot_right_for(longest, f.width);
+  for (std::string t : panel_text) {
+    // Each panel's key, now that the longest title of every panel is known.
+    const std::size_t at = t.find("KEY_BESIDE_"), eol = t.find('\n', at);
+    t.replace(at, eol - at, key_beside(std::stoi(t.substr(at + 11, eol - at - 11)), right));
+    body += t;
+  }
+  if (drawn > 1) body += "unset multiplot\n";
+  f.body = body;
+  f.height = drawn * height + (drawn > 1 ? 40 : 0);
+  f.provenance = runs_provenance(all_groups);
   f.provenance["split"] = "test";
   return f;
 }
@@ -511,8 +605,13 @@ Figure fig_4_6(const ReportInputs& in) {
   if (panels > 1)
     body += "set multiplot layout " + std::to_string(panels) + ",1 title " +
             gp::quote("Validation F1 per class (mean over runs)") + "\n";
-  f.height = static_cast<int>(std::max<std::size_t>(1, panels)) * 360 + (panels > 1 ? 40 : 0);
-  f.width = 1000;
+  f.height = static_cast<int>(std::max<std::size_t>(1, panels)) *
+                 panel_height(static_cast<int>(classes.size()) + 1) +
+             (panels > 1 ? 40 : 0);
+  f.width = 1100;
+  std::size_t longest = std::string("all classes (micro)").size();
+  for (const auto& c : classes) longest = std::max(longest, c.size());
+  const double right = plot_right_for(longest, f.width);
   int plotted = 0;
   for (const Group& g : groups) {
     std::string plots;
@@ -538,10 +637,8 @@ Figure fig_4_6(const ReportInputs& in) {
     ++plotted;
     body += plot_title(g.display + " (" + std::to_string(g.runs.size()) +
                        (g.runs.size() == 1 ? " run)" : " runs, mean)"));
-    body +=
-        "set xlabel \"training step\"\nset ylabel \"validation F1\"\nset yrange [0:1]\n"
-        "set key outside right top\n" +
-        plots + "\n";
+    body += "set xlabel \"training step\"\nset ylabel \"validation F1\"\nset yrange [0:1]\n" +
+            key_beside(static_cast<int>(classes.size()) + 1, right) + plots + "\n";
   }
   if (panels > 1) body += "unset multiplot\n";
   if (plotted == 0)
@@ -1224,7 +1321,7 @@ Figure fig_histogram(const ReportInputs& in, const std::string& id, const std::s
   if (k == 0) return missing_figure(id, title, "the corpus statistics' " + what + " are empty");
   f.styles = k;
   f.width = 900;
-  if (k > 4) f.height = 520 + 22 * ((k + 1) / 2);
+  f.height = 520 + 22 * ((k + 1) / 2);
   std::string heading = corpora.size() == 1 ? *corpora.begin() : "";
   f.body = std::string(kAxes) +
            plot_title(title.substr(title.find(':') + 2) +
@@ -1232,8 +1329,8 @@ Figure fig_histogram(const ReportInputs& in, const std::string& id, const std::s
            "set xlabel " + gp::quote(xlabel) + "\nset ylabel " +
            gp::quote(fractions ? "fraction of " + what : "number of " + what) +
            "\nset yrange [0:*]\n" +
-           (k > 4 ? "set key below maxcols 2 nobox font \",10\"\n" : "set key top right\n") +
-           plots + "\n";
+           // Below the plot, never over the bars (a key inside could cover a tall one).
+           "set key below maxcols 2 nobox font \",10\"\n" + plots + "\n";
   // As the tables': the corpora by name, the files they were read from.
   std::set<std::string> names, sources;
   for (const auto& c : in.corpora) {

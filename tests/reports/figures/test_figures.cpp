@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -280,14 +281,15 @@ TEST(Figures, EveryFigureFromFixturesIsAPngAndAnSvgWithItsSeries) {
   for (std::size_t i = 0; i < kIds.size(); ++i) EXPECT_EQ(arts[i].id, kIds[i]);
   // Plotted series per figure (gnuplot_plot_N groups of the SVG, all panels together):
   // fig4.2: 2 tokens x 2 iterations x 5 fields, one heatmap each;
-  // fig4.4/4.10: one histogram per split (train, test); fig4.5: two cells; fig4.6: one
+  // fig4.4/4.10: one histogram per split (train, test); fig4.5: two cells, each a band
+  // (± sd) and a mean line; fig4.6: one
   // panel per cell (BRAN, NTCRE-CPD), each with the overall F1 and 2 classes; fig4.9: thesis
   // (sorted, parallel) x N 4, 16, 32 + ours (sorted, parallel) x N 4, 16; fig4.11: two
   // panels (cdr, semeval) of box + median + mean, semeval with outliers; fig5.x: train and
   // test per cell, and the published train and test marks of Table 5.1 where a row has the
   // cell's settings (none for multiplication).
   const std::map<std::string, int> series = {
-      {"fig4.2", 20}, {"fig4.4", 2}, {"fig4.5", 2}, {"fig4.6", 6}, {"fig4.9", 10}, {"fig4.10", 2},
+      {"fig4.2", 20}, {"fig4.4", 2}, {"fig4.5", 4}, {"fig4.6", 6}, {"fig4.9", 10}, {"fig4.10", 2},
       {"fig4.11", 7}, {"fig5.1", 4}, {"fig5.2", 2}, {"fig5.3", 4}, {"fig5.4", 4},  {"fig5.5", 2}};
   for (const auto& [id, n] : series) {
     const Artifact& a = find(arts, id);
@@ -597,6 +599,189 @@ TEST(Figures, ValidationF1PerClassIsAveragedOverRunsAndPrefersCtd) {
   EXPECT_DOUBLE_EQ(blocks[4][2][0], 300);
   EXPECT_NEAR(blocks[4][2][1], 0.7, 1e-12);
   EXPECT_NEAR(blocks[5][2][1], 0.35, 1e-12);
+}
+
+// ------------------------------------------------------------------ layout
+
+// What a report draws when the inputs are as crowded as a real one: fixture_inputs() plus
+// the thirteen cells of Table 4.6 on CDR and a CTD run with the seventeen long class names
+// of the thesis's Fig. 4.6 (the cases where keys covered the data, names were cut at the
+// canvas's edge and a panel's plotting area shrank to a sliver).
+ReportInputs crowded_inputs() {
+  ReportInputs in = fixture_inputs();
+  const std::vector<std::string> cells = {
+      "config1",  "config2", "config3",  "config4",  "config5",   "config6", "config7",
+      "UTRE-CPD", "config9", "config10", "config11", "NTCRE-CPD", "bran"};
+  // As the main job's sweeps name them: Table 4.6's grid, Table 4.5's models on the same
+  // corpus, Table 4.12's cells on two SemEval subtasks, Table 4.10's on CTD.
+  auto add = [&](const std::string& cell, const std::string& table, const std::string& data,
+                 double b) {
+    for (int64_t seed = 1; seed <= 2; ++seed) {
+      const double x = b + 0.02 * static_cast<double>(seed);
+      RunRecord r = relation_run(cell, seed, data, {x, x - 0.02, x - 0.05, x - 0.06, x - 0.08}, x);
+      r.sweep = "table" + table;
+      r.table = table;
+      in.runs.push_back(r);
+    }
+  };
+  for (std::size_t c = 0; c < cells.size(); ++c)
+    add(cells[c], "4.6", "synth-cdr", 0.3 + 0.04 * static_cast<double>(c));
+  for (const char* cell : {"cnn", "bran", "UTRE", "UTRE-CPD", "NTCRE", "NTCRE-CPD"})
+    add(cell, "4.5", "synth-cdr", 0.4);
+  for (const char* cell : {"UTRE-CPD_subtask1.1", "UTRE-CPD_subtask1.2", "NTCRE-CPD_subtask1.1",
+                           "NTCRE-CPD_subtask1.2"})
+    add(cell, "4.12", "synth-semeval", 0.5);
+  RunRecord ctd =
+      relation_run("NTCRE-CPD+alloc=network", 1, "synth-ctd", {0.5, 0.4, 0.3, 0.2, 0.1}, 0.7);
+  ctd.sweep = "table4.10";
+  ctd.table = "4.10";
+  const std::vector<std::string> classes = {"chem_disease_marker/mechanism",
+                                            "chem_disease_therapeutic",
+                                            "chem_gene_affects_response_to_substance",
+                                            "chem_gene_affects_transport",
+                                            "chem_gene_decreases_activity",
+                                            "chem_gene_decreases_expression",
+                                            "chem_gene_decreases_metabolic_processing",
+                                            "chem_gene_decreases_reaction",
+                                            "chem_gene_increases_activity",
+                                            "chem_gene_increases_expression",
+                                            "chem_gene_increases_metabolic_processing",
+                                            "chem_gene_increases_reaction",
+                                            "gene_disease_marker/mechanism",
+                                            "gene_disease_therapeutic"};
+  for (json& m : ctd.metrics) {
+    json pc = json::object();
+    for (std::size_t k = 0; k < classes.size(); ++k)
+      pc[classes[k]] = m["valid_f1"].get<double>() * (0.3 + 0.05 * static_cast<double>(k));
+    m["valid_f1_per_class"] = pc;
+  }
+  in.runs.push_back(ctd);
+  return in;
+}
+
+// The .gp of a figure made to print, after every plot, gnuplot's record of where it drew
+// the plotting area (GPVAL_TERM_XMIN … YMAX, terminal pixels) and of the canvas
+// (GPVAL_TERM_XSIZE, YSIZE in units of GPVAL_TERM_SCALE), for the SVG only.
+std::string instrumented(const std::string& gp, const std::string& layout_file) {
+  std::istringstream in(gp);
+  std::string out, line;
+  const std::string probe =
+      "print GPVAL_TERM_XMIN, GPVAL_TERM_XMAX, GPVAL_TERM_YMIN, GPVAL_TERM_YMAX, "
+      "GPVAL_TERM_XSIZE / GPVAL_TERM_SCALE, GPVAL_TERM_YSIZE / GPVAL_TERM_SCALE, LAYOUT_ROWS, "
+      "LAYOUT_COLS\n";
+  out += "set print " + gnuplot::quote(layout_file) + " append\nLAYOUT_ROWS = 1\nLAYOUT_COLS = 1\n";
+  bool in_plot = false;
+  const std::regex layout(R"(set multiplot layout (\d+) *, *(\d+))");
+  while (std::getline(in, line)) {
+    const std::size_t at = line.find("do for [fmt in \"png svg\"]");
+    if (at != std::string::npos) line.replace(line.find("\"png svg\""), 9, "\"svg\"");
+    std::smatch m;
+    if (std::regex_search(line, m, layout))
+      out += "LAYOUT_ROWS = " + m[1].str() + "\nLAYOUT_COLS = " + m[2].str() + "\n";
+    if (line.find("unset multiplot") != std::string::npos)
+      line += "\nLAYOUT_ROWS = 1\nLAYOUT_COLS = 1";
+    out += line + "\n";
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line.compare(first, 5, "plot ") == 0) in_plot = true;
+    if (in_plot && (line.empty() || line.back() != '\\')) {
+      out += probe;
+      in_plot = false;
+    }
+  }
+  return out;
+}
+
+// Every figure of a crowded report, drawn, meets two rules a reader needs:
+//  1. each plotting area fills at least 30 % of its panel (the canvas shared evenly by a
+//     multiplot layout): keys beside a panel, not over it, and never a sliver (Fig. 4.6
+//     once left ~2 %);
+//  2. every horizontal text of the SVG lies on the canvas: its extent, estimated at 0.6 of
+//     the font size a character from its anchor, stays within [0, width] (Fig. 4.5's key
+//     once ran past the left edge);
+//  3. and every key entry lies off every plotting area (a key beside a panel once covered
+//     its data).
+TEST(FigureLayout, EveryFigureOfACrowdedReportIsReadable) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  const fs::path dir = test::process_temp_dir() / "layout";
+  const std::vector<Artifact> arts = write_figures(crowded_inputs(), dir);
+  if (const char* keep = std::getenv("MARE_TEST_FIGURES_OUT"))
+    write_figures(crowded_inputs(), keep);
+  const auto binary = gnuplot::find_binary();
+  ASSERT_TRUE(binary.has_value());
+  int checked = 0;
+  for (const Artifact& a : arts) {
+    if (!a.missing.empty()) continue;
+    SCOPED_TRACE(a.id);
+    const fs::path figs = dir / "figures";
+    const std::string layout_file = a.id + ".layout";
+    std::ofstream(figs / (a.id + ".probe.gp"))
+        << instrumented(read(figs / (a.id + ".gp")), layout_file);
+    if (fs::exists(figs / (a.id + ".gp"))) {
+      const gnuplot::RunResult r = gnuplot::run(*binary, figs, a.id + ".probe.gp");
+      ASSERT_TRUE(r.ok) << r.error;
+    }
+    std::istringstream lines(read(figs / layout_file));
+    int plots = 0;
+    struct Area {
+      double x0, x1, top, bottom;  // SVG coordinates (y down)
+    };
+    std::vector<Area> areas;
+    for (std::string l; std::getline(lines, l);) {
+      std::istringstream v(l);
+      double x0, x1, y0, y1, w, h, rows, cols;
+      ASSERT_TRUE(static_cast<bool>(v >> x0 >> x1 >> y0 >> y1 >> w >> h >> rows >> cols)) << l;
+      const double area = (x1 - x0) * (y1 - y0), panel = w * h / (rows * cols);
+      EXPECT_GE(area / panel, 0.30) << "plot " << plots << ": the plotting area is "
+                                    << 100 * area / panel << " % of its panel";
+      EXPECT_GE(x0, 0);
+      EXPECT_LE(x1, w);
+      areas.push_back({x0, x1, h - y1, h - y0});
+      ++plots;
+    }
+    EXPECT_GT(plots, 0);
+    // Text on the canvas.
+    const std::string svg = read(figs / (a.id + ".svg"));
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(svg, m, std::regex(R"re(width="(\d+)" height="(\d+)")re")));
+    const double width = std::stod(m[1].str());
+    const std::regex text(
+        R"re(<g transform="translate\(([-\d.]+),([-\d.]+)\)( rotate\([^)]*\))?"[^>]*font-size="([\d.]+)"[^>]*text-anchor="(\w+)">\s*<text>([^<]*)</text>)re");
+    // A key entry is the first text of its series' group (gnuplot_plot_N); labels a figure
+    // places on purpose (Fig. 4.9's N=16 at a line's end) are not.
+    std::vector<std::size_t> series_at;
+    for (std::size_t p = svg.find("id=\"gnuplot_plot_"); p != std::string::npos;
+         p = svg.find("id=\"gnuplot_plot_", p + 1))
+      series_at.push_back(p);
+    std::size_t next_series = 0;
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), text); it != std::sregex_iterator();
+         ++it) {
+      const std::smatch& t = *it;
+      const auto pos = static_cast<std::size_t>(t.position(0));
+      bool key_entry = false;
+      while (next_series < series_at.size() && series_at[next_series] < pos) {
+        key_entry = true;
+        ++next_series;
+      }
+      if (t[3].matched) continue;  // rotated (the y label): its extent is vertical
+      std::size_t chars = 0;
+      for (unsigned char c : t[6].str()) chars += (c & 0xC0) != 0x80;  // UTF-8 code points
+      const double x = std::stod(t[1].str()), size = std::stod(t[4].str());
+      const double len = 0.6 * size * static_cast<double>(chars);
+      const std::string anchor = t[5].str();
+      const double left = anchor == "end" ? x - len : anchor == "middle" ? x - len / 2 : x;
+      EXPECT_GE(left, -2.0) << "'" << t[6].str() << "' starts left of the canvas";
+      EXPECT_LE(left + len, width + 2.0) << "'" << t[6].str() << "' ends right of the canvas";
+      // 3. No text over a plotting area (a key beside its panel covered the data).
+      const double y = std::stod(t[2].str());
+      if (!key_entry) continue;
+      for (const Area& ar : areas)
+        EXPECT_FALSE(y > ar.top + 2 && y < ar.bottom - 2 && left + len > ar.x0 + 2 &&
+                     left < ar.x1 - 2)
+            << "'" << t[6].str() << "' lies over a plotting area";
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 12);
 }
 
 }  // namespace
