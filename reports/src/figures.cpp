@@ -1563,6 +1563,122 @@ Artifact fig_heatmaps(const ReportInputs& in, const fs::path& out_dir, const std
 
 }  // namespace
 
+// ---------------------------------------------------------------- learning curves
+
+// The relation tables whose runs get a learning-curve figure, in thesis order.
+struct CurveTable {
+  const char* id;
+  const char* table;
+  const char* what;
+};
+constexpr CurveTable kCurveTables[] = {{"curves4.5", "4.5", "CDR models"},
+                                       {"curves4.6", "4.6", "the CDR ablation grid"},
+                                       {"curves4.10", "4.10", "CTD models"},
+                                       {"curves4.12", "4.12", "SemEval models"},
+                                       {"curves4.13", "4.13", "SemEval embedding initialisations"}};
+
+// Validation F1 (solid) and the training sample's F1 (dashed, same colour) against the
+// training step, per cell: the mean over its seeds, with a band from the lowest to the
+// highest seed under the validation line. At most four cells a panel, so that each panel
+// holds a handful of lines.
+Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
+  const std::string id = ct.id, title = std::string("Learning curves of Table ") + ct.table + " (" +
+                                        ct.what + "): validation and training F1 against the step";
+  std::vector<const RunRecord*> runs;
+  for (const auto& r : in.runs) {
+    if (!run_usable(r) || r.table != ct.table) continue;
+    bool has = false;
+    for (const json& m : r.metrics) has = has || number(child(m, "valid_f1")).has_value();
+    if (has) runs.push_back(&r);
+  }
+  if (runs.empty())
+    return missing_figure(id, title,
+                          std::string("no finished run of table ") + ct.table +
+                              " with metrics.jsonl valid_f1 among the inputs");
+  Figure f;
+  f.id = id;
+  f.title = title;
+  f.header =
+      "# Columns: training step, mean F1 over the cell's seeds that evaluated at this step, "
+      "lowest, highest, seeds. Two blocks per cell: valid_f1 (the validation split) and "
+      "train_f1 (a fixed sample of the training split; absent for runs from before it).\n";
+  const auto groups = group_runs(runs);
+  auto series = [](const std::vector<const RunRecord*>& rs, const char* key) {
+    std::map<double, std::vector<double>> by_step;
+    for (const RunRecord* r : rs)
+      for (const json& m : r->metrics) {
+        const auto step = number(child(m, "step"));
+        const auto v = number(child(m, key));
+        if (step && v) by_step[*step].push_back(*v);
+      }
+    std::vector<std::vector<double>> rows;
+    for (const auto& [step, v] : by_step) {
+      const Summary sm = summarize(v);
+      rows.push_back({step, sm.mean, *std::min_element(v.begin(), v.end()),
+                      *std::max_element(v.begin(), v.end()), static_cast<double>(sm.n)});
+    }
+    return rows;
+  };
+  constexpr std::size_t kPerPanel = 4;
+  const std::size_t panels = (groups.size() + kPerPanel - 1) / kPerPanel;
+  std::size_t longest = 0;
+  for (const Group& g : groups) longest = std::max(longest, g.display.size() + 10);
+  f.width = 1100;
+  const double right = plot_right_for(longest, f.width);
+  std::string body = std::string(kAxes) +
+                     "set xlabel \"training step\"\nset ylabel \"relation F1 (micro)\"\n"
+                     "set yrange [0:1]\n";
+  if (panels > 1)
+    body += "set multiplot layout " + std::to_string(panels) + ",1 title " +
+            gp::quote(std::string("Table ") + ct.table + ": relation F1 against the step") + "\n";
+  int style = 0;
+  for (std::size_t p = 0; p < panels; ++p) {
+    std::string plots;
+    int entries = 0;
+    for (std::size_t k = p * kPerPanel; k < std::min(groups.size(), (p + 1) * kPerPanel); ++k) {
+      const Group& g = groups[k];
+      const int ls = ++style;
+      const std::string seeds =
+          " (" + std::to_string(g.runs.size()) + (g.runs.size() == 1 ? " seed)" : " seeds)");
+      const auto valid = series(g.runs, "valid_f1"), train = series(g.runs, "train_f1");
+      if (!valid.empty()) {
+        const std::string sel =
+            "DAT index " + std::to_string(f.dat.add(g.display + ": valid_f1",
+                                                    "step f1_mean f1_min f1_max n", valid));
+        plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + sel +
+                 " using 1:3:4 with filledcurves ls " + std::to_string(ls) +
+                 " fs transparent solid 0.15 noborder notitle, \\\n     " + sel +
+                 " using 1:2 with linespoints ls " + std::to_string(ls) + " dt 1 title " +
+                 gp::quote(g.display + seeds);
+        ++entries;
+      }
+      if (!train.empty()) {
+        const std::string sel =
+            "DAT index " + std::to_string(f.dat.add(g.display + ": train_f1",
+                                                    "step f1_mean f1_min f1_max n", train));
+        // The same colour, dashed: one key entry a cell (the panel's title says which is which).
+        plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + sel +
+                 " using 1:2 with lines ls " + std::to_string(ls) + " dt 2 notitle";
+      }
+    }
+    if (plots.empty()) continue;
+    body +=
+        plot_title((panels > 1
+                        ? "cells " + std::to_string(p * kPerPanel + 1) + "-" +
+                              std::to_string(std::min(groups.size(), (p + 1) * kPerPanel)) + ": "
+                        : std::string()) +
+                   "validation (solid; band: lowest to highest seed), training sample "
+                   "(dashed)") +
+        key_beside(entries, right) + plots + "\n";
+  }
+  if (panels > 1) body += "unset multiplot\n";
+  f.styles = style;
+  f.body = body;
+  f.height = static_cast<int>(panels) * 340 + (panels > 1 ? 40 : 0);
+  f.provenance = runs_provenance(groups);
+  return f;
+}
+
 std::vector<Artifact> write_figures(const ReportInputs& in, const fs::path& out_dir) {
   const fs::path figs = out_dir / "figures";
   std::error_code ec;
@@ -1593,6 +1709,7 @@ std::vector<Artifact> write_figures(const ReportInputs& in, const fs::path& out_
                        out_dir, g));
   out.push_back(render(fig_4_11(in), out_dir, g));
   for (const auto& sel : kGrpuFigures) out.push_back(render(fig_grpu(in, sel), out_dir, g));
+  for (const auto& ct : kCurveTables) out.push_back(render(fig_curves(in, ct), out_dir, g));
   const std::string version = g.binary ? g.terminals.version : "";
   for (auto& a : out)
     if (a.missing.empty() && !version.empty() && a.id != "fig4.3")
