@@ -1571,19 +1571,23 @@ struct CurveTable {
   const char* table;
   const char* what;
 };
-constexpr CurveTable kCurveTables[] = {{"curves4.5", "4.5", "CDR models"},
-                                       {"curves4.6", "4.6", "the CDR ablation grid"},
-                                       {"curves4.10", "4.10", "CTD models"},
-                                       {"curves4.12", "4.12", "SemEval models"},
-                                       {"curves4.13", "4.13", "SemEval embedding initialisations"}};
+constexpr CurveTable kCurveTables[] = {
+    {"curves4.5", "4.5", "CDR models"},
+    {"curves4.6", "4.6", "the CDR ablation grid"},
+    {"curves4.10", "4.10", "CTD models"},
+    {"curves4.12", "4.12", "SemEval models"},
+    {"curves4.13", "4.13", "SemEval embedding initialisations"},
+    {"curves", "", "runs of no thesis table, e.g. reports/learning/"}};
 
 // Validation F1 (solid) and the training sample's F1 (dashed, same colour) against the
 // training step, per cell: the mean over its seeds, with a band from the lowest to the
 // highest seed under the validation line. At most four cells a panel, so that each panel
 // holds a handful of lines.
 Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
-  const std::string id = ct.id, title = std::string("Learning curves of Table ") + ct.table + " (" +
-                                        ct.what + "): validation and training F1 against the step";
+  const std::string table = ct.table, id = ct.id;
+  const std::string title = (table.empty() ? std::string("Learning curves")
+                                           : std::string("Learning curves of Table ") + table) +
+                            " (" + ct.what + "): validation and training F1 against the step";
   std::vector<const RunRecord*> runs;
   for (const auto& r : in.runs) {
     if (!run_usable(r) || r.table != ct.table) continue;
@@ -1593,7 +1597,8 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
   }
   if (runs.empty())
     return missing_figure(id, title,
-                          std::string("no finished run of table ") + ct.table +
+                          (table.empty() ? std::string("no finished run outside the tables")
+                                         : "no finished run of table " + table) +
                               " with metrics.jsonl valid_f1 among the inputs");
   Figure f;
   f.id = id;
@@ -1630,7 +1635,9 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
                      "set yrange [0:1]\n";
   if (panels > 1)
     body += "set multiplot layout " + std::to_string(panels) + ",1 title " +
-            gp::quote(std::string("Table ") + ct.table + ": relation F1 against the step") + "\n";
+            gp::quote((table.empty() ? std::string("Runs") : "Table " + table) +
+                      ": relation F1 against the step") +
+            "\n";
   int style = 0;
   for (std::size_t p = 0; p < panels; ++p) {
     std::string plots;

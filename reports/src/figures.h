@@ -25,8 +25,9 @@
 //                   mean over seeds, log y. 5.1 addition (batch > 10), 5.2 multiplication
 //                   (batch > 10), 5.3 conditional, 5.4 addition (batch <= 10: the
 //                   dissertation's "new experiment" of §5.4), 5.5 multiplication (batch <= 10)
-//   curves4.5, curves4.6, curves4.10, curves4.12, curves4.13
-//                   relation runs of that table (run.json "table"): metrics.jsonl valid_f1 and
+//   curves4.5, curves4.6, curves4.10, curves4.12, curves4.13, curves
+//                   relation runs of that table (run.json "table"; curves: of none, as
+//                   reports/learning/'s): metrics.jsonl valid_f1 and
 //                   train_f1 (a fixed training sample) against the step, per cell the mean
 //                   over seeds with a lowest-highest band, at most four cells a panel
 //
@@ -47,7 +48,7 @@ namespace mare::report {
 
 // Writes every figure into out_dir/figures/ and returns one Artifact per figure id, in the
 // order fig4.2 fig4.3 fig4.4 fig4.5 fig4.6 fig4.9 fig4.10 fig4.11 fig5.1 ... fig5.5, then
-// curves4.5 curves4.6 curves4.10 curves4.12 curves4.13. Files are
+// curves4.5 curves4.6 curves4.10 curves4.12 curves4.13 curves. Files are
 // relative to out_dir. Throws only when out_dir/figures cannot be created or written.
 std::vector<Artifact> write_figures(const ReportInputs& in, const std::filesystem::path& out_dir);
 

@@ -21,11 +21,11 @@ ReportSummary write_report(const ReportInputs& in, const ReportOptions& options)
   // The ids of contracts.md, checked before anything is written: a misspelt --only would
   // otherwise give an empty report.
   static const std::set<std::string> known{
-      "table4.4",  "table4.5",   "table4.6",   "table4.7",  "table4.9", "table4.10", "table4.11",
-      "table4.12", "table4.13",  "table4.14",  "table4.15", "tableB.1", "tableC.1",  "table5.1",
-      "fig4.2",    "fig4.3",     "fig4.4",     "fig4.5",    "fig4.6",   "fig4.9",    "fig4.10",
-      "fig4.11",   "fig5.1",     "fig5.2",     "fig5.3",    "fig5.4",   "fig5.5",    "curves4.5",
-      "curves4.6", "curves4.10", "curves4.12", "curves4.13"};
+      "table4.4",  "table4.5",   "table4.6",   "table4.7",   "table4.9", "table4.10", "table4.11",
+      "table4.12", "table4.13",  "table4.14",  "table4.15",  "tableB.1", "tableC.1",  "table5.1",
+      "fig4.2",    "fig4.3",     "fig4.4",     "fig4.5",     "fig4.6",   "fig4.9",    "fig4.10",
+      "fig4.11",   "fig5.1",     "fig5.2",     "fig5.3",     "fig5.4",   "fig5.5",    "curves4.5",
+      "curves4.6", "curves4.10", "curves4.12", "curves4.13", "curves"};
   for (const std::string& id : options.only)
     if (!known.count(id)) {
       std::string all;

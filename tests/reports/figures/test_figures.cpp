@@ -191,9 +191,9 @@ ReportInputs fixture_inputs() {
 }
 
 const std::vector<std::string> kIds = {
-    "fig4.2",  "fig4.3",    "fig4.4",    "fig4.5",     "fig4.6",     "fig4.9",
-    "fig4.10", "fig4.11",   "fig5.1",    "fig5.2",     "fig5.3",     "fig5.4",
-    "fig5.5",  "curves4.5", "curves4.6", "curves4.10", "curves4.12", "curves4.13"};
+    "fig4.2",    "fig4.3",     "fig4.4",     "fig4.5",     "fig4.6", "fig4.9", "fig4.10",
+    "fig4.11",   "fig5.1",     "fig5.2",     "fig5.3",     "fig5.4", "fig5.5", "curves4.5",
+    "curves4.6", "curves4.10", "curves4.12", "curves4.13", "curves"};
 
 const Artifact& find(const std::vector<Artifact>& as, const std::string& id) {
   for (const auto& a : as)
