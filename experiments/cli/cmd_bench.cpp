@@ -1,6 +1,6 @@
 // `mare bench allocation`: the allocation-kernel comparison of thesis Table 4.14
 // on this machine (SPEC §10, issue 3). Runs the shared sweep of
-// kernels/memory/allocation_sweep.h, prints the Table-4.14-shaped tables and
+// kernels/bench/allocation_sweep.h, prints the Table-4.14-shaped tables and
 // writes the rows as JSON and CSV (each written to a temporary file and
 // renamed, so a reader never sees half a file). `--device cuda` runs the same
 // sweep on the GPU (CUDA kernels, CUDA-event times, a device-to-device copy as
@@ -18,7 +18,7 @@
 #include "experiments/cli/commands.h"
 #include "experiments/cli/validators.h"
 #include "experiments/run_dir.h"
-#include "kernels/memory/allocation_sweep.h"
+#include "kernels/bench/allocation_sweep.h"
 #include "kernels/parallel.h"
 #include "mare_build_info.h"
 #ifdef MARE_WITH_CUDA

@@ -4,7 +4,7 @@
 // BM_CopyFloor: a memcpy of exactly the bytes the same pass must read and
 // write (on the kernel threads like the variants: CopyFloor in
 // allocation_sweep.h; MARE_THREADS=1 for the 1-thread statement). Inputs and problem sizes come
-// from kernels/memory/allocation_sweep.h, the code `mare bench allocation` runs, so both time the
+// from kernels/bench/allocation_sweep.h, the code `mare bench allocation` runs, so both time the
 // same thing; this binary adds Google Benchmark's own repetitions, aggregates and JSON:
 //   build/kernels/bench/bench_allocation --benchmark_repetitions=5
 //       --benchmark_out=allocation.json --benchmark_out_format=json
@@ -27,8 +27,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/bench/allocation_sweep.h"
 #include "kernels/bench/bench_device.h"
-#include "kernels/memory/allocation_sweep.h"
 
 namespace {
 

@@ -46,7 +46,7 @@ inline constexpr long long kCopyBandwidthBytes = 256LL << 20;
 // of 5 device-to-device cudaMemcpyAsync of kCopyBandwidthBytes (after one
 // untimed warm-up copy), each timed with an EventTimer, counting the bytes read
 // plus the bytes written (2 x the copy's size), as the CPU benchmarks count
-// their copy floor (kernels/memory/allocation_sweep.h: a copy of B/2 bytes
+// their copy floor (kernels/bench/allocation_sweep.h: a copy of B/2 bytes
 // stands for B bytes of traffic). Measured on the first call per device and
 // cached; the two buffers go back to the caching allocator afterwards.
 double measured_copy_bandwidth_gbs();

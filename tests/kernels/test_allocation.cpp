@@ -22,9 +22,9 @@
 #include <cmath>
 #include <numeric>
 
+#include "kernels/bench/allocation_sweep.h"
 #include "kernels/memory/access.h"
 #include "kernels/memory/allocation.h"
-#include "kernels/memory/allocation_sweep.h"
 #include "kernels/memory/interface.h"
 #include "kernels/random.h"
 #include "tests/kernels/allocation_checks.h"

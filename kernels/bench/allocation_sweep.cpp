@@ -1,7 +1,7 @@
 // The allocation sweep: inputs, the timed passes, the copy floor, the
 // parallel-eps disagreement counts and the Table-4.14-shaped text. The timing
 // protocol is described in allocation_sweep.h; nothing here asserts a time.
-#include "kernels/memory/allocation_sweep.h"
+#include "kernels/bench/allocation_sweep.h"
 
 #include <algorithm>
 #include <chrono>
