@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <system_error>
@@ -163,6 +164,9 @@ std::vector<double> parse_numbers(std::istream& in, const std::string& source,
 
 Sample read_sample(const std::string& path, const std::string& column) {
   if (path == "-") return parse_sample(std::cin, "<stdin>", column);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path + ": a directory; expected a file of numbers, one a line");
   std::ifstream f(path);
   if (!f) throw InputError(path + ": cannot open file for reading");
   return parse_sample(f, path, column);

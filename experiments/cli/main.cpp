@@ -7,6 +7,7 @@
 // Errors go to stderr as one line "mare: error: <message>" (a hint may follow).
 #include <exception>
 #include <iostream>
+#include <new>
 
 #include "experiments/cli/commands.h"
 #include "mare_build_info.h"
@@ -86,6 +87,13 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     std::cerr << "mare: error: " << e.what() << "\n"
               << "Run '" << command_path(app) << " --help' for the options.\n";
+    return kErrorStatus;
+  } catch (const std::bad_alloc&) {
+    // Sizes past what this machine holds (+d=1048576, --batch 100000, --seq 99999999999):
+    // say so rather than print std::bad_alloc.
+    std::cerr << "mare: error: out of memory: the sizes asked for (model switches, --batch, "
+                 "--seq, --mem, --docs) need more memory than this machine gave; expected "
+                 "smaller ones\n";
     return kErrorStatus;
   } catch (const std::exception& e) {
     std::cerr << "mare: error: " << e.what() << "\n";

@@ -1328,7 +1328,10 @@ std::string latex_row(const std::vector<std::string>& cells) {
 
 const CsvTable& Paper::at(const std::string& file) const {
   auto it = files.find(file);
-  if (it == files.end()) throw InputError("reports/paper/" + file + ": published table not found");
+  if (it == files.end())
+    throw InputError((fs::path(folder) / file).string() +
+                     ": published table not found (expected the CSVs of reports/paper/ in that "
+                     "folder)");
   return it->second;
 }
 
@@ -1340,6 +1343,7 @@ Paper load_paper(const std::optional<fs::path>& dir) {
     return p;
   }
   if (!fs::is_directory(*dir)) throw InputError(dir->string() + ": not a directory");
+  p.folder = dir->string();
   for (const auto& e : fs::directory_iterator(*dir)) {
     if (e.path().extension() != ".csv") continue;
     std::ifstream in(e.path(), std::ios::binary);

@@ -37,6 +37,7 @@ struct Table {
 // of reports/paper/, or the *.csv files of `dir` when given.
 struct Paper {
   std::map<std::string, CsvTable> files;
+  std::string folder = "reports/paper";  // where they came from (--paper DIR, or compiled in)
   // The table of a file; throws InputError naming it when absent.
   const CsvTable& at(const std::string& file) const;
 };

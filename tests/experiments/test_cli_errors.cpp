@@ -209,6 +209,20 @@ TEST(CliContract, TrainErrors) {
                "switch hidden=0: expected");
 }
 
+// Sizes past the machine's memory: a sentence, not "std::bad_alloc" (an MLP of a million
+// hidden units is 4 TB of weights; the address space is capped too, to be sure).
+TEST(CliContract, OutOfMemoryIsSaidInWords) {
+  TempDir dir("cli");
+  const std::string cmd = "cd " + quoted(dir.path().string()) + " && ulimit -v 4000000 && " +
+                          quoted(::mare::test::cli_binary()) +
+                          " train --model mlp+hidden=1048576 --task xor --out r 2>err";
+  const int raw = std::system(cmd.c_str());
+  ASSERT_TRUE(raw != -1 && WIFEXITED(raw));
+  EXPECT_EQ(WEXITSTATUS(raw), 2);
+  const std::string err = slurp(dir / "err");
+  EXPECT_EQ(err.rfind("mare: error: out of memory: the sizes asked for", 0), 0u) << err;
+}
+
 TEST(CliContract, StatsErrors) {
   TempDir dir("cli");
   std::ofstream(dir / "a.txt") << "1\n2\n3.5\n-4\n";
@@ -222,6 +236,8 @@ TEST(CliContract, StatsErrors) {
   expect_error(dir, {"stats", "summary", "a.txt", "--seed", "-1"},
                "--seed: expected a whole number ≥ 0, got '-1'");
   expect_error(dir, {"stats", "summary", "missing.txt"}, "missing.txt");
+  std::filesystem::create_directories(dir / "adir");
+  expect_error(dir, {"stats", "summary", "adir"}, "adir: a directory; expected a file of numbers");
   // Paired samples pair by line: a blank line in one file is an error naming it
   // (it used to be skipped, pairing value 3 of one file with value 2 of the other).
   std::ofstream(dir / "b.txt") << "1.1\n2.3\n3\n-3.2\n";

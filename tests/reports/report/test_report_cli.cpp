@@ -190,4 +190,14 @@ TEST(ReportCli, PaperFolderGivesThePublishedValues) {
             2);
   EXPECT_NE(slurp(dir / "stderr").find("no_such_paper: not a directory"), std::string::npos)
       << slurp(dir / "stderr");
+  // A folder without one of the tables: named in that folder (it named reports/paper/).
+  fs::remove(paper / "table_5_1_grpu.csv");
+  EXPECT_EQ(run(dir, "report " + quoted((source_dir() / "reports/grpu/runs").string()) + " --out " +
+                         quoted((dir / "rep3").string()) +
+                         " --only table5.1 --no-figures --paper " + quoted(paper.string())),
+            2);
+  EXPECT_NE(slurp(dir / "stderr")
+                .find((paper / "table_5_1_grpu.csv").string() + ": published table not found"),
+            std::string::npos)
+      << slurp(dir / "stderr");
 }
