@@ -6,6 +6,7 @@
 // options: CLI11's own codes 100-120 are not passed on) or a sub-command throws.
 // Errors go to stderr as one line "mare: error: <message>" (a hint may follow).
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <new>
 
@@ -87,6 +88,13 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     std::cerr << "mare: error: " << e.what() << "\n"
               << "Run '" << command_path(app) << " --help' for the options.\n";
+    return kErrorStatus;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // "filesystem error: cannot create directories: Not a directory [afile]": the path first,
+    // then what went wrong, then what was expected.
+    std::cerr << "mare: error: " << (e.path1().empty() ? std::string("a path") : e.path1().string())
+              << ": " << e.code().message()
+              << " (expected a path where a directory or file can be made, e.g. --out DIR)\n";
     return kErrorStatus;
   } catch (const std::bad_alloc&) {
     // Sizes past what this machine holds (+d=1048576, --batch 100000, --seq 99999999999):

@@ -184,6 +184,11 @@ TEST(CliContract, TrainErrors) {
   expect_error(dir, {"data", "generate", "synth-cdr", "--out", "d", "--seed", "-3"},
                "--seed: expected a whole number ≥ 0, got '-3'");
   EXPECT_FALSE(std::filesystem::exists(dir / "r"));
+  // An --out below a file: the path and the reason (it printed filesystem_error's text).
+  std::ofstream(dir / "afile") << "x\n";
+  expect_error(dir,
+               {"train", "--model", "mlp", "--task", "xor", "--epochs", "1", "--out", "afile/r"},
+               "afile/r: Not a directory (expected a path where a directory or file can be made");
   expect_error(dir, {"train", "--out", "r", "--neutral-one", "maybe"});
   expect_error(dir, {"train", "--out", "r", "--no-such-option"}, "--no-such-option");
   // Refused by the sub-command itself (a std::exception from its callback).
