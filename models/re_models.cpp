@@ -49,8 +49,9 @@ struct EncoderConfig {
   bool inverted = false;  // utre: the inverted-residual transition
   bool cpd = false;       // utre: dynamic halting
   nn::Norm::Kind norm = nn::Norm::Kind::layer;
-  bool input_norm = false;  // utre: BatchNorm on the input
-  bool head_norm = false;   // utre: BatchNorm after the heads' W0
+  bool input_norm = false;   // utre: BatchNorm on the input
+  bool head_norm = false;    // utre: BatchNorm after the heads' W0
+  float embed_scale = 1.0f;  // the token embeddings' factor before the position signal
   float halt_eps = 0.01f;
   float ponder_weight = 1e-5f;
 };
@@ -138,6 +139,7 @@ class AttentionRe : public ReModel {
     if (c_.ngram) x = ag::add(x, ngram_vectors(batch));
     if (c_.ngram && batch.pos_tags.defined() && data_.sizes.pos_tags > 0)
       x = ag::add(x, pos_(batch.pos_tags));
+    if (c_.embed_scale != 1.0f) x = ag::scale(x, c_.embed_scale);
     if (!c_.shared) x = ag::add(x, ag::constant(nn::position_signal(B, T, d, 0, dev)));
     if (c_.input_norm) x = input_norm_(x, batch.mask, ctx);
     x = drop_in_(x, ctx);
@@ -393,6 +395,8 @@ std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConf
   c.iterations = static_cast<int>(spec.get_int("iterations", c.iterations));
   c.max_steps = static_cast<int>(spec.get_int("max_steps", c.iterations));
   c.dropout = static_cast<float>(spec.get_double("dropout", c.dropout));
+  if (spec.switches.count("embed_scale") && spec.switches.at("embed_scale") == "sqrt_d")
+    c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.d)));
   if (c.iterations < 1 || c.max_steps < 1)
     throw std::invalid_argument("model " + spec.canonical() +
                                 ": iterations and max_steps must be ≥ 1");

@@ -112,6 +112,10 @@ constexpr SwitchInfo kAttentionSwitches[] = {
     {"ner_prob", K::number, "0.5", "probability that a training step trains NER instead of RE"},
     {"multitask", K::choice, "sample", "sample: one task per step; sum: both losses every step",
      "sample|sum"},
+    {"embed_scale", K::choice, "1",
+     "factor of the token embeddings before the position signal is added: 1, or sqrt_d "
+     "(Vaswani et al.'s √d, so that words are not drowned by a unit-amplitude signal)",
+     "1|sqrt_d"},
     {"ngram", K::flag, "off", "character n-gram input embedding (n = 3)"},
     {"transition", K::flag, "off", "inverted-residual transition instead of C1-C5-C1"},
     {"cpd", K::flag, "off", "dynamic halting (adaptive computation time)"},
@@ -123,8 +127,8 @@ constexpr SwitchInfo kAttentionSwitches[] = {
     {"word", K::integer, "d", "memory word size W"},
     {"read_heads", K::integer, "2", "memory read heads R"},
 };
-constexpr size_t kBranSwitchCount = 6;
-constexpr size_t kUtreSwitchCount = 11;  // then ntcre's memory switches
+constexpr size_t kBranSwitchCount = 7;
+constexpr size_t kUtreSwitchCount = 12;  // then ntcre's memory switches
 
 constexpr std::array kModels = {
     ModelInfo{"mlp", "classification", "multi-layer perceptron", kMlpSwitches},

@@ -113,6 +113,7 @@ INSTANTIATE_TEST_SUITE_P(
                                ReTask::relations},
                       GradCase{"bran+iterations=2" + kSmall, ReTask::relations},
                       GradCase{"bran+iterations=2" + kSmall, ReTask::entities},
+                      GradCase{"bran+iterations=2+embed_scale=sqrt_d" + kSmall, ReTask::relations},
                       GradCase{"utre+iterations=2" + kSmall, ReTask::relations},
                       GradCase{"utre+norm=layer+iterations=2" + kSmall, ReTask::relations},
                       GradCase{"utre+transition+iterations=2" + kSmall, ReTask::relations},
@@ -370,6 +371,24 @@ TEST(ReModels, TheInputNormCancelsTheNgramBiasGradient) {
   ASSERT_GE(bias, 0.0f) << "no gradient reached ngram.conv.b";
   EXPECT_GT(largest, 1e-3f);
   EXPECT_LE(bias, 1e-5f * largest) << "largest " << largest;
+}
+
+// +embed_scale=sqrt_d: the same parameters (the switch only scales the token
+// embeddings in the forward pass), other logits; the gradient check holds it too
+// (Tiny/ReModelGradients bran_iterations_2_embed_scale_sqrt_d_re).
+TEST(ReModels, EmbedScaleChangesTheForwardOnly) {
+  auto plain = build("bran+iterations=2" + kSmall),
+       scaled = build("bran+iterations=2+embed_scale=sqrt_d" + kSmall);
+  ASSERT_EQ(plain->parameters().all().size(), scaled->parameters().all().size());
+  for (size_t k = 0; k < plain->parameters().all().size(); ++k)
+    EXPECT_EQ(plain->parameters().all()[k]->value.to_vector(),
+              scaled->parameters().all()[k]->value.to_vector());
+  nn::Context a, b;
+  const std::vector<float> la =
+      plain->forward(tiny_batch(), ReTask::relations, a).pair_logits->value.to_vector();
+  const std::vector<float> lb =
+      scaled->forward(tiny_batch(), ReTask::relations, b).pair_logits->value.to_vector();
+  EXPECT_NE(la, lb);
 }
 
 // The promise of experiments/re_trainer.h: a parameter that a step's task does
