@@ -281,9 +281,11 @@ ag::Var InvertedResidual::operator()(const ag::Var& x, const Tensor& mask, Conte
 
 // ---- bi-affine pair scorer ------------------------------------------------
 
-Biaffine::Biaffine(ParameterSet& ps, const std::string& name, int64_t dim, int64_t classes)
+Biaffine::Biaffine(ParameterSet& ps, const std::string& name, int64_t dim, int64_t classes,
+                   bool zero_init)
     : dim_(dim), classes_(classes) {
-  l_ = ps.add(name + ".L", {dim + 1, classes * (dim + 1)}, Init::glorot_uniform);
+  l_ = ps.add(name + ".L", {dim + 1, classes * (dim + 1)},
+              zero_init ? Init::zeros : Init::glorot_uniform);
 }
 
 namespace {

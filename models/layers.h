@@ -175,7 +175,11 @@ class InvertedResidual : public Transition {
 class Biaffine {
  public:
   Biaffine() = default;
-  Biaffine(ParameterSet& ps, const std::string& name, int64_t dim, int64_t classes);
+  // L starts Glorot-uniform, or at zero with `zero_init` (Dozat and Manning's biaffine
+  // classifiers: every class of a pair starts with the same score, where Glorot's L
+  // gives differences of about ±10 at d 32).
+  Biaffine(ParameterSet& ps, const std::string& name, int64_t dim, int64_t classes,
+           bool zero_init = false);
   // head, tail: [B, T, D]; pair sets as in models/re_batch.h -> [P, classes]
   ag::Var operator()(const ag::Var& head, const ag::Var& tail, const Tensor& head_offsets,
                      const Tensor& head_rows, const Tensor& tail_offsets,

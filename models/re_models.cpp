@@ -49,9 +49,10 @@ struct EncoderConfig {
   bool inverted = false;  // utre: the inverted-residual transition
   bool cpd = false;       // utre: dynamic halting
   nn::Norm::Kind norm = nn::Norm::Kind::layer;
-  bool input_norm = false;   // utre: BatchNorm on the input
-  bool head_norm = false;    // utre: BatchNorm after the heads' W0
-  float embed_scale = 1.0f;  // the token embeddings' factor before the position signal
+  bool input_norm = false;     // utre: BatchNorm on the input
+  bool head_norm = false;      // utre: BatchNorm after the heads' W0
+  float embed_scale = 1.0f;    // the token embeddings' factor before the position signal
+  bool biaffine_zero = false;  // the bi-affine's L starts at zero
   float halt_eps = 0.01f;
   float ponder_weight = 1e-5f;
 };
@@ -111,7 +112,7 @@ class AttentionRe : public ReModel {
       head_norm_ = nn::Norm(params_, buffers_, "head.norm", d, c.norm);
       tail_norm_ = nn::Norm(params_, buffers_, "tail.norm", d, c.norm);
     }
-    biaffine_ = nn::Biaffine(params_, "biaffine", d, v.relations);
+    biaffine_ = nn::Biaffine(params_, "biaffine", d, v.relations, c.biaffine_zero);
     ner_ = nn::Linear(params_, "ner", d, v.ner_tags);
     drop_in_ = nn::Dropout(kSiteInput, c.dropout);
     drop_mix_ = nn::Dropout(kSiteMixer, c.dropout);
@@ -395,6 +396,8 @@ std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConf
   c.iterations = static_cast<int>(spec.get_int("iterations", c.iterations));
   c.max_steps = static_cast<int>(spec.get_int("max_steps", c.iterations));
   c.dropout = static_cast<float>(spec.get_double("dropout", c.dropout));
+  c.biaffine_zero =
+      spec.switches.count("biaffine_init") && spec.switches.at("biaffine_init") == "zeros";
   if (spec.switches.count("embed_scale") && spec.switches.at("embed_scale") == "sqrt_d")
     c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.d)));
   if (c.iterations < 1 || c.max_steps < 1)

@@ -116,6 +116,10 @@ constexpr SwitchInfo kAttentionSwitches[] = {
      "factor of the token embeddings before the position signal is added: 1, or sqrt_d "
      "(Vaswani et al.'s √d, so that words are not drowned by a unit-amplitude signal)",
      "1|sqrt_d"},
+    {"biaffine_init", K::choice, "glorot",
+     "the bi-affine scorer's L at the start: glorot (uniform), or zeros (Dozat and Manning; "
+     "every class of a pair starts with the same score)",
+     "glorot|zeros"},
     {"ngram", K::flag, "off", "character n-gram input embedding (n = 3)"},
     {"transition", K::flag, "off", "inverted-residual transition instead of C1-C5-C1"},
     {"cpd", K::flag, "off", "dynamic halting (adaptive computation time)"},
@@ -127,8 +131,8 @@ constexpr SwitchInfo kAttentionSwitches[] = {
     {"word", K::integer, "d", "memory word size W"},
     {"read_heads", K::integer, "2", "memory read heads R"},
 };
-constexpr size_t kBranSwitchCount = 7;
-constexpr size_t kUtreSwitchCount = 12;  // then ntcre's memory switches
+constexpr size_t kBranSwitchCount = 8;
+constexpr size_t kUtreSwitchCount = 13;  // then ntcre's memory switches
 
 constexpr std::array kModels = {
     ModelInfo{"mlp", "classification", "multi-layer perceptron", kMlpSwitches},

@@ -391,6 +391,34 @@ TEST(ReModels, EmbedScaleChangesTheForwardOnly) {
   EXPECT_NE(la, lb);
 }
 
+// +biaffine_init=zeros: L starts at zero, so every class of a pair starts with the same
+// score (with Glorot's L they differ by about ±10 at d 32); the other parameters are
+// the same.
+TEST(ReModels, BiaffineZeroInitGivesEveryClassTheSameStart) {
+  auto glorot = build("bran+iterations=2" + kSmall),
+       zeros = build("bran+iterations=2+biaffine_init=zeros" + kSmall);
+  for (size_t k = 0; k < glorot->parameters().all().size(); ++k) {
+    const auto& p = zeros->parameters().all()[k];
+    if (p->name == "biaffine.L") {
+      for (float x : p->value.to_vector()) ASSERT_EQ(x, 0.0f);
+    } else {
+      EXPECT_EQ(p->value.to_vector(), glorot->parameters().all()[k]->value.to_vector()) << p->name;
+    }
+  }
+  // Every class of a pair gets the same score (the logsumexp of zeros over its mention
+  // pairs, log of their number): a uniform softmax.
+  nn::Context ctx;
+  const Tensor z = zeros->forward(tiny_batch(), ReTask::relations, ctx).pair_logits->value;
+  const int64_t C = z.dim(1);
+  for (int64_t p = 0; p < z.dim(0); ++p)
+    for (int64_t c = 1; c < C; ++c) EXPECT_EQ(z.f32()[p * C + c], z.f32()[p * C]) << "pair " << p;
+  // Only L learns on the first step: the scores are bilinear in L.
+  ag::backward(task_loss(*zeros, tiny_batch(), ReTask::relations));
+  for (const auto& p : zeros->parameters().all())
+    if (p->grad.defined() && p->name != "biaffine.L")
+      for (float g : p->grad.to_vector()) ASSERT_EQ(g, 0.0f) << p->name;
+}
+
 // The promise of experiments/re_trainer.h: a parameter that a step's task does
 // not reach is left as it is by that step, L2 on (Table 4.1's 1e-4, here 0.1 to
 // make any move large): no weight change and no moment, bit for bit. An RE step
