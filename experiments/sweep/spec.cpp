@@ -671,7 +671,16 @@ ModelSpec compose_model(const Ctx& c, const Val& model, const Val* switches, Swi
   try {  // the switches together, once all are set
     validate_model(spec.canonical());
   } catch (const std::invalid_argument& e) {
-    c.fail(switches->line, std::string("bad switches: ") + e.what());
+    // Switches may come from the spec's base, a profile and a grid: name the line of
+    // each, and fail at the last of them (it was always the base's switches: line).
+    std::string where;
+    int last = switches->line;
+    for (size_t i = 0; i < switches->fields.size(); ++i) {
+      where += (where.empty() ? "" : ", ") + switches->fields[i].first + " at line " +
+               std::to_string(switches->key_lines[i]);
+      last = std::max(last, switches->key_lines[i]);
+    }
+    c.fail(last, std::string("bad switches (") + where + "): " + e.what());
   }
   return spec;
 }

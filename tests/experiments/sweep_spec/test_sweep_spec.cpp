@@ -300,6 +300,13 @@ TEST(SweepSpec, BadSpecsNameFileLineAndWhatWasExpected) {
       {"switches_build_no_model.yaml",
        relation_spec("models: [bran]\nswitches: {d: 8, heads: 3}\nseeds: [1]\n"), 6,
        "d = 8 is not divisible by heads = 3; expected a divisor of d (1, 2, 4, 8)"},
+      // A profile's switch that breaks the base's: at the profile's line, with each
+      // switch's line named (it was the base's switches: line).
+      {"profile_switch_builds_no_model.yaml",
+       "name: t\ntable: \"4.6\"\ncommand: train\ndata: {generator: synth-cdr, seed: 1, docs: "
+       "8}\nmodels: [bran]\nswitches: {d: 8, heads: 2}\nseeds: [1]\nprofiles:\n  smoke: "
+       "{switches: {heads: 3}}\n  default: {}\n  paper: ~\n",
+       9, "bad switches (d at line 6, heads at line 9)"},
       {"unknown_switch_in_grid.yaml",
        relation_spec("models: [bran]\ngrid:\n  switches: [{d: 8}, {depth: 2}]\nseeds: [1]\n"), 7,
        "unknown switch 'depth'"},
