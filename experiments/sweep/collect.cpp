@@ -11,6 +11,7 @@
 
 #include "experiments/run_dir.h"
 #include "experiments/sweep/csv.h"
+#include "stats/result_metrics.h"
 
 namespace fs = std::filesystem;
 
@@ -35,27 +36,12 @@ nlohmann::json read_json(const fs::path& path) {
   }
 }
 
-// In a finished run's result.json every metric of metric_aliases() that is there
-// is a finite number: null, a string ("NaN") or a non-finite value is an error
+// In a finished run's result.json every metric alias that is there is a finite number
+// (stats/result_metrics.h): null, a string ("NaN") or a non-finite value is an error
 // naming the file and the field, not an empty cell of a completed run.
 void check_metrics(const nlohmann::json& result, const fs::path& path) {
-  for (const auto& [alias, dotted] : metric_aliases()) {
-    const nlohmann::json* at = &result;
-    std::stringstream parts(dotted);
-    std::string part;
-    while (at && std::getline(parts, part, '.')) {
-      if (!at->is_object()) {
-        at = nullptr;
-        break;
-      }
-      auto it = at->find(part);
-      at = it == at->end() ? nullptr : &*it;
-    }
-    if (!at) continue;  // not reported by this kind of run
-    if (!at->is_number() || !std::isfinite(at->get<double>()))
-      throw CollectError(path.string() + ": expected a finite number at \"" + dotted + "\" (" +
-                         alias + ") of a completed run, found " + at->dump());
-  }
+  if (const std::string why = stats::non_finite_metric(result); !why.empty())
+    throw CollectError(path.string() + ": " + why);
 }
 
 const nlohmann::json& field(const nlohmann::json& j, const fs::path& path, const std::string& key,
@@ -101,13 +87,13 @@ std::map<std::string, double> result_metrics(const nlohmann::json& result) {
   std::map<std::string, double> leaves;
   flatten(result, "", leaves);
   std::map<std::string, double> m;
-  for (const auto& [alias, path] : metric_aliases()) {
+  for (const auto& [alias, path] : stats::metric_aliases()) {
     auto it = leaves.find(path);
     if (it != leaves.end()) m[alias] = it->second;
   }
   std::set<std::string> taken(fixed_columns().begin(), fixed_columns().end());
   taken.insert("dir");
-  for (const auto& a : metric_aliases()) taken.insert(a.first);
+  for (const auto& a : stats::metric_aliases()) taken.insert(a.first);
   for (const auto& [k, v] : leaves)
     if (!taken.count(k) && k.rfind("param.", 0) != 0) m[k] = v;
   return m;
@@ -283,24 +269,6 @@ int outcome_rank(const CollectedRun& r) {
 
 }  // namespace
 
-const std::vector<std::pair<std::string, std::string>>& metric_aliases() {
-  static const std::vector<std::pair<std::string, std::string>> a{
-      {"test_f1", "test.relations.micro.f1"},
-      {"test_precision", "test.relations.micro.precision"},
-      {"test_recall", "test.relations.micro.recall"},
-      {"test_macro_f1", "test.relations.macro_f1"},
-      {"valid_f1", "valid.relations.micro.f1"},
-      {"train_f1", "train.relations.micro.f1"},
-      {"best_step", "best_step"},
-      {"steps", "steps"},
-      {"train_mse", "final.train_mse"},
-      {"test_mse", "final.test_mse"},
-      {"epochs", "epochs"},
-      {"parameters", "parameters"},
-  };
-  return a;
-}
-
 Collection collect_runs(const std::vector<fs::path>& roots, bool all) {
   if (roots.empty()) throw CollectError("no directory given (expected one or more sweep trees)");
   Collection c;
@@ -362,7 +330,7 @@ std::vector<std::string> collect_columns(const std::vector<CollectedRun>& runs) 
     for (const auto& kv : r.metrics) metrics.insert(kv.first);
   }
   for (const std::string& p : params) cols.push_back("param." + p);
-  for (const auto& a : metric_aliases())
+  for (const auto& a : stats::metric_aliases())
     if (metrics.erase(a.first)) cols.push_back(a.first);
   cols.insert(cols.end(), metrics.begin(), metrics.end());
   cols.push_back("dir");

@@ -83,8 +83,7 @@ struct Collection {
 Collection collect_runs(const std::vector<std::filesystem::path>& roots, bool all = false);
 
 // The metric aliases of the contract, in column order, with the result.json path each
-// one reads.
-const std::vector<std::pair<std::string, std::string>>& metric_aliases();
+// one reads: stats::metric_aliases() (stats/result_metrics.h, shared with mare report).
 
 // The table: header and rows as text.
 std::vector<std::string> collect_columns(const std::vector<CollectedRun>& runs);

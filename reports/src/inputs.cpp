@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "reports/src/util.h"
+#include "stats/result_metrics.h"
 
 namespace mare::report {
 
@@ -66,53 +67,21 @@ void flatten(const json& j, const std::string& prefix, std::map<std::string, dou
   }
 }
 
-// collect's metric aliases (contracts.md), each with the result.json path it reads.
-const std::vector<std::pair<std::string, std::string>>& aliases() {
-  static const std::vector<std::pair<std::string, std::string>> a{
-      {"test_f1", "test.relations.micro.f1"},
-      {"test_precision", "test.relations.micro.precision"},
-      {"test_recall", "test.relations.micro.recall"},
-      {"test_macro_f1", "test.relations.macro_f1"},
-      {"valid_f1", "valid.relations.micro.f1"},
-      {"train_f1", "train.relations.micro.f1"},
-      {"best_step", "best_step"},
-      {"steps", "steps"},
-      {"train_mse", "final.train_mse"},
-      {"test_mse", "final.test_mse"},
-      {"epochs", "epochs"},
-      {"parameters", "parameters"}};
-  return a;
-}
-
-// In a completed run's result.json every metric of aliases() that is there is a finite
-// number: null, a string ("NaN") or a non-finite value is an error naming the file and
-// the field (as `mare collect` says it), not a table cell computed from fewer runs.
+// In a completed run's result.json every metric alias that is there is a finite number
+// (stats/result_metrics.h, as `mare collect` says it): null, a string ("NaN") or a
+// non-finite value is an error naming the file and the field, not a table cell computed
+// from fewer runs.
 void check_metrics(const json& result, const fs::path& path) {
   if (!result.is_object() || result.value("status", std::string("completed")) != "completed")
     return;
-  for (const auto& [alias, dotted] : aliases()) {
-    const json* at = &result;
-    std::stringstream parts(dotted);
-    std::string part;
-    while (at && std::getline(parts, part, '.')) {
-      if (!at->is_object()) {
-        at = nullptr;
-        break;
-      }
-      auto it = at->find(part);
-      at = it == at->end() ? nullptr : &*it;
-    }
-    if (!at) continue;  // not reported by this kind of run
-    if (!at->is_number() || !std::isfinite(at->get<double>()))
-      throw InputError(path.string() + ": expected a finite number at \"" + dotted + "\" (" +
-                       alias + ") of a completed run, found " + at->dump());
-  }
+  if (const std::string why = stats::non_finite_metric(result); !why.empty())
+    throw InputError(path.string() + ": " + why);
 }
 
 void fill_values(RunRecord& r) {
   r.values.clear();
   if (r.result.is_object()) flatten(r.result, "", r.values);
-  for (const auto& [alias, path] : aliases()) {
+  for (const auto& [alias, path] : stats::metric_aliases()) {
     auto it = r.values.find(path);
     if (it != r.values.end()) r.values[alias] = it->second;
   }
