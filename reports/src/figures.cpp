@@ -449,8 +449,14 @@ Figure fig_4_5(const ReportInputs& in) {
     return table_order(x.first.first, y.first.first);
   });
   std::string body = std::string(kAxes);
-  std::vector<std::string> panel_text;
-  int height = 0, next_style = 0, drawn = 0;
+  // A panel's heading and plots; its key is set once the longest title of every panel
+  // is known (the panels share one plotting-area width, so their axes line up).
+  struct Panel {
+    std::string head, plots;
+    int series;
+  };
+  std::vector<Panel> panels;
+  int height = 0, next_style = 0;
   std::size_t longest = 0;
   std::vector<Group> all_groups;
   for (const auto& [key, panel_runs] : by_panel) {
@@ -488,17 +494,16 @@ Figure fig_4_5(const ReportInputs& in) {
                " using 1:2 with linespoints ls " + std::to_string(ls) + " title " + gp::quote(t);
     }
     if (k == 0) continue;
-    ++drawn;
     for (const Group& g : groups) all_groups.push_back(g);
     std::string tics;
     for (double d : buckets) tics += (tics.empty() ? "" : ", ") + gp::num(d);
     const std::string panel_title = (key.first.empty() ? std::string("runs") : key.first) +
                                     (key.second.empty() ? std::string() : " on " + key.second) +
                                     " (mean, band: ± sd)";
-    panel_text.push_back(plot_title(panel_title) + "set xtics (" + tics + ")\n" + "KEY_BESIDE_" +
-                         std::to_string(k) + "\n" + plots + "\n");
+    panels.push_back({plot_title(panel_title) + "set xtics (" + tics + ")\n", plots, k});
     height = std::max(height, panel_height(k));  // multiplot panels share the canvas evenly
   }
+  const int drawn = static_cast<int>(panels.size());
   if (drawn == 0)
     return missing_figure(id, title, "the relation runs' by_distance buckets have no numbers");
   f.styles = next_style;
@@ -511,12 +516,7 @@ Figure fig_4_5(const ReportInputs& in) {
             gp::quote("Relation F1 by entity-pair distance (test)") + "\n";
   f.width = 1100;
   const double right = plot_right_for(longest, f.width);
-  for (std::string t : panel_text) {
-    // Each panel's key, now that the longest title of every panel is known.
-    const std::size_t at = t.find("KEY_BESIDE_"), eol = t.find('\n', at);
-    t.replace(at, eol - at, key_beside(std::stoi(t.substr(at + 11, eol - at - 11)), right));
-    body += t;
-  }
+  for (const Panel& p : panels) body += p.head + key_beside(p.series, right) + p.plots + "\n";
   if (drawn > 1) body += "unset multiplot\n";
   f.body = body;
   f.height = drawn * height + (drawn > 1 ? 40 : 0);
