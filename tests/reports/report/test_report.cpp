@@ -74,6 +74,22 @@ std::string error_of(const std::vector<fs::path>& paths) {
   return "(no error)";
 }
 
+// The message of the error E that write_report throws for these inputs (tables only,
+// into out), or "(no error)".
+template <class E>
+std::string report_error_of(const std::vector<fs::path>& inputs, const fs::path& out) {
+  ReportOptions o;
+  o.inputs = inputs;
+  o.out = out;
+  o.figures = false;
+  try {
+    write_report(o);
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 }  // namespace
 
 TEST(ReportInputs, FindsEveryKindOfInput) {
@@ -228,17 +244,8 @@ TEST(ReportInputs, MalformedInputNamesTheFile) {
 
   // An allocation benchmark whose rows lack a field fails when its table is built.
   write_file_atomic(tmp / "alloc.json", R"({"benchmark": "allocation", "rows": [{"mem": 4}]})");
-  ReportOptions o;
-  o.inputs = {tmp / "alloc.json"};
-  o.out = tmp / "out";
-  o.figures = false;
-  try {
-    write_report(o);
-    ADD_FAILURE() << "no error";
-  } catch (const InputError& x) {
-    EXPECT_NE(std::string(x.what()).find((tmp / "alloc.json").string()), std::string::npos)
-        << x.what();
-  }
+  e = report_error_of<InputError>({tmp / "alloc.json"}, tmp / "out");
+  EXPECT_NE(e.find((tmp / "alloc.json").string()), std::string::npos) << e;
 }
 
 TEST(ReportTables, AblationBesideThePublishedValues) {
@@ -497,17 +504,7 @@ TEST(ReportIndex, OnlyTheNamedTablesAndFigures) {
 TEST(ReportIndex, NothingToReportIsAnError) {
   mare::test::TempDir tmp("report_empty");
   fs::create_directories(tmp / "empty");
-  ReportOptions o;
-  o.inputs = {tmp / "empty"};
-  o.out = tmp / "out";
-  o.figures = false;
-  try {
-    write_report(o);
-    ADD_FAILURE() << "an empty directory gave a report";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("nothing to report in " + (tmp / "empty").string()),
-              std::string::npos)
-        << e.what();
-  }
+  const std::string e = report_error_of<std::invalid_argument>({tmp / "empty"}, tmp / "out");
+  EXPECT_NE(e.find("nothing to report in " + (tmp / "empty").string()), std::string::npos) << e;
   EXPECT_FALSE(fs::exists(tmp / "out" / "index.html"));
 }
