@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <tuple>
 
 #include "experiments/re_data.h"
@@ -207,6 +208,37 @@ std::string describe(const CorpusStatistics& s) {
                pad(std::to_string(r.negative), 8) + "\n";
   }
   const bool semeval = s.kind == "semeval";
+  if (semeval) {
+    // Thesis Table 4.11 counts a subtask's training abstracts, which here are the
+    // train split plus the validation hold-out (the test
+    // CorpusStats.SemevalStatsBesideTheThesis holds these numbers equal to
+    // reports/paper/table_4_11_semeval_classes.csv).
+    struct Row {
+      const char* relation;
+      int clean, noisy;
+    };
+    static constexpr Row kTable411[] = {{"USAGE", 483, 464},      {"MODEL-FEATURE", 326, 172},
+                                        {"RESULT", 72, 121},      {"TOPIC", 18, 240},
+                                        {"PART_WHOLE", 233, 192}, {"COMPARE", 95, 41}};
+    // semeval:ROOT over one subtask reads that subtask's folder
+    const std::filesystem::path dir(s.directory);
+    const bool noisy = s.directory.find("subtask1.2") != std::string::npos ||
+                       (std::filesystem::is_directory(dir / "subtask1.2") &&
+                        !std::filesystem::is_directory(dir / "subtask1.1"));
+    o += std::string("\nbeside thesis Table 4.11 (SemEval 2018 Task 7, subtask ") +
+         (noisy ? "1.2" : "1.1") +
+         "; ours: train + hold-out):\n"
+         "class            ours  thesis\n";
+    for (const Row& r : kTable411)
+      for (std::size_t k = 0; k < s.relation_classes.size(); ++k)
+        if (s.relation_classes[k] == r.relation) {
+          long ours = 0;
+          for (const SplitStats& sp : s.splits)
+            if (sp.name != "test") ours += sp.relations[k];
+          o += pad(r.relation, 15, true) + pad(std::to_string(ours), 6) +
+               pad(std::to_string(noisy ? r.noisy : r.clean), 8) + "\n";
+        }
+  }
   o += "\nexamples per relation class" +
        std::string(semeval ? " (REVERSE yes/no in brackets)" : "") + ":\n";
   std::size_t w = 8;

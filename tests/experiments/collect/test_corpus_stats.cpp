@@ -210,5 +210,63 @@ TEST(CorpusStats, CdrStatsBesideTheThesis) {
   EXPECT_EQ(rows, 3);
 }
 
+// `mare data generate synth-semeval` writes the task's sizes (350 training and 150 test
+// abstracts a subtask) with about thesis Table 4.11's relations per class, and `mare data
+// stats` prints the table's column beside ours, per subtask.
+TEST(CorpusStats, SemevalStatsBesideTheThesis) {
+  TempDir tmp("corpus_stats_semeval_thesis");
+  const MareOutcome gen =
+      run_mare_in(tmp.path(), {"data", "generate", "synth-semeval", "--out", "sem", "--seed", "1"});
+  ASSERT_EQ(gen.status, 0) << gen.err;
+  const char* env = std::getenv("MARE_SOURCE_DIR");
+  const fs::path csv = (env && *env ? fs::path(env) : fs::path(MARE_TEST_SOURCE_DIR)) /
+                       "reports/paper/table_4_11_semeval_classes.csv";
+  for (const auto& [subtask, column] : {std::pair{"subtask1.1", 1}, std::pair{"subtask1.2", 2}}) {
+    const std::string source = "semeval:" + (tmp / "sem" / subtask).string();
+    const MareOutcome st = run_mare_in(tmp.path(), {"data", "stats", source});
+    ASSERT_EQ(st.status, 0) << st.err;
+    const sweep::CorpusStatistics s = sweep::corpus_statistics(source);
+    long documents = 0;
+    for (const sweep::SplitStats& sp : s.splits)
+      if (sp.name != "test")
+        documents += sp.documents;
+      else
+        EXPECT_EQ(sp.documents, 150) << subtask;
+    EXPECT_EQ(documents, 350) << subtask;
+    std::ifstream in(csv);
+    ASSERT_TRUE(in) << csv;
+    int rows = 0;
+    for (std::string line; std::getline(in, line);) {
+      const auto f = split(line, ',');
+      if (line.empty() || line[0] == '#' || f[0] == "relation") continue;
+      // the loader's class names write MODEL-FEATURE with a hyphen
+      std::string name = f[0] == "MODEL_FEATURE" ? "MODEL-FEATURE" : f[0];
+      const long thesis = std::stol(f[column]);
+      long ours = -1;
+      for (std::size_t k = 0; k < s.relation_classes.size(); ++k)
+        if (s.relation_classes[k] == name) {
+          ours = 0;
+          for (const sweep::SplitStats& sp : s.splits)
+            if (sp.name != "test") ours += sp.relations[k];
+        }
+      ASSERT_GE(ours, 0) << name;
+      EXPECT_NEAR(ours, thesis, std::max(5.0, 0.15 * thesis)) << subtask << " " << name;
+      std::ostringstream row;
+      row << name << ' ' << ours << ' ' << thesis;
+      bool printed = false;
+      std::istringstream lines(st.out);
+      for (std::string l; std::getline(lines, l);) {
+        std::istringstream w(l);
+        std::string word, joined;
+        while (w >> word) joined += (joined.empty() ? "" : " ") + word;
+        printed = printed || joined == row.str();
+      }
+      EXPECT_TRUE(printed) << row.str() << "\n" << st.out;
+      ++rows;
+    }
+    EXPECT_EQ(rows, 6);
+  }
+}
+
 }  // namespace
 }  // namespace mare::test
