@@ -28,6 +28,38 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// --grad-norms: each parameter's gradient norm, summed over the steps of an evaluation
+// window that reached it (a parameter the step's task does not reach has no gradient).
+struct GradientNorms {
+  std::vector<double> sum;
+  std::vector<int64_t> steps;
+
+  void add(const ParameterSet& params) {
+    const std::vector<ag::Var>& ps = params.all();
+    sum.resize(ps.size(), 0.0);
+    steps.resize(ps.size(), 0);
+    for (size_t k = 0; k < ps.size(); ++k) {
+      if (!ps[k]->grad.defined()) continue;
+      const Tensor g = ps[k]->grad.to(Device::cpu);
+      double squares = 0;
+      for (int64_t i = 0; i < g.numel(); ++i) squares += double(g.f32()[i]) * g.f32()[i];
+      sum[k] += std::sqrt(squares);
+      ++steps[k];
+    }
+  }
+
+  // {name: mean norm} over the window; then starts a new window
+  nlohmann::json take(const ParameterSet& params) {
+    nlohmann::json out = nlohmann::json::object();
+    const std::vector<ag::Var>& ps = params.all();
+    for (size_t k = 0; k < ps.size() && k < sum.size(); ++k)
+      if (steps[k] > 0) out[ps[k]->name] = sum[k] / static_cast<double>(steps[k]);
+    sum.assign(sum.size(), 0.0);
+    steps.assign(steps.size(), 0);
+    return out;
+  }
+};
+
 // Philox streams of the trainer (kernels/random.h lists the harness's).
 constexpr uint32_t kStreamTaskChoice = 4;     // NER or RE, one draw per step
 constexpr uint64_t kDrawsPerStep = 1u << 16;  // batch sampling: stream position step · 2^16
@@ -258,6 +290,7 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
   // Trainer state (what last.ckpt carries besides the tensors).
   int64_t step = 0, best_step = 0, since_best = 0;
   double best_f1 = -1.0;
+  GradientNorms norms;
   double loss_sum = 0, ner_loss_sum = 0;
   int64_t loss_n = 0, ner_loss_n = 0;
   if (start == RunLifecycle::Start::resumed) {
@@ -336,6 +369,7 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
       break;
     }
     ag::backward(loss);
+    if (opt.grad_norms) norms.add(params);
     adam.step(opt.lr);
     ++step;
     if (std::isfinite(re_value)) loss_sum += re_value, ++loss_n;
@@ -364,6 +398,7 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
       line["valid_f1_per_class"] = per_class;
       if (ev.has_ner) line["valid_ner_f1"] = ev.ner.micro.f1;
       if (ev.mean_steps > 0) line["valid_mean_halting_steps"] = ev.mean_steps;
+      if (opt.grad_norms) line["grad_norms"] = norms.take(params);
       life.append_metrics(line);
       loss_sum = ner_loss_sum = 0;
       loss_n = ner_loss_n = 0;

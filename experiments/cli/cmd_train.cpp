@@ -109,7 +109,8 @@ void refuse_foreign_options(const CLI::App& cmd, const std::string& kind,
         "--curriculum", "--hidden", "--neutral-one", "--eval-every"}},
       {"relation",
        {"--data", "--steps", "--eval-every", "--eval-batch", "--patience", "--max-tokens",
-        "--word2vec", "--class-weights", "--batching", "--batch", "--lr", "--clip", "--l2"}}};
+        "--word2vec", "--class-weights", "--batching", "--batch", "--lr", "--clip", "--l2",
+        "--grad-norms"}}};
   const std::set<std::string>& mine = reads.at(kind);
   for (const CLI::Option* o : cmd.get_options()) {
     const std::string name = o->get_name();
@@ -133,6 +134,7 @@ struct RelationExtras {
   std::string word2vec;
   std::string class_weights = "auto";
   std::string batching = "bran";
+  bool grad_norms = false;
 };
 
 void run_relation(const TrainOptions& o, RelationExtras x, const SequenceExtras& shared,
@@ -152,6 +154,7 @@ void run_relation(const TrainOptions& o, RelationExtras x, const SequenceExtras&
   r.word2vec = x.word2vec;
   r.class_weights = x.class_weights;
   r.batching = x.batching;
+  r.grad_norms = x.grad_norms;
   r.device = o.device;
   // Thesis Table 4.1 unless the options are given.
   if (cmd.count("--batch")) r.batch = o.batch;
@@ -275,6 +278,10 @@ void add_train_command(CLI::App& app) {
                   "p = 0.5) or balanced (half of each batch from each pool)")
       ->capture_default_str()
       ->check(CLI::IsMember({"bran", "balanced"}));
+  cmd->add_flag("--grad-norms", rel->grad_norms,
+                "Relation models: metrics.jsonl also holds each parameter's mean gradient norm "
+                "(before L2 and clipping) over every evaluation window; a diagnostic, the "
+                "training is the same");
   auto device = std::make_shared<std::string>("cpu");
   cmd->add_option("--device", *device,
                   "cpu or cuda (every model; the data is made on the host, the model trains on "

@@ -5,6 +5,7 @@
 // configurations get clear errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -141,6 +142,37 @@ TEST(ReTrain, SameSeedSameBytesAndResumeAfterAKill) {
   EXPECT_EQ(slurp(a.out / "result.json"), slurp(c.out / "result.json"));
   EXPECT_EQ(slurp(a.out / "metrics.jsonl"), slurp(c.out / "metrics.jsonl"));
   EXPECT_EQ(slurp(a.out / "checkpoint.bin"), slurp(c.out / "checkpoint.bin"));
+}
+
+// --grad-norms: every metrics line also holds each reached parameter's mean gradient
+// norm over its window; the training is the same bytes with or without it.
+TEST(ReTrain, GradNormsAreADiagnosticOnly) {
+  const std::string model = "UTRE-CPD+max_steps=2+d=8+heads=2+ner_prob=0.5";
+  ReTrainOptions plain = options(model, "gn_plain"), traced = options(model, "gn_traced");
+  plain.steps = traced.steps = 40;
+  traced.grad_norms = true;
+  train_re_model(plain, nullptr);
+  train_re_model(traced, nullptr);
+  EXPECT_EQ(slurp(plain.out / "result.json"), slurp(traced.out / "result.json"));
+  EXPECT_EQ(slurp(plain.out / "checkpoint.bin"), slurp(traced.out / "checkpoint.bin"));
+  std::ifstream a(plain.out / "metrics.jsonl"), b(traced.out / "metrics.jsonl");
+  int lines = 0;
+  for (std::string la, lb; std::getline(a, la) && std::getline(b, lb); ++lines) {
+    nlohmann::json ja = nlohmann::json::parse(la), jb = nlohmann::json::parse(lb);
+    ASSERT_TRUE(jb.contains("grad_norms")) << lb;
+    const nlohmann::json norms = jb["grad_norms"];
+    jb.erase("grad_norms");
+    EXPECT_EQ(ja, jb);
+    // The relation heads and the NER head are each reached by their task's steps
+    // (ner_prob 0.5), the encoder by both; every norm is finite and positive.
+    for (const char* name : {"biaffine.L", "ner.w", "embed.word.table", "halting.w"})
+      EXPECT_TRUE(norms.contains(name)) << name << " " << norms.dump();
+    for (const auto& [name, v] : norms.items()) {
+      EXPECT_TRUE(std::isfinite(v.get<double>())) << name;
+      EXPECT_GT(v.get<double>(), 0.0) << name;
+    }
+  }
+  EXPECT_EQ(lines, 2);
 }
 
 TEST(ReTrain, FinishedRunIsSkippedAndAnotherConfigurationRefused) {
