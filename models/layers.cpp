@@ -172,9 +172,9 @@ ag::Var Linear::operator()(const ag::Var& x) const {
 }
 
 Embedding::Embedding(ParameterSet& ps, const std::string& name, int64_t vocab, int64_t dim,
-                     const Tensor& init)
+                     const Tensor& init, Init random)
     : dim_(dim) {
-  table_ = ps.add(name + ".table", {vocab, dim}, Init::uniform_small);
+  table_ = ps.add(name + ".table", {vocab, dim}, random);
   Tensor host = table_->value.to(Device::cpu);
   if (init.defined()) {
     if (init.dim(0) != vocab || init.dim(1) != dim)

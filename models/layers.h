@@ -56,9 +56,10 @@ class Embedding {
  public:
   Embedding() = default;
   // `init`, when defined ([vocab, dim] on the CPU), replaces the initial values
-  // (word2vec). Row 0 (padding) is set to zero either way.
+  // (word2vec); otherwise they are drawn by `random`. Row 0 (padding) is set to zero
+  // either way.
   Embedding(ParameterSet& ps, const std::string& name, int64_t vocab, int64_t dim,
-            const Tensor& init = {});
+            const Tensor& init = {}, Init random = Init::uniform_small);
   ag::Var operator()(const Tensor& ids) const;  // ids i32 [..] -> [.., dim]
   int64_t dim() const { return dim_; }
 

@@ -30,6 +30,11 @@ ag::Var ParameterSet::add(const std::string& name, const Shape& shape, Init init
     case Init::uniform_small:
       fill_uniform(t, seed_, stream, -0.05f, 0.05f);
       break;
+    case Init::uniform_unit: {
+      const float a = std::sqrt(3.0f / static_cast<float>(shape[-1]));
+      fill_uniform(t, seed_, stream, -a, a);
+      break;
+    }
     case Init::glorot_uniform: {
       int64_t fan_out = shape[-1], fan_in = shape.rank() > 1 ? shape.numel() / fan_out : 1;
       if (shape.rank() == 3) fan_in = shape[0] * shape[1];  // conv kernels [K, Cin, Cout]

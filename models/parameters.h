@@ -24,6 +24,8 @@ enum class Init {
   ones,
   glorot_uniform,  // U(−a, a), a = √(6 / (fan_in + fan_out)); fans from the last two axes
   uniform_small,   // U(−0.05, 0.05), Keras's embedding default
+  uniform_unit,    // U(−a, a), a = √(3 / D), D the last axis: standard deviation 1/√D, the
+                   // Transformer's embedding initialisation (used with a √D factor)
 };
 
 class ParameterSet {

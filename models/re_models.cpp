@@ -49,9 +49,13 @@ struct EncoderConfig {
   bool inverted = false;  // utre: the inverted-residual transition
   bool cpd = false;       // utre: dynamic halting
   nn::Norm::Kind norm = nn::Norm::Kind::layer;
-  bool input_norm = false;     // utre: BatchNorm on the input
-  bool head_norm = false;      // utre: BatchNorm after the heads' W0
-  float embed_scale = 1.0f;    // the token embeddings' factor before the position signal
+  bool input_norm = false;  // utre: BatchNorm on the input
+  bool head_norm = false;   // utre: BatchNorm after the heads' W0
+  // The token embeddings' factor before the position signal. √d (bran's default) draws
+  // the tables with standard deviation 1/√d, so that the scaled embeddings have unit
+  // variance like the signal; at 1 (utre and ntcre, whose input BatchNorm sets the scale)
+  // they are drawn from U(−0.05, 0.05).
+  float embed_scale = 1.0f;
   bool biaffine_zero = false;  // the bi-affine's L starts at zero
   float halt_eps = 0.01f;
   float ponder_weight = 1e-5f;
@@ -75,15 +79,18 @@ class AttentionRe : public ReModel {
       : ReModel(seed), base_(base), c_(c), data_(data) {
     const int64_t d = c.d;
     const ReVocabSizes& v = data.sizes;
-    words_ = nn::Embedding(params_, "embed.word", v.words, d, data.word_init);
-    if (data.entity_tag_input) tags_ = nn::Embedding(params_, "embed.entity_tag", v.entity_tags, d);
+    const Init table = c.embed_scale != 1.0f ? Init::uniform_unit : Init::uniform_small;
+    words_ = nn::Embedding(params_, "embed.word", v.words, d, data.word_init, table);
+    if (data.entity_tag_input)
+      tags_ = nn::Embedding(params_, "embed.entity_tag", v.entity_tags, d, {}, table);
     if (c.ngram) {
       grams_ = nn::Embedding(params_, "embed.ngram", v.ngrams, d);
       gram_conv_w_ = params_.add("ngram.conv.w", {3, d, d}, Init::glorot_uniform);
       gram_conv_b_ = params_.add("ngram.conv.b", {d}, Init::zeros);
       gram_out_ = nn::Linear(params_, "ngram.out", d, d);
     }
-    if (c.ngram && v.pos_tags > 0) pos_ = nn::Embedding(params_, "embed.pos_tag", v.pos_tags, d);
+    if (c.ngram && v.pos_tags > 0)
+      pos_ = nn::Embedding(params_, "embed.pos_tag", v.pos_tags, d, {}, table);
     if (c.input_norm) input_norm_ = nn::Norm(params_, buffers_, "input.norm", d, c.norm);
     const int blocks = c.shared ? 1 : c.iterations;
     for (int b = 0; b < blocks; ++b) {
@@ -398,8 +405,13 @@ std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConf
   c.dropout = static_cast<float>(spec.get_double("dropout", c.dropout));
   c.biaffine_zero =
       spec.switches.count("biaffine_init") && spec.switches.at("biaffine_init") == "zeros";
-  if (spec.switches.count("embed_scale") && spec.switches.at("embed_scale") == "sqrt_d")
-    c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.d)));
+  // bran adds the unit-amplitude position signal to its embeddings directly: √d keeps
+  // the words from being drowned by it (reports/learning/README.md: at 1 the 500-document
+  // curve sits at the every-pair baseline's F1 for 1 000 steps)
+  const std::string scale = spec.switches.count("embed_scale") ? spec.switches.at("embed_scale")
+                            : spec.base == "bran"              ? "sqrt_d"
+                                                               : "1";
+  if (scale == "sqrt_d") c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.d)));
   if (c.iterations < 1 || c.max_steps < 1)
     throw std::invalid_argument("model " + spec.canonical() +
                                 ": iterations and max_steps must be ≥ 1");

@@ -112,9 +112,11 @@ constexpr SwitchInfo kAttentionSwitches[] = {
     {"ner_prob", K::number, "0.5", "probability that a training step trains NER instead of RE"},
     {"multitask", K::choice, "sample", "sample: one task per step; sum: both losses every step",
      "sample|sum"},
-    {"embed_scale", K::choice, "1",
-     "factor of the token embeddings before the position signal is added: 1, or sqrt_d "
-     "(Vaswani et al.'s √d, so that words are not drowned by a unit-amplitude signal)",
+    {"embed_scale", K::choice, "sqrt_d for bran, 1 for utre and ntcre",
+     "factor of the token embeddings before the position signal is added: sqrt_d (Vaswani et "
+     "al.'s √d over tables drawn with standard deviation 1/√d, so that words are not drowned "
+     "by the unit-amplitude signal), or 1 (tables drawn from U(−0.05, 0.05); utre's input "
+     "BatchNorm sets the scale)",
      "1|sqrt_d"},
     {"biaffine_init", K::choice, "glorot",
      "the bi-affine scorer's L at the start: glorot (uniform), or zeros (Dozat and Manning; "

@@ -373,22 +373,53 @@ TEST(ReModels, TheInputNormCancelsTheNgramBiasGradient) {
   EXPECT_LE(bias, 1e-5f * largest) << "largest " << largest;
 }
 
-// +embed_scale=sqrt_d: the same parameters (the switch only scales the token
-// embeddings in the forward pass), other logits; the gradient check holds it too
+// embed_scale: bran's default is sqrt_d, whose token tables are drawn with standard
+// deviation 1/√d and multiplied by √d in the forward pass, so that the words keep unit
+// variance beside the unit-amplitude position signal; at 1 they are drawn from
+// U(−0.05, 0.05) (utre's default: its input BatchNorm sets the scale). The other
+// parameters are the same either way; the gradient check holds both
 // (Tiny/ReModelGradients bran_iterations_2_embed_scale_sqrt_d_re).
-TEST(ReModels, EmbedScaleChangesTheForwardOnly) {
-  auto plain = build("bran+iterations=2" + kSmall),
-       scaled = build("bran+iterations=2+embed_scale=sqrt_d" + kSmall);
-  ASSERT_EQ(plain->parameters().all().size(), scaled->parameters().all().size());
-  for (size_t k = 0; k < plain->parameters().all().size(); ++k)
-    EXPECT_EQ(plain->parameters().all()[k]->value.to_vector(),
-              scaled->parameters().all()[k]->value.to_vector());
+TEST(ReModels, EmbedScaleDrawsUnitVarianceTablesForBran) {
+  auto byDefault = build("bran+iterations=2" + kSmall),
+       scaled = build("bran+iterations=2+embed_scale=sqrt_d" + kSmall),
+       plain = build("bran+iterations=2+embed_scale=1" + kSmall);
+  const auto& pd = byDefault->parameters().all();
+  const auto& ps = scaled->parameters().all();
+  const auto& pp = plain->parameters().all();
+  ASSERT_EQ(pd.size(), ps.size());
+  ASSERT_EQ(pd.size(), pp.size());
+  int tables = 0;
+  for (size_t k = 0; k < pd.size(); ++k) {
+    EXPECT_EQ(pd[k]->value.to_vector(), ps[k]->value.to_vector()) << pd[k]->name;
+    const std::vector<float> a = ps[k]->value.to_vector(), b = pp[k]->value.to_vector();
+    if (pd[k]->name.rfind("embed.", 0) != 0) {
+      EXPECT_EQ(a, b) << pd[k]->name;
+      continue;
+    }
+    ++tables;
+    const int64_t d = ps[k]->value.dim(1);
+    double sa = 0, sb = 0, big = 0;
+    for (size_t i = d; i < a.size(); ++i)  // row 0 is the padding, zero
+      sa += double(a[i]) * a[i], sb += double(b[i]) * b[i],
+          big = std::max(big, std::fabs(double(b[i])));
+    const double n = static_cast<double>(a.size() - d);
+    EXPECT_NEAR(std::sqrt(sa / n), 1.0 / std::sqrt(double(d)), 0.25 / std::sqrt(double(d)))
+        << pd[k]->name;
+    EXPECT_LE(big, 0.05) << pd[k]->name;
+  }
+  EXPECT_GE(tables, 2);  // the words and the entity tags
   nn::Context a, b;
   const std::vector<float> la =
       plain->forward(tiny_batch(), ReTask::relations, a).pair_logits->value.to_vector();
   const std::vector<float> lb =
       scaled->forward(tiny_batch(), ReTask::relations, b).pair_logits->value.to_vector();
   EXPECT_NE(la, lb);
+  // utre keeps the small tables by default
+  auto utre = build("utre+iterations=2" + kSmall),
+       utre1 = build("utre+iterations=2+embed_scale=1" + kSmall);
+  for (size_t k = 0; k < utre->parameters().all().size(); ++k)
+    EXPECT_EQ(utre->parameters().all()[k]->value.to_vector(),
+              utre1->parameters().all()[k]->value.to_vector());
 }
 
 // +biaffine_init=zeros: L starts at zero, so every class of a pair starts with the same
