@@ -96,8 +96,10 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("spec", a->spec, "Experiment spec (YAML), or a sweep.json written by a sweep")
       ->required();
   cmd->add_option("--out", a->out, "Sweep root directory")->required();
-  cmd->add_option("--profile", a->profile,
-                  "smoke | default | paper (a YAML spec: default; a sweep.json: its own)");
+  cmd->add_option(
+      "--profile", a->profile,
+      "smoke | default | paper | gpu (a YAML spec: default; a sweep.json: its own; gpu: "
+      "the paper's sizes on one GPU, where the spec defines it)");
   cmd->add_option("--jobs", a->jobs, "Runs at once; each gets MARE_THREADS = max(1, cores / jobs)")
       ->capture_default_str()
       ->check(whole_number(1, 1024));

@@ -979,21 +979,22 @@ Spec read_spec(const std::string& path) {
   if (const Val* d = s.root.find("description"); d && !d->is_null())
     s.description = scalar(c, *d, "a description");
   const Val* profiles = s.root.find("profiles");
-  if (!profiles) c.fail(1, "expected profiles: with smoke, default and paper");
+  if (!profiles) c.fail(1, "expected profiles: with smoke, default and paper (gpu optional)");
   if (!profiles->is_map())
-    c.fail(profiles->line, "expected profiles: a mapping with smoke, default and paper, found " +
-                               kind_name(*profiles));
+    c.fail(profiles->line,
+           "expected profiles: a mapping with smoke, default and paper (gpu optional), found " +
+               kind_name(*profiles));
   for (size_t i = 0; i < profiles->fields.size(); ++i) {
     const auto& [k, v] = profiles->fields[i];
     if (std::find(sweep::profiles().begin(), sweep::profiles().end(), k) == sweep::profiles().end())
       c.fail(profiles->key_lines[i],
-             "unknown profile '" + k + "' (expected smoke, default and paper)");
+             "unknown profile '" + k + "' (expected smoke, default, paper and gpu)");
     if (!v.is_null() && !v.is_map())
       c.fail(v.line,
              "expected profile '" + k + "' to be a mapping of overrides, found " + kind_name(v));
     if (v.is_map()) check_keys(c, v, content_keys(s.command), "profile '" + k + "'");
   }
-  for (const std::string& p : sweep::profiles())
+  for (const std::string& p : sweep::required_profiles())
     if (!profiles->find(p))
       c.fail(s.root.key_line("profiles"),
              "missing profile '" + p + "' (every spec defines smoke, default and paper)");
@@ -1118,6 +1119,11 @@ SweepPlan expand(const Spec& s, const std::string& spec_path, const std::string&
 }  // namespace
 
 const std::vector<std::string>& profiles() {
+  static const std::vector<std::string> p{"smoke", "default", "paper", "gpu"};
+  return p;
+}
+
+const std::vector<std::string>& required_profiles() {
   static const std::vector<std::string> p{"smoke", "default", "paper"};
   return p;
 }
@@ -1133,10 +1139,15 @@ SweepPlan load_sweep(const std::string& path, const std::string& profile) {
   const auto& all = profiles();
   if (std::find(all.begin(), all.end(), profile) == all.end())
     s.ctx.fail(s.root.key_line("profiles"),
-               "unknown profile '" + profile + "' (expected smoke, default or paper)");
+               "unknown profile '" + profile + "' (expected smoke, default, paper or gpu)");
+  const Val* defined = s.root.find("profiles");
+  if (!defined->find(profile))
+    s.ctx.fail(s.root.key_line("profiles"),
+               "this spec has no '" + profile + "' profile (it defines smoke, default and paper)");
   // Every profile is expanded, so that a mistake in `paper` shows in a smoke run.
   SweepPlan wanted;
   for (const std::string& p : all) {
+    if (!defined->find(p)) continue;
     SweepPlan plan = expand(s, path, p);
     if (p == profile) wanted = std::move(plan);
   }

@@ -58,7 +58,10 @@ struct SweepPlan {
 // runs on an unknown key, model or switch, an empty grid or a bad seed range.
 SweepPlan load_sweep(const std::string& path, const std::string& profile);
 
-// The profiles every spec defines.
+// The profiles a spec may define: smoke, default and paper, which every spec defines,
+// then gpu (the paper's sizes on one GPU, `device: cuda`), which a spec may leave out.
 const std::vector<std::string>& profiles();
+// smoke, default and paper
+const std::vector<std::string>& required_profiles();
 
 }  // namespace mare::sweep

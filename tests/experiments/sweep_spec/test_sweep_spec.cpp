@@ -383,10 +383,25 @@ TEST(SweepSpec, BadSpecsNameFileLineAndWhatWasExpected) {
   }
   // A profile that is not smoke, default or paper.
   const std::string msg = load_error("ok.yaml", relation_spec("model: bran\nseeds: [1]\n"), "fast");
-  EXPECT_NE(msg.find("unknown profile 'fast' (expected smoke, default or paper)"),
+  EXPECT_NE(msg.find("unknown profile 'fast' (expected smoke, default, paper or gpu)"),
             std::string::npos)
       << msg;
   EXPECT_EQ(load_error("ok2.yaml", relation_spec("model: bran\nseeds: [1]\n")), "");
+  // gpu is optional: a spec without it loads at the other profiles and names what it has.
+  const std::string gpu =
+      load_error("nogpu.yaml", relation_spec("model: bran\nseeds: [1]\n"), "gpu");
+  EXPECT_NE(gpu.find("this spec has no 'gpu' profile (it defines smoke, default and paper)"),
+            std::string::npos)
+      << gpu;
+}
+
+// A gpu profile is checked like the others, on every load.
+TEST(SweepSpec, AGpuProfileIsCheckedOnEveryLoad) {
+  const std::string text =
+      "name: t\ncommand: train\nmodel: mlp\ntask: xor\nseeds: [1]\nprofiles:\n  smoke: {}\n"
+      "  default: {}\n  paper: {}\n  gpu: {device: cuda, epochs: 0}\n";
+  const std::string msg = load_error("gpu_bad.yaml", text);
+  EXPECT_NE(msg.find(":10: expected epochs >= 1"), std::string::npos) << msg;
 }
 
 // A mistake in the paper profile is found when the smoke profile is loaded.
