@@ -4,7 +4,7 @@
 #include <Random123/philox.h>
 
 #ifdef MARE_WITH_CUDA
-#include "kernels/cuda/ops_cuda.h"
+#include "kernels/backend.h"
 #endif
 
 #include <cmath>
@@ -48,7 +48,7 @@ static bool check_f32_on_cuda(const Tensor& t, const char* what) {
 void fill_uniform(Tensor& t, uint64_t seed, uint32_t stream, float lo, float hi, uint64_t offset) {
 #ifdef MARE_WITH_CUDA
   if (check_f32_on_cuda(t, "fill_uniform"))
-    return cuda::fill_uniform(t, seed, stream, lo, hi, offset);
+    return cuda_backend().fill_uniform(t, seed, stream, lo, hi, offset);
 #else
   check_f32_on_cuda(t, "fill_uniform");
 #endif
@@ -61,7 +61,7 @@ void fill_normal(Tensor& t, uint64_t seed, uint32_t stream, float mean, float st
                  uint64_t offset) {
 #ifdef MARE_WITH_CUDA
   if (check_f32_on_cuda(t, "fill_normal"))
-    return cuda::fill_normal(t, seed, stream, mean, stddev, offset);
+    return cuda_backend().fill_normal(t, seed, stream, mean, stddev, offset);
 #else
   check_f32_on_cuda(t, "fill_normal");
 #endif
@@ -73,7 +73,7 @@ void fill_normal(Tensor& t, uint64_t seed, uint32_t stream, float mean, float st
 void fill_bernoulli(Tensor& t, uint64_t seed, uint32_t stream, float prob, uint64_t offset) {
 #ifdef MARE_WITH_CUDA
   if (check_f32_on_cuda(t, "fill_bernoulli"))
-    return cuda::fill_bernoulli(t, seed, stream, prob, offset);
+    return cuda_backend().fill_bernoulli(t, seed, stream, prob, offset);
 #else
   check_f32_on_cuda(t, "fill_bernoulli");
 #endif

@@ -8,12 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "kernels/backend.h"
 #include "kernels/ops/axis.h"
 #include "kernels/parallel.h"
 #include "kernels/tensor.h"
-#ifdef MARE_WITH_CUDA
-#include "kernels/cuda/ops_cuda.h"
-#endif
 
 namespace mare::detail {
 
@@ -57,14 +55,15 @@ inline bool on_cuda(const char* op, std::initializer_list<const Tensor*> ts) {
 
 // In an op's CPU entry point, after its argument checks:
 //   MARE_CUDA_DISPATCH("relu_forward", relu_forward(x), &x);
-// returns mare::cuda::relu_forward(x) when the listed tensors are on the GPU.
+// returns cuda_backend().relu_forward(x) (kernels/backend.h) when the listed tensors are
+// on the GPU.
 // Without the CUDA backend no GPU tensor can exist and it expands to nothing.
 // Every dispatch is counted (dispatch_counts(), kernels/tensor.h) on both devices.
 #ifdef MARE_WITH_CUDA
-#define MARE_CUDA_DISPATCH(op, call, ...)                                      \
-  do {                                                                         \
-    ::mare::detail::count_op();                                                \
-    if (::mare::detail::on_cuda(op, {__VA_ARGS__})) return ::mare::cuda::call; \
+#define MARE_CUDA_DISPATCH(op, call, ...)                                               \
+  do {                                                                                  \
+    ::mare::detail::count_op();                                                         \
+    if (::mare::detail::on_cuda(op, {__VA_ARGS__})) return ::mare::cuda_backend().call; \
   } while (0)
 #else
 #define MARE_CUDA_DISPATCH(op, call, ...) \

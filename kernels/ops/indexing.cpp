@@ -158,7 +158,7 @@ Tensor grid_ids(int64_t rows, int64_t cols, bool by_row, Device device) {
   detail::count_op();
   if (device == Device::cuda) {
 #ifdef MARE_WITH_CUDA
-    return cuda::grid_ids(rows, cols, by_row);
+    return cuda_backend().grid_ids(rows, cols, by_row);
 #else
     throw std::invalid_argument("grid_ids: this build has no CUDA backend");
 #endif

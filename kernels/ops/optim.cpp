@@ -153,7 +153,7 @@ double sum_squares(std::span<const Tensor> xs) {
         "sum_squares: tensors on different devices (cpu and cuda); move them with Tensor::to() "
         "first");
 #ifdef MARE_WITH_CUDA
-  if (any_cuda) return cuda::sum_squares(xs);
+  if (any_cuda) return cuda_backend().sum_squares(xs);
 #endif
   double total = 0.0;
   for (const Tensor& t : xs) {
@@ -202,7 +202,7 @@ Tensor adam_step(std::span<Tensor> ws, std::span<Tensor> gs, std::span<Tensor> m
         "adam_step: tensors on different devices (cpu and cuda); move them with Tensor::to() "
         "first");
 #ifdef MARE_WITH_CUDA
-  if (any_cuda) return cuda::adam_step(ws, gs, ms, vs, c);
+  if (any_cuda) return cuda_backend().adam_step(ws, gs, ms, vs, c);
 #endif
   if (c.l2 > 0)
     for (size_t k = 0; k < n; ++k)
