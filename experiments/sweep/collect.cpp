@@ -12,6 +12,7 @@
 #include "experiments/run_dir.h"
 #include "experiments/sweep/csv.h"
 #include "stats/result_metrics.h"
+#include "stats/run_files.h"
 
 namespace fs = std::filesystem;
 
@@ -24,16 +25,9 @@ const std::vector<std::string>& fixed_columns() {
   return c;
 }
 
+// The run-file readers shared with `mare report` (stats/run_files.h), throwing CollectError.
 nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CollectError(path.string() + ": cannot open for reading");
-  std::ostringstream s;
-  s << in.rdbuf();
-  try {
-    return nlohmann::json::parse(s.str());
-  } catch (const nlohmann::json::exception& e) {  // parse_error, out_of_range (1e999), …
-    throw CollectError(path.string() + ": malformed JSON (" + e.what() + ")");
-  }
+  return stats::read_json_file<CollectError>(path);
 }
 
 // In a finished run's result.json every metric alias that is there is a finite number
@@ -69,23 +63,9 @@ std::string param_text(const nlohmann::json& v) {
   return v.dump();
 }
 
-void flatten(const nlohmann::json& j, const std::string& prefix,
-             std::map<std::string, double>& out) {
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it)
-      flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
-  } else if (j.is_array()) {
-    for (std::size_t i = 0; i < j.size(); ++i)
-      flatten(j[i], prefix.empty() ? std::to_string(i) : prefix + "." + std::to_string(i), out);
-  } else if (j.is_number()) {  // booleans are not numbers to nlohmann::json
-    out[prefix] = j.get<double>();
-  }
-}
-
 // The metric columns of one result.json: aliases, then the other numeric leaves.
 std::map<std::string, double> result_metrics(const nlohmann::json& result) {
-  std::map<std::string, double> leaves;
-  flatten(result, "", leaves);
+  const std::map<std::string, double> leaves = stats::numeric_leaves(result);
   std::map<std::string, double> m;
   for (const auto& [alias, path] : stats::metric_aliases()) {
     auto it = leaves.find(path);
@@ -205,20 +185,7 @@ struct Found {
 
 // The run directories (canonical) that a sweep root's sweep.json plans.
 std::set<fs::path> planned_runs(const fs::path& root) {
-  const fs::path p = root / "sweep.json";
-  const nlohmann::json j = read_json(p);
-  std::set<fs::path> planned;
-  const nlohmann::json* runs = j.is_object() && j.contains("runs") ? &j.at("runs") : nullptr;
-  if (!runs || !runs->is_array())
-    throw CollectError(p.string() + ": expected \"runs\": [{\"dir\": ...}, ...] (a sweep plan)");
-  for (const nlohmann::json& r : *runs) {
-    if (!r.is_object() || !r.contains("dir") || !r.at("dir").is_string())
-      throw CollectError(p.string() + ": expected every run of \"runs\" to have a \"dir\" string");
-    std::error_code ec;
-    const fs::path d = fs::weakly_canonical(root / r.at("dir").get<std::string>(), ec);
-    if (!ec) planned.insert(d);
-  }
-  return planned;
+  return stats::planned_runs<CollectError>(root);
 }
 
 struct Walk {

@@ -9,6 +9,7 @@
 
 #include "reports/src/util.h"
 #include "stats/result_metrics.h"
+#include "stats/run_files.h"
 
 namespace mare::report {
 
@@ -17,54 +18,15 @@ using nlohmann::json;
 
 namespace {
 
+// The run-file readers shared with `mare collect` (stats/run_files.h), throwing InputError.
 json read_json_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw InputError(p.string() + ": cannot be read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    throw InputError(p.string() + ": not valid JSON (" + e.what() + ")");
-  }
+  return stats::read_json_file<InputError>(p);
 }
-
 json read_json_object(const fs::path& p) {
-  json j = read_json_file(p);
-  if (!j.is_object()) throw InputError(p.string() + ": expected a JSON object");
-  return j;
+  return stats::read_json_object<InputError>(p);
 }
-
 std::vector<json> read_jsonl(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw InputError(p.string() + ": cannot be read");
-  std::vector<json> out;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    try {
-      out.push_back(json::parse(line));
-    } catch (const json::parse_error& e) {
-      throw InputError(p.string() + ":" + std::to_string(n) + ": not a JSON object (" + e.what() +
-                       ")");
-    }
-    if (!out.back().is_object())
-      throw InputError(p.string() + ":" + std::to_string(n) + ": expected a JSON object");
-  }
-  return out;
-}
-
-// Numeric leaves with their paths joined by '.', array elements by index (collect's rule).
-void flatten(const json& j, const std::string& prefix, std::map<std::string, double>& out) {
-  if (j.is_object()) {
-    for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out);
-  } else if (j.is_array()) {
-    for (std::size_t i = 0; i < j.size(); ++i)
-      flatten(j[i], prefix.empty() ? std::to_string(i) : prefix + "." + std::to_string(i), out);
-  } else if (j.is_number()) {
-    out[prefix] = j.get<double>();
-  }
+  return stats::read_jsonl<InputError>(p);
 }
 
 // In a completed run's result.json every metric alias that is there is a finite number
@@ -80,7 +42,7 @@ void check_metrics(const json& result, const fs::path& path) {
 
 void fill_values(RunRecord& r) {
   r.values.clear();
-  if (r.result.is_object()) flatten(r.result, "", r.values);
+  if (r.result.is_object()) r.values = stats::numeric_leaves(r.result);
   for (const auto& [alias, path] : stats::metric_aliases()) {
     auto it = r.values.find(path);
     if (it != r.values.end()) r.values[alias] = it->second;
@@ -238,22 +200,9 @@ bool corpus_stats_shape(const json& j) {
   return j.contains("splits") && (j["splits"].is_object() || j["splits"].is_array());
 }
 
-// The run directories (canonical) a sweep root's sweep.json plans (`mare sweep` rewrites
-// it with the whole plan on every start; experiments/sweep/collect.h applies the same rule).
+// The run directories a sweep root's sweep.json plans (the same rule as `mare collect`).
 std::set<fs::path> planned_runs(const fs::path& root) {
-  const fs::path p = root / "sweep.json";
-  const json j = read_json_file(p);
-  if (!j.is_object() || !j.contains("runs") || !j["runs"].is_array())
-    throw InputError(p.string() + ": expected \"runs\": [{\"dir\": ...}, ...] (a sweep plan)");
-  std::set<fs::path> planned;
-  for (const json& r : j["runs"]) {
-    if (!r.is_object() || !r.contains("dir") || !r["dir"].is_string())
-      throw InputError(p.string() + ": expected every run of \"runs\" to have a \"dir\" string");
-    std::error_code ec;
-    const fs::path d = fs::weakly_canonical(root / r["dir"].get<std::string>(), ec);
-    if (!ec) planned.insert(d);
-  }
-  return planned;
+  return stats::planned_runs<InputError>(root);
 }
 
 struct Walker {

@@ -272,12 +272,12 @@ TEST(Collect, MalformedFilesAreErrorsNamingTheFile) {
   {
     Fixture f;
     write(f.y1() / "run.json", "{\"sweep\": \"abl\", ");
-    expect_error({f.a, f.b}, {(f.y1() / "run.json").string(), "malformed JSON"});
+    expect_error({f.a, f.b}, {(f.y1() / "run.json").string(), "not valid JSON"});
   }
   {
     Fixture f;
     write(f.x2() / "result.json", "[1, 2");
-    expect_error({f.a}, {(f.x2() / "result.json").string(), "malformed JSON"});
+    expect_error({f.a}, {(f.x2() / "result.json").string(), "not valid JSON"});
   }
   {
     Fixture f;
@@ -300,7 +300,7 @@ TEST(Collect, MalformedFilesAreErrorsNamingTheFile) {
     Fixture f;
     write(f.x2() / "result.json",
           "{\"status\": \"completed\", \"test\": {\"relations\": {\"micro\": {\"f1\": 1e999}}}}");
-    expect_error({f.a}, {(f.x2() / "result.json").string(), "malformed JSON"});
+    expect_error({f.a}, {(f.x2() / "result.json").string(), "not valid JSON"});
   }
   // A completed run's metric that is null or a string is an error naming the field
   // (it was collected as a completed run with an empty F1).

@@ -1,0 +1,93 @@
+// Reading a run's files, one place for `mare collect` (experiments/sweep/collect.cpp) and
+// `mare report` (reports/src/inputs.cpp), which may not include each other: JSON and
+// JSON-lines files with errors that name the file (and line), the numeric leaves of a
+// result.json under their dotted paths (the metric aliases of result_metrics.h beside
+// them), and the run directories a sweep root's sweep.json plans.
+//
+// Each reader throws the caller's error type (Error, constructible from a string), so
+// that `mare collect` keeps throwing CollectError and `mare report` InputError.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mare::stats {
+
+// "<path>: cannot be read" or "<path>: not valid JSON (<why>)".
+template <class Error>
+nlohmann::json read_json_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": cannot be read");
+  std::ostringstream s;
+  s << in.rdbuf();
+  try {
+    return nlohmann::json::parse(s.str());
+  } catch (const nlohmann::json::exception& e) {  // parse_error, out_of_range (1e999), …
+    throw Error(path.string() + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+// read_json_file, and "<path>: expected a JSON object" when it holds something else.
+template <class Error>
+nlohmann::json read_json_object(const std::filesystem::path& path) {
+  nlohmann::json j = read_json_file<Error>(path);
+  if (!j.is_object()) throw Error(path.string() + ": expected a JSON object");
+  return j;
+}
+
+// One JSON object a line (metrics.jsonl); blank lines are skipped, a CR before the
+// newline is dropped; errors name "<path>:<line>".
+template <class Error>
+std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": cannot be read");
+  std::vector<nlohmann::json> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    const std::string where = path.string() + ":" + std::to_string(n);
+    try {
+      out.push_back(nlohmann::json::parse(line));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(where + ": not a JSON object (" + e.what() + ")");
+    }
+    if (!out.back().is_object()) throw Error(where + ": expected a JSON object");
+  }
+  return out;
+}
+
+// Every numeric leaf of `j` under its path: object keys joined by '.', array elements by
+// their index ("test.relations.by_distance.0.f1"); booleans and strings are left out.
+std::map<std::string, double> numeric_leaves(const nlohmann::json& j);
+
+// The run directories (weakly canonical) that the sweep.json of a sweep root plans:
+// `mare sweep` rewrites it with the whole plan on every start, so runs of an earlier
+// version of the spec or of another profile are not in it.
+template <class Error>
+std::set<std::filesystem::path> planned_runs(const std::filesystem::path& root) {
+  const std::filesystem::path p = root / "sweep.json";
+  const nlohmann::json j = read_json_file<Error>(p);
+  const nlohmann::json* runs = j.is_object() && j.contains("runs") ? &j.at("runs") : nullptr;
+  if (!runs || !runs->is_array())
+    throw Error(p.string() + ": expected \"runs\": [{\"dir\": ...}, ...] (a sweep plan)");
+  std::set<std::filesystem::path> planned;
+  for (const nlohmann::json& r : *runs) {
+    if (!r.is_object() || !r.contains("dir") || !r.at("dir").is_string())
+      throw Error(p.string() + ": expected every run of \"runs\" to have a \"dir\" string");
+    std::error_code ec;
+    const std::filesystem::path d =
+        std::filesystem::weakly_canonical(root / r.at("dir").get<std::string>(), ec);
+    if (!ec) planned.insert(d);
+  }
+  return planned;
+}
+
+}  // namespace mare::stats
