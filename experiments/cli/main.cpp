@@ -40,33 +40,12 @@ int main(int argc, char** argv) {
   bool version = false;
   app.add_flag("--version", version, "Print version, git commit and build flags");
 
-  mare::cli::add_doctor_command(app);
-  mare::cli::add_list_command(app);
-  mare::cli::add_train_command(app);
-#ifdef MARE_HAVE_STATS_CLI
-  mare::cli::add_stats_command(app);
-#endif
-#ifdef MARE_HAVE_DATA_CLI
-  mare::cli::add_data_command(app);
-#endif
-#ifdef MARE_HAVE_BENCH_CLI
-  mare::cli::add_bench_command(app);
-#endif
-#ifdef MARE_HAVE_SWEEP_CLI
-  mare::cli::add_sweep_command(app);
-#endif
-#ifdef MARE_HAVE_COLLECT_CLI
-  mare::cli::add_collect_command(app);
-#endif
-#ifdef MARE_HAVE_COMPARE_CLI
-  mare::cli::add_compare_command(app);
-#endif
-#ifdef MARE_HAVE_REPORT_CLI
-  mare::cli::add_report_command(app);
-#endif
-#ifdef MARE_HAVE_INSPECT_CLI
-  mare::cli::add_inspect_command(app);
-#endif
+  // Every sub-command, in `mare --help`'s order; one file each (experiments/cli/cmd_*.cpp).
+  using namespace mare::cli;
+  for (auto add : {add_doctor_command, add_list_command, add_train_command, add_stats_command,
+                   add_data_command, add_bench_command, add_sweep_command, add_collect_command,
+                   add_compare_command, add_report_command, add_inspect_command})
+    add(app);
 
   try {
     app.parse(argc, argv);
