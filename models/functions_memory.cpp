@@ -11,16 +11,13 @@ MemoryInterface interface_split(const Var& xi, int64_t read_heads, int64_t word)
   auto parts =
       std::make_shared<InterfaceParts>(interface_split_forward(xi->value, read_heads, word));
   std::vector<Var> out = record_multi(
-      {parts->read_keys, parts->read_strengths, parts->write_key, parts->write_strength,
-       parts->erase, parts->write_vector, parts->free_gates, parts->allocation_gate,
-       parts->write_gate, parts->read_modes},
-      {xi}, [xi, parts, read_heads, word](const std::vector<Tensor>& g) {
+      parts->fields(), {xi}, [xi, parts, read_heads, word](const std::vector<Tensor>& g) {
         // An undefined part gradient (part unused) contributes nothing.
-        const InterfaceParts d{g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9]};
         Tensor dxi = grad_of(xi);
-        interface_split_backward(dxi, d, xi->value, *parts, read_heads, word);
+        interface_split_backward(dxi, InterfaceParts::from_fields(g), xi->value, *parts, read_heads,
+                                 word);
       });
-  return {out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8], out[9]};
+  return MemoryInterface::from_fields(out);
 }
 
 Var content_weighting(const Var& memory, const Var& keys, const Var& strengths) {

@@ -11,23 +11,13 @@
 #include <string_view>
 
 #include "kernels/memory/allocation.h"
+#include "kernels/memory/interface.h"
 #include "models/autograd.h"
 
 namespace mare::ag {
 
 // The interface vector's parts, each in its domain (kernels/memory/interface.h).
-struct MemoryInterface {
-  Var read_keys;        // [M, R, W]
-  Var read_strengths;   // [M, R]
-  Var write_key;        // [M, 1, W]
-  Var write_strength;   // [M, 1]
-  Var erase;            // [M, W]
-  Var write_vector;     // [M, W]
-  Var free_gates;       // [M, R]
-  Var allocation_gate;  // [M]
-  Var write_gate;       // [M]
-  Var read_modes;       // [M, R, 3]
-};
+using MemoryInterface = InterfaceOf<Var>;
 // xi: [M, R·W + 3W + 5R + 3]
 MemoryInterface interface_split(const Var& xi, int64_t read_heads, int64_t word);
 

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/tensor.h"
 
@@ -26,18 +27,33 @@ namespace mare {
 // Width of ξ for R read heads and words of W: R·W + 3W + 5R + 3.
 int64_t interface_width(int64_t read_heads, int64_t word);
 
-struct InterfaceParts {
-  Tensor read_keys;        // [M, R, W]
-  Tensor read_strengths;   // [M, R]
-  Tensor write_key;        // [M, 1, W]
-  Tensor write_strength;   // [M, 1]
-  Tensor erase;            // [M, W]
-  Tensor write_vector;     // [M, W]
-  Tensor free_gates;       // [M, R]
-  Tensor allocation_gate;  // [M]
-  Tensor write_gate;       // [M]
-  Tensor read_modes;       // [M, R, 3]
+// The interface vector's parts, each in its domain, over a tensor kind: Tensor here
+// (InterfaceParts), ag::Var in models/functions_memory.h (ag::MemoryInterface); one field
+// list for both.
+template <class T>
+struct InterfaceOf {
+  T read_keys;        // [M, R, W]
+  T read_strengths;   // [M, R]
+  T write_key;        // [M, 1, W]
+  T write_strength;   // [M, 1]
+  T erase;            // [M, W]
+  T write_vector;     // [M, W]
+  T free_gates;       // [M, R]
+  T allocation_gate;  // [M]
+  T write_gate;       // [M]
+  T read_modes;       // [M, R, 3]
+
+  // The ten fields in the order above, and back, for code that treats them alike.
+  std::vector<T> fields() const {
+    return {read_keys,    read_strengths, write_key,       write_strength, erase,
+            write_vector, free_gates,     allocation_gate, write_gate,     read_modes};
+  }
+  static InterfaceOf from_fields(const std::vector<T>& f) {
+    return {f.at(0), f.at(1), f.at(2), f.at(3), f.at(4),
+            f.at(5), f.at(6), f.at(7), f.at(8), f.at(9)};
+  }
 };
+using InterfaceParts = InterfaceOf<Tensor>;
 
 // xi: [M, interface_width(R, W)]
 InterfaceParts interface_split_forward(const Tensor& xi, int64_t read_heads, int64_t word);
