@@ -107,10 +107,7 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
     int64_t phase = opt.curriculum ? curriculum_phase(epoch, opt.epochs) : 0;
     const SequenceSet& train = task.train[phase];
     const int64_t n = static_cast<int64_t>(train.samples.size());
-    order.resize(n);
-    std::iota(order.begin(), order.end(), 0);
-    for (int64_t i = n - 1; i > 0; --i)
-      std::swap(order[i], order[shuffle.below(static_cast<uint32_t>(i + 1))]);
+    shuffle_epoch(order, n, shuffle);
     double batch_loss_sum = 0.0;
     int64_t batches = 0;
     for (int64_t b = 0; b < n; b += opt.batch) {
@@ -163,23 +160,15 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
     }
   }
   if (progress && tty) *progress << "\n";
-  save_checkpoint((opt.out / "checkpoint.bin").string(), params, &adam);
-
-  double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  life.dir().write_training_timing(wall, step, epoch_seconds);
-  nlohmann::json result = {{"status", status},
-                           {"model", spec.canonical()},
-                           {"task", opt.task},
-                           {"seed", opt.seed},
-                           {"device", to_string(opt.device)},
-                           {"threads", threads()},
-                           {"epochs", opt.epochs},
-                           {"batch", opt.batch},
-                           {"samples", opt.samples},
-                           {"curriculum", opt.curriculum},
-                           {"steps", step},
-                           {"parameters", params.count()},
-                           {"final", {{"train_mse", train_mse}, {"test_mse", test_mse}}}};
+  save_epoch_run(life, params, adam, std::chrono::duration<double>(Clock::now() - start).count(),
+                 step, epoch_seconds);
+  nlohmann::json result = epoch_run_result(status, spec.canonical(), opt.task, opt.seed, opt.device,
+                                           step, params.count());
+  result["epochs"] = opt.epochs;
+  result["batch"] = opt.batch;
+  result["samples"] = opt.samples;
+  result["curriculum"] = opt.curriculum;
+  result["final"] = {{"train_mse", train_mse}, {"test_mse", test_mse}};
   if (status == "diverged") result["diverged"] = diverged_at;
   life.finish(result);
   return result;

@@ -123,9 +123,7 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
 
   for (int64_t epoch = first_epoch; epoch <= opt.epochs && status == "completed"; ++epoch) {
     auto epoch_start = Clock::now();
-    std::iota(order.begin(), order.end(), 0);
-    for (int64_t i = n - 1; i > 0; --i)
-      std::swap(order[i], order[shuffle.below(static_cast<uint32_t>(i + 1))]);
+    shuffle_epoch(order, n, shuffle);
     for (int64_t b = 0; b < n; b += opt.batch) {
       ClassificationData batch = gather(task.train, order, b, std::min(n, b + opt.batch));
       params.zero_grad();
@@ -163,26 +161,43 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
                 << static_cast<int64_t>(per * (opt.epochs - epoch)) << " s\n";
     }
   }
-  save_checkpoint((opt.out / "checkpoint.bin").string(), params, &adam);
-
-  double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  life.dir().write_training_timing(wall, step, epoch_seconds);
-  nlohmann::json result = {{"status", status},
-                           {"model", spec.canonical()},
-                           {"task", opt.task},
-                           {"seed", opt.seed},
-                           {"device", to_string(opt.device)},
-                           {"threads", threads()},
-                           {"steps", step},
-                           {"parameters", params.count()},
-                           {"final",
-                            {{"train_loss", train_eval.loss},
-                             {"train_accuracy", train_eval.accuracy},
-                             {"test_loss", test_eval.loss},
-                             {"test_accuracy", test_eval.accuracy}}}};
+  save_epoch_run(life, params, adam, std::chrono::duration<double>(Clock::now() - start).count(),
+                 step, epoch_seconds);
+  nlohmann::json result = epoch_run_result(status, spec.canonical(), opt.task, opt.seed, opt.device,
+                                           step, params.count());
+  result["final"] = {{"train_loss", train_eval.loss},
+                     {"train_accuracy", train_eval.accuracy},
+                     {"test_loss", test_eval.loss},
+                     {"test_accuracy", test_eval.accuracy}};
   if (status == "diverged") result["diverged"] = diverged_at;
   life.finish(result);
   return result;
+}
+
+void shuffle_epoch(std::vector<int64_t>& order, int64_t n, PhiloxStream& shuffle) {
+  order.resize(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(order[i], order[shuffle.below(static_cast<uint32_t>(i + 1))]);
+}
+
+nlohmann::json epoch_run_result(const std::string& status, const std::string& model,
+                                const std::string& task, uint64_t seed, Device device,
+                                int64_t steps, int64_t parameters) {
+  return {{"status", status},
+          {"model", model},
+          {"task", task},
+          {"seed", seed},
+          {"device", to_string(device)},
+          {"threads", threads()},
+          {"steps", steps},
+          {"parameters", parameters}};
+}
+
+void save_epoch_run(RunLifecycle& life, const ParameterSet& params, Adam& adam, double wall_seconds,
+                    int64_t steps, const std::vector<double>& epoch_seconds) {
+  save_checkpoint((life.dir().path() / "checkpoint.bin").string(), params, &adam);
+  life.dir().write_training_timing(wall_seconds, steps, epoch_seconds);
 }
 
 }  // namespace mare

@@ -12,12 +12,18 @@
 #include <filesystem>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/random.h"
 #include "kernels/tensor.h"
 
 namespace mare {
+
+class Adam;
+class ParameterSet;
+class RunLifecycle;
 
 struct TrainOptions {
   std::string model = "mlp";
@@ -49,5 +55,16 @@ nlohmann::json build_description();
 // before it builds anything.
 void require_training_device(Device device);
 nlohmann::json training_manifest(uint64_t seed, const std::string& device, int64_t parameters);
+
+// The pieces that the epoch trainers (train_classifier, train_sequence_model) share.
+// An epoch's order of n examples: 0 … n−1 permuted by Fisher–Yates from `shuffle`.
+void shuffle_epoch(std::vector<int64_t>& order, int64_t n, PhiloxStream& shuffle);
+// The fields of result.json that every epoch-trained run has.
+nlohmann::json epoch_run_result(const std::string& status, const std::string& model,
+                                const std::string& task, uint64_t seed, Device device,
+                                int64_t steps, int64_t parameters);
+// The end of an epoch-trained run: checkpoint.bin (with the optimiser) and timing.json.
+void save_epoch_run(RunLifecycle& life, const ParameterSet& params, Adam& adam, double wall_seconds,
+                    int64_t steps, const std::vector<double>& epoch_seconds);
 
 }  // namespace mare
