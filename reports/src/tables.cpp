@@ -225,6 +225,65 @@ void add_note(Table& t, const std::string& note) {
   if (!note.empty()) t.notes.push_back(note);
 }
 
+// ---- tables that put the published rows beside ours --------------------------------------
+
+using Row = std::map<std::string, std::string>;
+using Runs = std::vector<const RunRecord*>;
+
+// A thesis table whose rows are the published CSV's, each beside our runs of the same
+// group, then one row for each group of ours the thesis does not have. A new table of
+// this kind is a description: what selects its runs, how runs and published rows are
+// grouped, and how one row's cells are made.
+struct PublishedBesideOurs {
+  std::string id, title;
+  std::initializer_list<const char*> tables;  // run.json "table" values of its runs
+  std::string missing;                        // why it is not made when no run is there
+  std::string published_csv;                  // in ../shared/paper/
+  std::vector<std::string> columns;
+  // the group of one of our runs (pub: the published rows)
+  std::function<std::string(const RunRecord&, const std::vector<Row>& pub)> group;
+  // the group a published row stands for ("" when none of ours)
+  std::function<std::string(const Row& pub, const Groups& ours)> published_group;
+  // one row's cells: a published row with our runs of its group (maybe none), and a
+  // group of ours the thesis does not have
+  std::function<std::vector<std::string>(const Row& pub, const Runs& rs)> published_row;
+  std::function<std::vector<std::string>(const std::string& group, const Runs& rs)> ours_only_row;
+  std::string note;
+};
+
+Table render(const PublishedBesideOurs& d, const ReportInputs& in, const Paper& paper) {
+  const Runs runs = runs_of(in, [&](const RunRecord& r) { return in_table(r, d.tables); });
+  if (runs.empty()) return missing_table(d.id, d.title, d.missing);
+  const std::vector<Row> pub = rows_of(paper.at(d.published_csv));
+  Groups g;
+  for (const RunRecord* r : runs) g.add(d.group(*r, pub), r);
+  Table t;
+  t.id = d.id;
+  t.title = d.title;
+  t.columns = d.columns;
+  std::set<std::string> shown;
+  for (const Row& p : pub) {
+    const std::string key = d.published_group(p, g);
+    Runs rs;
+    if (!key.empty() && g.runs.count(key)) {
+      rs = g.runs[key];
+      shown.insert(key);
+    }
+    t.rows.push_back(d.published_row(p, rs));
+  }
+  for (const std::string& key : g.order)
+    if (!shown.count(key)) t.rows.push_back(d.ours_only_row(key, g.runs[key]));
+  t.provenance = provenance_of(runs);
+  add_note(t, d.note);
+  add_note(t, not_completed_note(runs));
+  return t;
+}
+
+// A published row's key column, when our groups are named by it.
+std::function<std::string(const Row&, const Groups&)> by_column(const std::string& column) {
+  return [column](const Row& p, const Groups&) { return p.at(column); };
+}
+
 // ---- Table 4.5: CDR relation extraction -------------------------------------------------
 
 // The published row of a model label, "" when the thesis has none of ours.
@@ -235,49 +294,48 @@ std::string published_45_row(const std::string& label) {
 }
 
 Table table_45(const ReportInputs& in, const Paper& paper) {
-  const std::string id = "table4.5", title = "Table 4.5: CDR relation extraction, test set (%)";
-  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"4.5"}); });
-  if (runs.empty())
-    return missing_table(id, title,
-                         "no CDR relation runs among the inputs (runs of table 4.5: a sweep "
-                         "with table \"4.5\", or `mare train` runs on synth-cdr/pubtator data)");
-  Groups g;
-  for (const RunRecord* r : runs) g.add(model_label(*r), r);
-  Table t;
-  t.id = id;
-  t.title = title;
-  t.columns = {"model",  "published P",  "ours P",  "published R",
-               "ours R", "published F1", "ours F1", "F1 difference"};
-  std::set<std::string> shown;
-  for (const auto& p : rows_of(paper.at("table_4_5_cdr_results.csv"))) {
-    std::string ours_label;
-    for (const std::string& l : g.order)
-      if (published_45_row(l) == p.at("model")) ours_label = l;
-    std::vector<const RunRecord*> rs;
-    if (!ours_label.empty()) {
-      rs = g.runs[ours_label];
-      shown.insert(ours_label);
-    }
-    auto P = values_of(rs, "test_precision", 100), R = values_of(rs, "test_recall", 100),
-         F = values_of(rs, "test_f1", 100);
-    t.rows.push_back({p.at("model"), printed(p.at("precision")), mean_sd(P, 1),
-                      printed(p.at("recall")), mean_sd(R, 1), printed(p.at("f1")), mean_sd(F, 1),
-                      diff_mean(F, p.at("f1"), 1)});
-  }
-  for (const std::string& l : g.order) {
-    if (shown.count(l)) continue;
-    const auto& rs = g.runs[l];
-    t.rows.push_back({l + " (ours only)", kNone, mean_sd(values_of(rs, "test_precision", 100), 1),
-                      kNone, mean_sd(values_of(rs, "test_recall", 100), 1), kNone,
-                      mean_sd(values_of(rs, "test_f1", 100), 1), kNone});
-  }
-  t.provenance = provenance_of(runs);
-  add_note(t,
-           "Ours: micro P/R/F1 of the CID class on the test split, mean ± sd (number of "
-           "completed runs). Published: thesis Table 4.5 (BioCreative V CDR). Models the thesis "
-           "quotes from the literature have no run of ours.");
-  add_note(t, not_completed_note(runs));
-  return t;
+  auto ours = [](const Runs& rs, const char* metric) { return values_of(rs, metric, 100); };
+  return render(
+      {.id = "table4.5",
+       .title = "Table 4.5: CDR relation extraction, test set (%)",
+       .tables = {"4.5"},
+       .missing = "no CDR relation runs among the inputs (runs of table 4.5: a sweep with table "
+                  "\"4.5\", or `mare train` runs on synth-cdr/pubtator data)",
+       .published_csv = "table_4_5_cdr_results.csv",
+       .columns = {"model", "published P", "ours P", "published R", "ours R", "published F1",
+                   "ours F1", "F1 difference"},
+       .group = [](const RunRecord& r, const std::vector<Row>&) { return model_label(r); },
+       .published_group =
+           [](const Row& p, const Groups& g) {
+             std::string label;
+             for (const std::string& l : g.order)
+               if (published_45_row(l) == p.at("model")) label = l;
+             return label;
+           },
+       .published_row =
+           [&](const Row& p, const Runs& rs) {
+             const auto P = ours(rs, "test_precision"), R = ours(rs, "test_recall"),
+                        F = ours(rs, "test_f1");
+             return std::vector<std::string>{p.at("model"), printed(p.at("precision")),
+                                             mean_sd(P, 1), printed(p.at("recall")),
+                                             mean_sd(R, 1), printed(p.at("f1")),
+                                             mean_sd(F, 1), diff_mean(F, p.at("f1"), 1)};
+           },
+       .ours_only_row =
+           [&](const std::string& l, const Runs& rs) {
+             return std::vector<std::string>{l + " (ours only)",
+                                             kNone,
+                                             mean_sd(ours(rs, "test_precision"), 1),
+                                             kNone,
+                                             mean_sd(ours(rs, "test_recall"), 1),
+                                             kNone,
+                                             mean_sd(ours(rs, "test_f1"), 1),
+                                             kNone};
+           },
+       .note = "Ours: micro P/R/F1 of the CID class on the test split, mean ± sd (number of "
+               "completed runs). Published: thesis Table 4.5 (BioCreative V CDR). Models the "
+               "thesis quotes from the literature have no run of ours."},
+      in, paper);
 }
 
 // ---- Table 4.6: ablation --------------------------------------------------------------
@@ -309,52 +367,50 @@ std::string config_46(const RunRecord& r,
 }
 
 Table table_46(const ReportInputs& in, const Paper& paper) {
-  const std::string id = "table4.6", title = "Table 4.6: ablation on CDR, F1 (%) by configuration";
-  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"4.6"}); });
-  if (runs.empty())
-    return missing_table(id, title,
-                         "no runs of the table 4.6 sweep among the inputs (run.json \"table\": "
-                         "\"4.6\")");
-  const auto pub = rows_of(paper.at("table_4_6_ablation.csv"));
-  Groups g;
-  for (const RunRecord* r : runs) g.add(config_46(*r, pub), r);
-  Table t;
-  t.id = id;
-  t.title = title;
-  t.columns = {"config",          "memory",         "char n-gram", "transition",      "halting",
-               "published train", "ours train",     "difference",  "published valid", "ours valid",
-               "difference",      "published test", "ours test",   "difference"};
-  std::set<std::string> shown;
-  for (const auto& p : pub) {
-    std::vector<const RunRecord*> rs;
-    if (g.runs.count(p.at("config"))) {
-      rs = g.runs[p.at("config")];
-      shown.insert(p.at("config"));
-    }
-    auto R = values_of(rs, "train_f1", 100), V = values_of(rs, "valid_f1", 100),
-         T = values_of(rs, "test_f1", 100);
-    t.rows.push_back({p.at("config"), p.at("memory"), p.at("char_ngram"), p.at("transition"),
-                      p.at("halting"), printed(p.at("train_f1")), mean_sd(R, 1),
-                      diff_mean(R, p.at("train_f1"), 1), printed(p.at("valid_f1")), mean_sd(V, 1),
-                      diff_mean(V, p.at("valid_f1"), 1), printed(p.at("test_f1")), mean_sd(T, 1),
-                      diff_mean(T, p.at("test_f1"), 1)});
-  }
-  for (const std::string& l : g.order) {
-    if (shown.count(l)) continue;
-    const auto& rs = g.runs[l];
-    t.rows.push_back({l, kNone, kNone, kNone, kNone, kNone,
-                      mean_sd(values_of(rs, "train_f1", 100), 1), kNone, kNone,
-                      mean_sd(values_of(rs, "valid_f1", 100), 1), kNone, kNone,
-                      mean_sd(values_of(rs, "test_f1", 100), 1), kNone});
-  }
-  t.provenance = provenance_of(runs);
-  add_note(t,
-           "Ours: micro F1 of the best-on-validation checkpoint on validation and test, mean ± "
-           "sd (completed runs); train: the same checkpoint on the whole training split (runs "
-           "from before result.json held it show —). Published: "
-           "mean of 30 repetitions. Components: 1 = on (memory: ntcre; halting: cpd).");
-  add_note(t, not_completed_note(runs));
-  return t;
+  auto ours = [](const Runs& rs, const char* metric) { return values_of(rs, metric, 100); };
+  return render(
+      {.id = "table4.6",
+       .title = "Table 4.6: ablation on CDR, F1 (%) by configuration",
+       .tables = {"4.6"},
+       .missing = "no runs of the table 4.6 sweep among the inputs (run.json \"table\": \"4.6\")",
+       .published_csv = "table_4_6_ablation.csv",
+       .columns = {"config", "memory", "char n-gram", "transition", "halting", "published train",
+                   "ours train", "difference", "published valid", "ours valid", "difference",
+                   "published test", "ours test", "difference"},
+       .group = [](const RunRecord& r, const std::vector<Row>& pub) { return config_46(r, pub); },
+       .published_group = by_column("config"),
+       .published_row =
+           [&](const Row& p, const Runs& rs) {
+             const auto R = ours(rs, "train_f1"), V = ours(rs, "valid_f1"), T = ours(rs, "test_f1");
+             return std::vector<std::string>{p.at("config"),
+                                             p.at("memory"),
+                                             p.at("char_ngram"),
+                                             p.at("transition"),
+                                             p.at("halting"),
+                                             printed(p.at("train_f1")),
+                                             mean_sd(R, 1),
+                                             diff_mean(R, p.at("train_f1"), 1),
+                                             printed(p.at("valid_f1")),
+                                             mean_sd(V, 1),
+                                             diff_mean(V, p.at("valid_f1"), 1),
+                                             printed(p.at("test_f1")),
+                                             mean_sd(T, 1),
+                                             diff_mean(T, p.at("test_f1"), 1)};
+           },
+       .ours_only_row =
+           [&](const std::string& l, const Runs& rs) {
+             std::vector<std::string> row(14, kNone);  // ours only: train, valid, test
+             row[0] = l;
+             row[6] = mean_sd(ours(rs, "train_f1"), 1);
+             row[9] = mean_sd(ours(rs, "valid_f1"), 1);
+             row[12] = mean_sd(ours(rs, "test_f1"), 1);
+             return row;
+           },
+       .note = "Ours: micro F1 of the best-on-validation checkpoint on validation and test, mean "
+               "± sd (completed runs); train: the same checkpoint on the whole training split "
+               "(runs from before result.json held it show —). Published: mean of 30 "
+               "repetitions. Components: 1 = on (memory: ntcre; halting: cpd)."},
+      in, paper);
 }
 
 // ---- Table 4.7: Wilcoxon between configurations ----------------------------------------
@@ -595,54 +651,53 @@ std::string subtask_of(const RunRecord& r) {
   return d.find("1.2") != std::string::npos ? "1.2" : "1.1";
 }
 
+// Test macro F1 (%) of the runs of one SemEval subtask ("1.1" or "1.2").
+std::vector<double> subtask_f1(const Runs& rs, const std::string& subtask) {
+  Runs out;
+  for (const RunRecord* r : rs)
+    if (subtask_of(*r) == subtask) out.push_back(r);
+  return values_of(out, "test_macro_f1", 100);
+}
+
 Table table_412(const ReportInputs& in, const Paper& paper) {
-  const std::string id = "table4.12",
-                    title = "Table 4.12: SemEval 2018 Task 7, macro F1 (%) of subtasks 1.1 and 1.2";
-  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"4.12"}); });
-  if (runs.empty())
-    return missing_table(id, title,
-                         "no SemEval relation runs among the inputs (table \"4.12\", or runs on "
-                         "synth-semeval/semeval data)");
-  Groups g;
-  for (const RunRecord* r : runs) g.add(model_label(*r), r);
-  Table t;
-  t.id = id;
-  t.title = title;
-  t.columns = {"model",         "published 1.1", "ours 1.1",  "difference",
-               "published 1.2", "ours 1.2",      "difference"};
-  auto sub = [&](const std::vector<const RunRecord*>& rs, const std::string& s) {
-    std::vector<const RunRecord*> out;
-    for (const RunRecord* r : rs)
-      if (subtask_of(*r) == s) out.push_back(r);
-    return values_of(out, "test_macro_f1", 100);
-  };
-  std::set<std::string> shown;
-  for (const auto& p : rows_of(paper.at("table_4_12_semeval_results.csv"))) {
-    std::vector<const RunRecord*> rs;
-    if (g.runs.count(p.at("model"))) {
-      rs = g.runs[p.at("model")];
-      shown.insert(p.at("model"));
-    }
-    auto a = sub(rs, "1.1"), b = sub(rs, "1.2");
-    std::string p11 = printed(p.at("subtask_1_1"));
-    if (!p.at("subtask_1_1_sd").empty()) p11 += " ± " + p.at("subtask_1_1_sd");
-    t.rows.push_back({p.at("model"), p11, mean_sd(a, 1), diff_mean(a, p.at("subtask_1_1"), 1),
-                      printed(p.at("subtask_1_2")), mean_sd(b, 1),
-                      diff_mean(b, p.at("subtask_1_2"), 1)});
-  }
-  for (const std::string& l : g.order) {
-    if (shown.count(l)) continue;
-    const auto& rs = g.runs[l];
-    t.rows.push_back({l + " (ours only)", kNone, mean_sd(sub(rs, "1.1"), 1), kNone, kNone,
-                      mean_sd(sub(rs, "1.2"), 1), kNone});
-  }
-  t.provenance = provenance_of(runs);
-  add_note(t,
-           "Ours: macro F1 over the relation classes on the test split (SemEval 2018 Task 7's "
-           "score), mean ± sd (completed runs); the subtask from the run's \"subtask\" "
-           "parameter or its data path (1.2 when it names it, else 1.1).");
-  add_note(t, not_completed_note(runs));
-  return t;
+  return render(
+      {.id = "table4.12",
+       .title = "Table 4.12: SemEval 2018 Task 7, macro F1 (%) of subtasks 1.1 and 1.2",
+       .tables = {"4.12"},
+       .missing = "no SemEval relation runs among the inputs (table \"4.12\", or runs on "
+                  "synth-semeval/semeval data)",
+       .published_csv = "table_4_12_semeval_results.csv",
+       .columns = {"model", "published 1.1", "ours 1.1", "difference", "published 1.2", "ours 1.2",
+                   "difference"},
+       .group = [](const RunRecord& r, const std::vector<Row>&) { return model_label(r); },
+       .published_group = by_column("model"),
+       .published_row =
+           [](const Row& p, const Runs& rs) {
+             const auto a = subtask_f1(rs, "1.1"), b = subtask_f1(rs, "1.2");
+             std::string p11 = printed(p.at("subtask_1_1"));
+             if (!p.at("subtask_1_1_sd").empty()) p11 += " ± " + p.at("subtask_1_1_sd");
+             return std::vector<std::string>{p.at("model"),
+                                             p11,
+                                             mean_sd(a, 1),
+                                             diff_mean(a, p.at("subtask_1_1"), 1),
+                                             printed(p.at("subtask_1_2")),
+                                             mean_sd(b, 1),
+                                             diff_mean(b, p.at("subtask_1_2"), 1)};
+           },
+       .ours_only_row =
+           [](const std::string& l, const Runs& rs) {
+             return std::vector<std::string>{l + " (ours only)",
+                                             kNone,
+                                             mean_sd(subtask_f1(rs, "1.1"), 1),
+                                             kNone,
+                                             kNone,
+                                             mean_sd(subtask_f1(rs, "1.2"), 1),
+                                             kNone};
+           },
+       .note = "Ours: macro F1 over the relation classes on the test split (SemEval 2018 Task "
+               "7's score), mean ± sd (completed runs); the subtask from the run's \"subtask\" "
+               "parameter or its data path (1.2 when it names it, else 1.1)."},
+      in, paper);
 }
 
 std::string init_of(const RunRecord& r) {
@@ -660,53 +715,44 @@ std::string init_of(const RunRecord& r) {
 }
 
 Table table_413(const ReportInputs& in, const Paper& paper) {
-  const std::string id = "table4.13",
-                    title = "Table 4.13: SemEval macro F1 (%) by word-embedding initialisation";
-  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"4.13"}); });
-  if (runs.empty())
-    return missing_table(id, title,
-                         "no runs of the table 4.13 sweep (embedding initialisations) among the "
-                         "inputs");
-  Groups g;
-  for (const RunRecord* r : runs) g.add(model_label(*r) + "\t" + init_of(*r), r);
-  Table t;
-  t.id = id;
-  t.title = title;
-  t.columns = {"model",      "initialisation", "published 1.1", "ours 1.1",
-               "difference", "published 1.2",  "ours 1.2",      "difference"};
-  auto sub = [&](const std::vector<const RunRecord*>& rs, const std::string& s) {
-    std::vector<const RunRecord*> out;
-    for (const RunRecord* r : rs)
-      if (subtask_of(*r) == s) out.push_back(r);
-    return values_of(out, "test_macro_f1", 100);
-  };
-  std::set<std::string> shown;
-  for (const auto& p : rows_of(paper.at("table_4_13_embedding_init.csv"))) {
-    const std::string key = p.at("model") + "\t" + p.at("init");
-    std::vector<const RunRecord*> rs;
-    if (g.runs.count(key)) {
-      rs = g.runs[key];
-      shown.insert(key);
-    }
-    auto a = sub(rs, "1.1"), b = sub(rs, "1.2");
-    t.rows.push_back({p.at("model"), p.at("init"), printed(p.at("subtask_1_1")), mean_sd(a, 1),
-                      diff_mean(a, p.at("subtask_1_1"), 1), printed(p.at("subtask_1_2")),
-                      mean_sd(b, 1), diff_mean(b, p.at("subtask_1_2"), 1)});
-  }
-  for (const std::string& key : g.order) {
-    if (shown.count(key)) continue;
-    const auto tab = key.find('\t');
-    const auto& rs = g.runs[key];
-    t.rows.push_back({key.substr(0, tab) + " (ours only)", key.substr(tab + 1), kNone,
-                      mean_sd(sub(rs, "1.1"), 1), kNone, kNone, mean_sd(sub(rs, "1.2"), 1), kNone});
-  }
-  t.provenance = provenance_of(runs);
-  add_note(t,
-           "Initialisation from the run's \"init\" parameter, else its --word2vec file "
-           "(none: random). The thesis prints NTCRE-CPD random 1.1 with a digit missing: left "
-           "empty.");
-  add_note(t, not_completed_note(runs));
-  return t;
+  return render(
+      {.id = "table4.13",
+       .title = "Table 4.13: SemEval macro F1 (%) by word-embedding initialisation",
+       .tables = {"4.13"},
+       .missing = "no runs of the table 4.13 sweep (embedding initialisations) among the inputs",
+       .published_csv = "table_4_13_embedding_init.csv",
+       .columns = {"model", "initialisation", "published 1.1", "ours 1.1", "difference",
+                   "published 1.2", "ours 1.2", "difference"},
+       .group = [](const RunRecord& r,
+                   const std::vector<Row>&) { return model_label(r) + "\t" + init_of(r); },
+       .published_group = [](const Row& p,
+                             const Groups&) { return p.at("model") + "\t" + p.at("init"); },
+       .published_row =
+           [](const Row& p, const Runs& rs) {
+             const auto a = subtask_f1(rs, "1.1"), b = subtask_f1(rs, "1.2");
+             return std::vector<std::string>{p.at("model"),
+                                             p.at("init"),
+                                             printed(p.at("subtask_1_1")),
+                                             mean_sd(a, 1),
+                                             diff_mean(a, p.at("subtask_1_1"), 1),
+                                             printed(p.at("subtask_1_2")),
+                                             mean_sd(b, 1),
+                                             diff_mean(b, p.at("subtask_1_2"), 1)};
+           },
+       .ours_only_row =
+           [](const std::string& key, const Runs& rs) {
+             const auto tab = key.find('\t');
+             std::vector<std::string> row(8, kNone);  // ours only: 1.1 and 1.2
+             row[0] = key.substr(0, tab) + " (ours only)";
+             row[1] = key.substr(tab + 1);
+             row[3] = mean_sd(subtask_f1(rs, "1.1"), 1);
+             row[6] = mean_sd(subtask_f1(rs, "1.2"), 1);
+             return row;
+           },
+       .note = "Initialisation from the run's \"init\" parameter, else its --word2vec file "
+               "(none: random). The thesis prints NTCRE-CPD random 1.1 with a digit missing: "
+               "left empty."},
+      in, paper);
 }
 
 // ---- Table 4.14: allocation time --------------------------------------------------------
