@@ -118,9 +118,9 @@ constexpr SwitchInfo kAttentionSwitches[] = {
      "by the unit-amplitude signal), or 1 (tables drawn from U(−0.05, 0.05); utre's input "
      "BatchNorm sets the scale)",
      "1|sqrt_d"},
-    {"biaffine_init", K::choice, "glorot",
-     "the bi-affine scorer's L at the start: glorot (uniform), or zeros (Dozat and Manning; "
-     "every class of a pair starts with the same score)",
+    {"biaffine_init", K::choice, "zeros",
+     "the bi-affine scorer's L at the start: zeros (Dozat and Manning; every class of a pair "
+     "starts with the same score), or glorot (uniform: scores of about ±10 at the start)",
      "glorot|zeros"},
     {"ngram", K::flag, "off", "character n-gram input embedding (n = 3)"},
     {"transition", K::flag, "off", "inverted-residual transition instead of C1-C5-C1"},

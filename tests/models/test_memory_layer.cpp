@@ -325,7 +325,8 @@ using test::task_loss;
 using test::tiny_batch;
 using test::tiny_sizes;
 
-const std::string kSmall = "+d=8+heads=2+slots=4+read_heads=1+dropout=0";
+// Glorot's L: with L at zero (the default) only L has a gradient at the start.
+const std::string kSmall = "+d=8+heads=2+slots=4+read_heads=1+dropout=0+biaffine_init=glorot";
 
 TEST(NtcreModel, GradientsWithHaltingAndSeveralIterations) {
   auto m = build("NTCRE-CPD" + kSmall + "+max_steps=3");

@@ -45,7 +45,11 @@ TEST_P(ReModelGradients, MatchCentralDifferences) {
   expect_gradients_match(*m, tiny_batch(), c.task);
 }
 
-const std::string kSmall = "+d=8+heads=2+dropout=0";
+// Small models for the checks. kSmall starts the bi-affine's L from Glorot's uniform:
+// with L at zero (the default) only L has a gradient at the start, and a gradient check
+// of the other tensors would compare zeros.
+const std::string kTiny = "+d=8+heads=2+dropout=0";
+const std::string kSmall = kTiny + "+biaffine_init=glorot";
 
 // The check itself: one tensor's gradient zeroed, or 10 % too large, fails it,
 // naming the tensor (the earlier check sampled a few entries of each tensor and
@@ -422,12 +426,15 @@ TEST(ReModels, EmbedScaleDrawsUnitVarianceTablesForBran) {
               utre1->parameters().all()[k]->value.to_vector());
 }
 
-// +biaffine_init=zeros: L starts at zero, so every class of a pair starts with the same
-// score (with Glorot's L they differ by about ±10 at d 32); the other parameters are
-// the same.
+// biaffine_init=zeros (the default): L starts at zero, so every class of a pair starts
+// with the same score (with Glorot's L they differ by about ±10 at d 32); the other
+// parameters are the same.
 TEST(ReModels, BiaffineZeroInitGivesEveryClassTheSameStart) {
-  auto glorot = build("bran+iterations=2" + kSmall),
-       zeros = build("bran+iterations=2+biaffine_init=zeros" + kSmall);
+  auto glorot = build("bran+iterations=2" + kSmall), zeros = build("bran+iterations=2" + kTiny),
+       explicit_zeros = build("bran+iterations=2+biaffine_init=zeros" + kTiny);
+  for (size_t k = 0; k < zeros->parameters().all().size(); ++k)
+    EXPECT_EQ(zeros->parameters().all()[k]->value.to_vector(),
+              explicit_zeros->parameters().all()[k]->value.to_vector());
   for (size_t k = 0; k < glorot->parameters().all().size(); ++k) {
     const auto& p = zeros->parameters().all()[k];
     if (p->name == "biaffine.L") {
