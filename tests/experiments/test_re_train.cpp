@@ -107,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Overfit{"cnn+d=16+pos_dim=4+char_dim=4+char_filters=8+filters=16+dropout=0",
                               240},
                       Overfit{"bran+iterations=1" + kTiny, 120},
-                      Overfit{"UTRE-CPD+max_steps=2" + kTiny, 120},
+                      Overfit{"UTRE-CPD+max_steps=2" + kTiny, 200},
                       Overfit{"NTCRE-CPD+max_steps=2+slots=4+read_heads=1" + kTiny, 400}),
     [](const ::testing::TestParamInfo<Overfit>& i) {
       return i.param.model.substr(0, i.param.model.find_first_of("+-"));
