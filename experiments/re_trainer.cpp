@@ -40,10 +40,7 @@ struct GradientNorms {
     steps.resize(ps.size(), 0);
     for (size_t k = 0; k < ps.size(); ++k) {
       if (!ps[k]->grad.defined()) continue;
-      const Tensor g = ps[k]->grad.to(Device::cpu);
-      double squares = 0;
-      for (int64_t i = 0; i < g.numel(); ++i) squares += double(g.f32()[i]) * g.f32()[i];
-      sum[k] += std::sqrt(squares);
+      sum[k] += std::sqrt(sum_squares(ps[k]->grad));  // kernels/ops/optim.h, either device
       ++steps[k];
     }
   }

@@ -57,8 +57,9 @@ struct ReTrainOptions {
   bool force = false;
   // Diagnostics: each metrics.jsonl line also holds every parameter's gradient norm
   // (before L2 and clipping), averaged over the window's steps that reached it. Costs a
-  // pass over the gradients a step (on the GPU a copy to the host); not part of the run's
-  // configuration, and the training is the same bytes with or without it.
+  // sum_squares over each gradient a step (on the GPU one reduction and one read each);
+  // not part of the run's configuration, and the training is the same bytes with or
+  // without it.
   bool grad_norms = false;
   // Called after each evaluation's metrics line, before last.ckpt is written
   // (tests throw from it to stand for a killed process). Not part of the config.

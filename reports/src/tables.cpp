@@ -279,6 +279,15 @@ Table render(const PublishedBesideOurs& d, const ReportInputs& in, const Paper& 
   return t;
 }
 
+// Three cells of a row: the published value (with its sd when the thesis prints one),
+// ours as mean ± sd, and ours minus the published value.
+void add_beside(std::vector<std::string>& row, const std::string& published,
+                const std::vector<double>& ours, const std::string& published_sd = "") {
+  row.push_back(printed(published) + (published_sd.empty() ? "" : " ± " + published_sd));
+  row.push_back(mean_sd(ours, 1));
+  row.push_back(diff_mean(ours, published, 1));
+}
+
 // A published row's key column, when our groups are named by it.
 std::function<std::string(const Row&, const Groups&)> by_column(const std::string& column) {
   return [column](const Row& p, const Groups&) { return p.at(column); };
@@ -381,21 +390,13 @@ Table table_46(const ReportInputs& in, const Paper& paper) {
        .published_group = by_column("config"),
        .published_row =
            [&](const Row& p, const Runs& rs) {
-             const auto R = ours(rs, "train_f1"), V = ours(rs, "valid_f1"), T = ours(rs, "test_f1");
-             return std::vector<std::string>{p.at("config"),
-                                             p.at("memory"),
-                                             p.at("char_ngram"),
-                                             p.at("transition"),
-                                             p.at("halting"),
-                                             printed(p.at("train_f1")),
-                                             mean_sd(R, 1),
-                                             diff_mean(R, p.at("train_f1"), 1),
-                                             printed(p.at("valid_f1")),
-                                             mean_sd(V, 1),
-                                             diff_mean(V, p.at("valid_f1"), 1),
-                                             printed(p.at("test_f1")),
-                                             mean_sd(T, 1),
-                                             diff_mean(T, p.at("test_f1"), 1)};
+             std::vector<std::string> row{p.at("config"), p.at("memory"), p.at("char_ngram"),
+                                          p.at("transition"), p.at("halting")};
+             for (const char* split : {"train", "valid", "test"}) {
+               const std::string metric = std::string(split) + "_f1";
+               add_beside(row, p.at(metric), ours(rs, metric.c_str()));
+             }
+             return row;
            },
        .ours_only_row =
            [&](const std::string& l, const Runs& rs) {
@@ -673,16 +674,10 @@ Table table_412(const ReportInputs& in, const Paper& paper) {
        .published_group = by_column("model"),
        .published_row =
            [](const Row& p, const Runs& rs) {
-             const auto a = subtask_f1(rs, "1.1"), b = subtask_f1(rs, "1.2");
-             std::string p11 = printed(p.at("subtask_1_1"));
-             if (!p.at("subtask_1_1_sd").empty()) p11 += " ± " + p.at("subtask_1_1_sd");
-             return std::vector<std::string>{p.at("model"),
-                                             p11,
-                                             mean_sd(a, 1),
-                                             diff_mean(a, p.at("subtask_1_1"), 1),
-                                             printed(p.at("subtask_1_2")),
-                                             mean_sd(b, 1),
-                                             diff_mean(b, p.at("subtask_1_2"), 1)};
+             std::vector<std::string> row{p.at("model")};
+             add_beside(row, p.at("subtask_1_1"), subtask_f1(rs, "1.1"), p.at("subtask_1_1_sd"));
+             add_beside(row, p.at("subtask_1_2"), subtask_f1(rs, "1.2"));
+             return row;
            },
        .ours_only_row =
            [](const std::string& l, const Runs& rs) {
@@ -729,15 +724,10 @@ Table table_413(const ReportInputs& in, const Paper& paper) {
                              const Groups&) { return p.at("model") + "\t" + p.at("init"); },
        .published_row =
            [](const Row& p, const Runs& rs) {
-             const auto a = subtask_f1(rs, "1.1"), b = subtask_f1(rs, "1.2");
-             return std::vector<std::string>{p.at("model"),
-                                             p.at("init"),
-                                             printed(p.at("subtask_1_1")),
-                                             mean_sd(a, 1),
-                                             diff_mean(a, p.at("subtask_1_1"), 1),
-                                             printed(p.at("subtask_1_2")),
-                                             mean_sd(b, 1),
-                                             diff_mean(b, p.at("subtask_1_2"), 1)};
+             std::vector<std::string> row{p.at("model"), p.at("init")};
+             add_beside(row, p.at("subtask_1_1"), subtask_f1(rs, "1.1"));
+             add_beside(row, p.at("subtask_1_2"), subtask_f1(rs, "1.2"));
+             return row;
            },
        .ours_only_row =
            [](const std::string& key, const Runs& rs) {

@@ -117,7 +117,7 @@ INSTANTIATE_TEST_SUITE_P(
                                ReTask::relations},
                       GradCase{"bran+iterations=2" + kSmall, ReTask::relations},
                       GradCase{"bran+iterations=2" + kSmall, ReTask::entities},
-                      GradCase{"bran+iterations=2+embed_scale=sqrt_d" + kSmall, ReTask::relations},
+                      GradCase{"bran+iterations=2+embed_scale=1" + kSmall, ReTask::relations},
                       GradCase{"utre+iterations=2" + kSmall, ReTask::relations},
                       GradCase{"utre+norm=layer+iterations=2" + kSmall, ReTask::relations},
                       GradCase{"utre+transition+iterations=2" + kSmall, ReTask::relations},
@@ -381,8 +381,8 @@ TEST(ReModels, TheInputNormCancelsTheNgramBiasGradient) {
 // deviation 1/√d and multiplied by √d in the forward pass, so that the words keep unit
 // variance beside the unit-amplitude position signal; at 1 they are drawn from
 // U(−0.05, 0.05) (utre's default: its input BatchNorm sets the scale). The other
-// parameters are the same either way; the gradient check holds both
-// (Tiny/ReModelGradients bran_iterations_2_embed_scale_sqrt_d_re).
+// parameters are the same either way; the gradient check holds both (Tiny/ReModelGradients
+// bran_iterations_2_re and bran_iterations_2_embed_scale_1_re).
 TEST(ReModels, EmbedScaleDrawsUnitVarianceTablesForBran) {
   auto byDefault = build("bran+iterations=2" + kSmall),
        scaled = build("bran+iterations=2+embed_scale=sqrt_d" + kSmall),
@@ -402,11 +402,13 @@ TEST(ReModels, EmbedScaleDrawsUnitVarianceTablesForBran) {
     }
     ++tables;
     const int64_t d = ps[k]->value.dim(1);
-    double sa = 0, sb = 0, big = 0;
+    double sa = 0, big = 0;
     for (size_t i = d; i < a.size(); ++i)  // row 0 is the padding, zero
-      sa += double(a[i]) * a[i], sb += double(b[i]) * b[i],
-          big = std::max(big, std::fabs(double(b[i])));
+      sa += double(a[i]) * a[i], big = std::max(big, std::fabs(double(b[i])));
     const double n = static_cast<double>(a.size() - d);
+    // The sample sd of n uniform draws misses the true 1/√d by about 0.45/√n relative;
+    // the smallest table here (entity tags) has a few dozen entries: 25 % is wide of it,
+    // and far from U(±0.05)'s sd (0.029, a tenth of 1/√8).
     EXPECT_NEAR(std::sqrt(sa / n), 1.0 / std::sqrt(double(d)), 0.25 / std::sqrt(double(d)))
         << pd[k]->name;
     EXPECT_LE(big, 0.05) << pd[k]->name;

@@ -250,7 +250,9 @@ TEST(CorpusStats, SemevalStatsBesideTheThesis) {
             if (sp.name != "test") ours += sp.relations[k];
         }
       ASSERT_GE(ours, 0) << name;
-      EXPECT_NEAR(ours, thesis, std::max(5.0, 0.15 * thesis)) << subtask << " " << name;
+      // The generator writes the table's counts over 350 abstracts (3.5 a abstract); its
+      // 2 % / 3 % label noise moves a class by a few (seed 1: at most 4.2 %, or 1 of 18).
+      EXPECT_NEAR(ours, thesis, std::max(3.0, 0.06 * thesis)) << subtask << " " << name;
       std::ostringstream row;
       row << name << ' ' << ours << ' ' << thesis;
       bool printed = false;
