@@ -230,6 +230,24 @@ void add_note(Table& t, const std::string& note) {
 using Row = std::map<std::string, std::string>;
 using Runs = std::vector<const RunRecord*>;
 
+// The last published row that `match` accepts (an empty row when none does).
+Row last_row(const std::vector<Row>& pub, const std::function<bool(const Row&)>& match) {
+  Row out;
+  for (const Row& p : pub)
+    if (match(p)) out = p;
+  return out;
+}
+
+// A published row's cell as the CSV has it, "—" when there is no row.
+std::string cell(const Row& p, const std::string& column) {
+  return p.empty() ? kNone : p.at(column);
+}
+
+// ... and as printed ("—" for an empty cell too).
+std::string printed_cell(const Row& p, const std::string& column) {
+  return p.empty() ? kNone : printed(p.at(column));
+}
+
 // A thesis table whose rows are the published CSV's, each beside our runs of the same
 // group, then one row for each group of ours the thesis does not have. A new table of
 // this kind is a description: what selects its runs, how runs and published rows are
@@ -583,64 +601,141 @@ std::vector<std::string> classes_in(const std::vector<const RunRecord*>& runs,
   return {s.begin(), s.end()};
 }
 
-Table table_410(const ReportInputs& in, const Paper& paper) {
-  const std::string id = "table4.10",
-                    title = "Table 4.10: CTD relation extraction per class, test set (%)";
-  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"4.10"}); });
-  if (runs.empty())
-    return missing_table(id, title,
-                         "no CTD relation runs among the inputs (table \"4.10\", or runs on "
-                         "synth-ctd/bran-tsv data)");
+// A published row's P, R and F1 (with F1's sd where the thesis prints one).
+struct PublishedScores {
+  std::string p, r, f1, f1_sd;
+};
+
+// A table of per-class scores (Tables 4.10, B.1, C.1): our runs grouped by model, one row
+// for each class their result.json scores under `prefix`, ours P/R/F1 beside the
+// published ones of the same model and class. A new table of this kind is a description:
+// its runs, the classes' cells and order, and where a class's published scores are.
+struct PerClass {
+  std::string id, title;
+  Runs runs;
+  std::string missing;  // why it is not made when `runs` is empty
+  std::string published_csv;
+  std::vector<std::string> columns;
+  std::string prefix;  // "<prefix><class>.f1" in the runs' values
+  // the cells that name a class (after the model's)
+  std::function<std::vector<std::string>(const std::string& cls)> class_cells;
+  // the classes of one model in row order (default: by name)
+  std::function<std::vector<std::string>(std::vector<std::string> classes, const std::vector<Row>&)>
+      order;
+  std::function<std::optional<PublishedScores>(const std::string& label, const std::string& cls,
+                                               const std::vector<Row>& pub)>
+      published;
+  // a row after each model's classes (none when not given)
+  std::function<std::vector<std::string>(const std::string& label, const Runs& rs)> after_model;
+  std::vector<std::string> notes;
+};
+
+Table render(const PerClass& d, const ReportInputs&, const Paper& paper) {
+  if (d.runs.empty()) return missing_table(d.id, d.title, d.missing);
   Groups g;
-  for (const RunRecord* r : runs) g.add(model_label(*r), r);
-  const auto pub = rows_of(paper.at("table_4_10_ctd_results.csv"));
+  for (const RunRecord* r : d.runs) g.add(model_label(*r), r);
+  const std::vector<Row> pub = rows_of(paper.at(d.published_csv));
   Table t;
-  t.id = id;
-  t.title = title;
-  t.columns = {"model",   "pair type",   "relation",    "ours P",       "ours R",
-               "ours F1", "published P", "published R", "published F1", "F1 difference"};
-  const std::string pre = "test.relations.per_class.";
+  t.id = d.id;
+  t.title = d.title;
+  t.columns = d.columns;
   for (const std::string& label : g.order) {
-    const auto& rs = g.runs[label];
-    const bool ntcre = label == "NTCRE-CPD", bran = label == "BRAN";
-    std::vector<std::string> names = classes_in(rs, pre, ".f1");
-    // Published order first, then classes the thesis does not list (NULL excluded).
-    std::vector<std::string> ordered;
-    for (const auto& p : pub)
-      for (const std::string& n : names)
-        if (ctd_class(n) == std::make_pair(p.at("pair_type"), p.at("relation")))
-          ordered.push_back(n);
-    for (const std::string& n : names)
-      if (std::find(ordered.begin(), ordered.end(), n) == ordered.end() && lower(n) != "null")
-        ordered.push_back(n);
-    for (const std::string& n : ordered) {
-      const auto [pair_type, relation] = ctd_class(n);
-      std::map<std::string, std::string> p;
-      for (const auto& row : pub)
-        if (row.at("pair_type") == pair_type && row.at("relation") == relation) p = row;
-      auto P = values_of(rs, pre + n + ".precision", 100),
-           R = values_of(rs, pre + n + ".recall", 100), F = values_of(rs, pre + n + ".f1", 100);
-      std::string pp = kNone, pr = kNone, pf = kNone, d = kNone;
-      if (!p.empty() && (ntcre || bran)) {
-        pp = printed(p.at(ntcre ? "p" : "bran_p"));
-        pr = printed(p.at(ntcre ? "r" : "bran_r"));
-        const std::string f = p.at(ntcre ? "f1" : "bran_f1");
-        pf = printed(f) + (ntcre && !p.at("f1_sd").empty() ? " ± " + p.at("f1_sd") : "");
-        d = diff_mean(F, f, 1);
+    const Runs& rs = g.runs[label];
+    std::vector<std::string> classes = classes_in(rs, d.prefix, ".f1");
+    if (d.order) classes = d.order(std::move(classes), pub);
+    for (const std::string& cls : classes) {
+      const std::string key = d.prefix + cls;
+      const auto F = values_of(rs, key + ".f1", 100);
+      std::vector<std::string> row{label};
+      for (std::string& c : d.class_cells(cls)) row.push_back(std::move(c));
+      row.push_back(mean_sd(values_of(rs, key + ".precision", 100), 1));
+      row.push_back(mean_sd(values_of(rs, key + ".recall", 100), 1));
+      row.push_back(mean_sd(F, 1));
+      if (const auto p = d.published(label, cls, pub)) {
+        row.push_back(printed(p->p));
+        row.push_back(printed(p->r));
+        row.push_back(printed(p->f1) + (p->f1_sd.empty() ? "" : " ± " + p->f1_sd));
+        row.push_back(diff_mean(F, p->f1, 1));
+      } else {
+        row.insert(row.end(), 4, kNone);
       }
-      t.rows.push_back({label, pair_type.empty() ? kNone : pair_type, relation, mean_sd(P, 1),
-                        mean_sd(R, 1), mean_sd(F, 1), pp, pr, pf, d});
+      t.rows.push_back(std::move(row));
     }
-    t.rows.push_back({label, "all", "micro", mean_sd(values_of(rs, "test_precision", 100), 1),
-                      mean_sd(values_of(rs, "test_recall", 100), 1),
-                      mean_sd(values_of(rs, "test_f1", 100), 1), kNone, kNone, kNone, kNone});
+    if (d.after_model) t.rows.push_back(d.after_model(label, rs));
   }
-  t.provenance = provenance_of(runs);
-  add_note(t,
-           "Published: thesis Table 4.10, NTCRE-CPD (mean ± sd of 10 runs) and BRAN; other "
-           "models have no published row.");
-  add_note(t, not_completed_note(runs));
+  t.provenance = provenance_of(d.runs);
+  for (const std::string& n : d.notes) add_note(t, n);
+  add_note(t, not_completed_note(d.runs));
   return t;
+}
+
+// CTD class names in the published rows' order, then the others (by name).
+std::vector<std::string> ctd_published_order(const std::vector<std::string>& names,
+                                             const std::vector<Row>& pub) {
+  std::vector<std::string> out;
+  for (const Row& p : pub)
+    for (const std::string& n : names)
+      if (ctd_class(n) == std::make_pair(p.at("pair_type"), p.at("relation"))) out.push_back(n);
+  for (const std::string& n : names)
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  return out;
+}
+
+// The published row of a CTD class.
+Row ctd_row(const std::vector<Row>& pub, const std::string& cls) {
+  const auto [pair_type, relation] = ctd_class(cls);
+  return last_row(pub, [&](const Row& r) {
+    return r.at("pair_type") == pair_type && r.at("relation") == relation;
+  });
+}
+
+Table table_410(const ReportInputs& in, const Paper& paper) {
+  return render(
+      PerClass{
+          .id = "table4.10",
+          .title = "Table 4.10: CTD relation extraction per class, test set (%)",
+          .runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"4.10"}); }),
+          .missing = "no CTD relation runs among the inputs (table \"4.10\", or runs on "
+                     "synth-ctd/bran-tsv data)",
+          .published_csv = "table_4_10_ctd_results.csv",
+          .columns = {"model", "pair type", "relation", "ours P", "ours R", "ours F1",
+                      "published P", "published R", "published F1", "F1 difference"},
+          .prefix = "test.relations.per_class.",
+          .class_cells =
+              [](const std::string& cls) {
+                const auto [pair_type, relation] = ctd_class(cls);
+                return std::vector<std::string>{pair_type.empty() ? kNone : pair_type, relation};
+              },
+          // The published order, then the classes the thesis does not list (NULL excluded).
+          .order =
+              [](std::vector<std::string> classes, const std::vector<Row>& pub) {
+                std::erase_if(classes, [](const std::string& c) { return lower(c) == "null"; });
+                return ctd_published_order(classes, pub);
+              },
+          .published = [](const std::string& label, const std::string& cls,
+                          const std::vector<Row>& pub) -> std::optional<PublishedScores> {
+            const bool ntcre = label == "NTCRE-CPD";
+            const Row p = ctd_row(pub, cls);
+            if (p.empty() || !(ntcre || label == "BRAN")) return std::nullopt;
+            if (ntcre) return PublishedScores{p.at("p"), p.at("r"), p.at("f1"), p.at("f1_sd")};
+            return PublishedScores{p.at("bran_p"), p.at("bran_r"), p.at("bran_f1"), ""};
+          },
+          .after_model =
+              [](const std::string& label, const Runs& rs) {
+                return std::vector<std::string>{label,
+                                                "all",
+                                                "micro",
+                                                mean_sd(values_of(rs, "test_precision", 100), 1),
+                                                mean_sd(values_of(rs, "test_recall", 100), 1),
+                                                mean_sd(values_of(rs, "test_f1", 100), 1),
+                                                kNone,
+                                                kNone,
+                                                kNone,
+                                                kNone};
+              },
+          .notes = {"Published: thesis Table 4.10, NTCRE-CPD (mean ± sd of 10 runs) and BRAN; "
+                    "other models have no published row."}},
+      in, paper);
 }
 
 // ---- Tables 4.12, 4.13: SemEval ---------------------------------------------------------
@@ -745,91 +840,117 @@ Table table_413(const ReportInputs& in, const Paper& paper) {
       in, paper);
 }
 
-// ---- Table 4.14: allocation time --------------------------------------------------------
+// ---- Tables 4.14, 4.15: benchmark files ------------------------------------------------
 
-Table table_414(const ReportInputs& in, const Paper& paper) {
-  const std::string id = "table4.14",
-                    title =
-                        "Table 4.14: allocation, seconds per 100 calls (forward), sorted vs "
-                        "parallel, and speedup";
+// A table of benchmark files (Tables 4.14, 4.15): the rows of every `mare bench` JSON of
+// one kind, beside the published times. A new table of this kind is a description: the
+// benchmark kind, the fields a row must have, and one file's rows.
+struct BenchRows {
+  std::string id, title;
+  std::string kind;  // BenchFile::kind: "allocation", "iteration"
+  std::string missing;
+  std::vector<std::string> needs;  // the fields every row must have
+  std::vector<std::string> columns;
+  // one file's rows (each checked to be an object with `needs`), given its device
+  std::function<std::vector<std::vector<std::string>>(const json& rows, const std::string& device,
+                                                      const Paper&)>
+      rows;
+  std::string note;
+};
+
+Table render(const BenchRows& d, const ReportInputs& in, const Paper& paper) {
   std::vector<const BenchFile*> files;
   for (const BenchFile& b : in.benchmarks)
-    if (b.kind == "allocation") files.push_back(&b);
-  if (files.empty())
-    return missing_table(id, title,
-                         "no allocation benchmark among the inputs (`mare bench allocation "
-                         "--json FILE`)");
-  std::map<std::pair<int, int>, double> pub_sorted, pub_parallel;
-  for (const auto& p : rows_of(paper.at("table_4_14_allocation.csv"))) {
-    double v = 0;
-    if (!pub_number(p.at("seconds"), v)) continue;
-    auto key = std::make_pair(std::stoi(p.at("memory_size")), std::stoi(p.at("seq_len")));
-    (p.at("mechanism") == "sorted" ? pub_sorted : pub_parallel)[key] = v;
-  }
-  std::map<std::pair<int, int>, std::string> pub_speedup;
-  for (const auto& p : rows_of(paper.at("table_4_14_speedup_printed.csv")))
-    pub_speedup[{std::stoi(p.at("memory_size")), std::stoi(p.at("seq_len"))}] =
-        p.at("speedup_printed");
+    if (b.kind == d.kind) files.push_back(&b);
+  if (files.empty()) return missing_table(d.id, d.title, d.missing);
   Table t;
-  t.id = id;
-  t.title = title;
-  t.columns = {"device",
-               "N",
-               "sequence",
-               "ours sorted",
-               "ours parallel",
-               "ours speedup",
-               "published sorted",
-               "published parallel",
-               "published speedup",
-               "speedup difference"};
+  t.id = d.id;
+  t.title = d.title;
+  t.columns = d.columns;
   json prov = json::array();
   for (const BenchFile* f : files) {
     const json& rows = f->json.at("rows");
     if (!rows.is_array())
       throw InputError(f->path.string() + ": \"rows\" must be an array of benchmark rows");
-    std::map<std::pair<int, int>, double> sorted, parallel;
-    for (const json& r : rows) {
-      if (!r.is_object() || !r.contains("variant") || !r.contains("mem") || !r.contains("seq") ||
-          !r.contains("seconds"))
-        throw InputError(f->path.string() +
-                         ": an allocation row needs variant, mem, seq and seconds");
-      if (r.value("pass", std::string("forward")) != "forward") continue;
-      const std::string v = r["variant"].get<std::string>();
-      auto key = std::make_pair(r["mem"].get<int>(), r["seq"].get<int>());
-      if (v == "sorted") sorted[key] = r["seconds"].get<double>() * 100;
-      if (v == "parallel") parallel[key] = r["seconds"].get<double>() * 100;
-    }
-    std::set<std::pair<int, int>> keys;
-    for (const auto& [k, _] : sorted) keys.insert(k);
-    for (const auto& [k, _] : parallel) keys.insert(k);
-    const std::string device = f->json.value("device", std::string("?"));
-    for (const auto& k : keys) {
-      const bool s = sorted.count(k), p = parallel.count(k);
-      std::string sp = kNone, d = kNone;
-      if (s && p && parallel[k] > 0) {
-        const double ratio = sorted[k] / parallel[k];
-        sp = format_fixed(ratio, 2);
-        double pv = 0;
-        if (pub_speedup.count(k) && pub_number(pub_speedup[k], pv)) d = signed_fixed(ratio - pv, 2);
-      }
-      t.rows.push_back({device, std::to_string(k.first), std::to_string(k.second),
-                        s ? format_sig(sorted[k], 3) : kNone,
-                        p ? format_sig(parallel[k], 3) : kNone, sp,
-                        pub_sorted.count(k) ? format_fixed(pub_sorted[k], 2) : kNone,
-                        pub_parallel.count(k) ? format_fixed(pub_parallel[k], 2) : kNone,
-                        pub_speedup.count(k) ? pub_speedup[k] : kNone, d});
-    }
+    for (const json& r : rows)
+      if (!r.is_object() || !std::all_of(d.needs.begin(), d.needs.end(),
+                                         [&](const std::string& k) { return r.contains(k); }))
+        throw InputError(f->path.string() + ": an " + d.kind + " row needs " +
+                         join(std::vector<std::string>(d.needs.begin(), d.needs.end() - 1), ", ") +
+                         " and " + d.needs.back());
+    for (auto& row : d.rows(rows, f->json.value("device", std::string("?")), paper))
+      t.rows.push_back(std::move(row));
     prov.push_back(provenance_of(*f));
   }
   t.provenance = prov.size() == 1 ? prov[0] : json{{"benchmarks", prov}};
-  add_note(t,
-           "Ours: median seconds per call of the forward pass (`mare bench allocation`, batch "
-           "of memories as the JSON says) times 100; speedup = sorted / parallel. Published: "
-           "thesis Table 4.14, 100 repetitions in TensorFlow on a Tesla T4, speedup as printed "
-           "(not exactly the ratio of its printed times). Times on different hardware are "
-           "beside each other, not comparable; the speedup is.");
+  add_note(t, d.note);
   return t;
+}
+
+Table table_414(const ReportInputs& in, const Paper& paper) {
+  return render(
+      BenchRows{
+          .id = "table4.14",
+          .title = "Table 4.14: allocation, seconds per 100 calls (forward), sorted vs parallel, "
+                   "and speedup",
+          .kind = "allocation",
+          .missing = "no allocation benchmark among the inputs (`mare bench allocation --json "
+                     "FILE`)",
+          .needs = {"variant", "mem", "seq", "seconds"},
+          .columns = {"device", "N", "sequence", "ours sorted", "ours parallel", "ours speedup",
+                      "published sorted", "published parallel", "published speedup",
+                      "speedup difference"},
+          .rows =
+              [](const json& rows, const std::string& device, const Paper& paper) {
+                using Key = std::pair<int, int>;  // (memory size, sequence length)
+                std::map<Key, double> pub_sorted, pub_parallel;
+                for (const auto& p : rows_of(paper.at("table_4_14_allocation.csv"))) {
+                  double v = 0;
+                  if (!pub_number(p.at("seconds"), v)) continue;
+                  const Key key{std::stoi(p.at("memory_size")), std::stoi(p.at("seq_len"))};
+                  (p.at("mechanism") == "sorted" ? pub_sorted : pub_parallel)[key] = v;
+                }
+                std::map<Key, std::string> pub_speedup;
+                for (const auto& p : rows_of(paper.at("table_4_14_speedup_printed.csv")))
+                  pub_speedup[{std::stoi(p.at("memory_size")), std::stoi(p.at("seq_len"))}] =
+                      p.at("speedup_printed");
+                std::map<Key, double> sorted, parallel;
+                for (const json& r : rows) {
+                  if (r.value("pass", std::string("forward")) != "forward") continue;
+                  const std::string v = r["variant"].get<std::string>();
+                  const Key key{r["mem"].get<int>(), r["seq"].get<int>()};
+                  if (v == "sorted") sorted[key] = r["seconds"].get<double>() * 100;
+                  if (v == "parallel") parallel[key] = r["seconds"].get<double>() * 100;
+                }
+                std::set<Key> keys;
+                for (const auto& [k, _] : sorted) keys.insert(k);
+                for (const auto& [k, _] : parallel) keys.insert(k);
+                std::vector<std::vector<std::string>> out;
+                for (const Key& k : keys) {
+                  const bool s = sorted.count(k), p = parallel.count(k);
+                  std::string sp = kNone, d = kNone;
+                  if (s && p && parallel[k] > 0) {
+                    const double ratio = sorted[k] / parallel[k];
+                    sp = format_fixed(ratio, 2);
+                    double pv = 0;
+                    if (pub_speedup.count(k) && pub_number(pub_speedup[k], pv))
+                      d = signed_fixed(ratio - pv, 2);
+                  }
+                  out.push_back({device, std::to_string(k.first), std::to_string(k.second),
+                                 s ? format_sig(sorted[k], 3) : kNone,
+                                 p ? format_sig(parallel[k], 3) : kNone, sp,
+                                 pub_sorted.count(k) ? format_fixed(pub_sorted[k], 2) : kNone,
+                                 pub_parallel.count(k) ? format_fixed(pub_parallel[k], 2) : kNone,
+                                 pub_speedup.count(k) ? pub_speedup[k] : kNone, d});
+                }
+                return out;
+              },
+          .note = "Ours: median seconds per call of the forward pass (`mare bench allocation`, "
+                  "batch of memories as the JSON says) times 100; speedup = sorted / parallel. "
+                  "Published: thesis Table 4.14, 100 repetitions in TensorFlow on a Tesla T4, "
+                  "speedup as printed (not exactly the ratio of its printed times). Times on "
+                  "different hardware are beside each other, not comparable; the speedup is."},
+      in, paper);
 }
 
 // ---- Table 4.15: time per iteration -----------------------------------------------------
@@ -841,103 +962,84 @@ std::string dataset_of_shape(const std::string& shape) {
   return shape;
 }
 
+// "mean ± sd" of a benchmark row's times: its "times_s", else its "mean_s" (and "sd_s").
+std::string iteration_time(const json& r, const std::vector<double>& times) {
+  if (!times.empty()) return mean_sd(times, 3);
+  if (!r.contains("mean_s") || !r["mean_s"].is_number()) return kNone;
+  return format_fixed(r["mean_s"].get<double>(), 3) +
+         (r.contains("sd_s") && r["sd_s"].is_number()
+              ? " ± " + format_fixed(r["sd_s"].get<double>(), 3)
+              : "");
+}
+
 Table table_415(const ReportInputs& in, const Paper& paper) {
-  const std::string id = "table4.15", title = "Table 4.15: seconds per training iteration";
-  std::vector<const BenchFile*> files;
-  for (const BenchFile& b : in.benchmarks)
-    if (b.kind == "iteration") files.push_back(&b);
-  if (files.empty())
-    return missing_table(id, title,
-                         "no iteration benchmark among the inputs (`mare bench iteration --json "
-                         "FILE`)");
-  std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> pubv;
-  for (const auto& p : rows_of(paper.at("table_4_15_iteration_time.csv")))
-    pubv[{p.at("model"), p.at("dataset")}] = {p.at("mean_s"), p.at("sd_s")};
-  auto pub_ratio = [&](const std::string& model, const std::string& dataset) -> std::string {
-    if (model.rfind("NTCRE", 0) != 0) return kNone;
-    const std::string utre = "UTRE" + model.substr(5);
-    double a = 0, b = 0;
-    if (!pubv.count({model, dataset}) || !pubv.count({utre, dataset}) ||
-        !pub_number(pubv[{model, dataset}].first, a) ||
-        !pub_number(pubv[{utre, dataset}].first, b) || b == 0)
-      return kNone;
-    return format_fixed(a / b, 2);
-  };
-  Table t;
-  t.id = id;
-  t.title = title;
-  t.columns = {"device",
-               "model",
-               "dataset",
-               "tokens",
-               "batch",
-               "d",
-               "allocation",
-               "ours s/iteration",
-               "published s/iteration",
-               "difference",
-               "ours NTCRE/UTRE",
-               "published NTCRE/UTRE"};
-  json prov = json::array();
-  for (const BenchFile* f : files) {
-    const json& rows = f->json.at("rows");
-    if (!rows.is_array())
-      throw InputError(f->path.string() + ": \"rows\" must be an array of benchmark rows");
-    const std::string device = f->json.value("device", std::string("?"));
-    for (const json& r : rows) {
-      if (!r.is_object() || !r.contains("model") || !r.contains("shape"))
-        throw InputError(f->path.string() + ": an iteration row needs model and shape");
-      const std::string model = r["model"].get<std::string>();
-      const std::string dataset = dataset_of_shape(r["shape"].get<std::string>());
-      std::vector<double> times;
-      if (r.contains("times_s") && r["times_s"].is_array())
-        for (const json& x : r["times_s"]) times.push_back(x.get<double>());
-      std::string ours;
-      if (!times.empty())
-        ours = mean_sd(times, 3);
-      else if (r.contains("mean_s") && r["mean_s"].is_number())
-        ours = format_fixed(r["mean_s"].get<double>(), 3) +
-               (r.contains("sd_s") && r["sd_s"].is_number()
-                    ? " ± " + format_fixed(r["sd_s"].get<double>(), 3)
-                    : "");
-      else
-        ours = kNone;
-      const double mean = !times.empty() ? stats::mean(times) : r.value("mean_s", std::nan(""));
-      std::string p = kNone, d = kNone;
-      if (pubv.count({model, dataset})) {
-        const auto& [m, s] = pubv[{model, dataset}];
-        p = m + (s.empty() ? "" : " ± " + s);
-        double pm = 0;
-        if (pub_number(m, pm) && std::isfinite(mean)) d = signed_fixed(mean - pm, 3);
-      }
-      auto text = [&](const char* k) {
-        if (!r.contains(k) || r[k].is_null()) return kNone;
-        return r[k].is_string() ? r[k].get<std::string>() : r[k].dump();
-      };
-      std::string ratio = kNone;
-      if (r.contains("ratio") && r["ratio"].is_number())
-        ratio = format_fixed(r["ratio"].get<double>(), 2);
-      t.rows.push_back({device, model, dataset, text("tokens"), text("batch"), text("d"),
-                        text("alloc"), ours, p, d, ratio, pub_ratio(model, dataset)});
-    }
-    prov.push_back(provenance_of(*f));
-  }
-  t.provenance = prov.size() == 1 ? prov[0] : json{{"benchmarks", prov}};
-  add_note(t,
-           "Ours: `mare bench iteration`, mean ± sd (iterations) of one training iteration "
-           "(forward, loss, backward, update) at the JSON's size. Published: thesis Table 4.15, "
-           "V100, SemEval 96 tokens and BioCreative 398 tokens. NTCRE/UTRE: the time of NTCRE-x "
-           "over UTRE-x at the same shape.");
-  return t;
+  return render(
+      BenchRows{
+          .id = "table4.15",
+          .title = "Table 4.15: seconds per training iteration",
+          .kind = "iteration",
+          .missing = "no iteration benchmark among the inputs (`mare bench iteration --json "
+                     "FILE`)",
+          .needs = {"model", "shape"},
+          .columns = {"device", "model", "dataset", "tokens", "batch", "d", "allocation",
+                      "ours s/iteration", "published s/iteration", "difference", "ours NTCRE/UTRE",
+                      "published NTCRE/UTRE"},
+          .rows =
+              [](const json& rows, const std::string& device, const Paper& paper) {
+                std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>>
+                    pub;
+                for (const auto& p : rows_of(paper.at("table_4_15_iteration_time.csv")))
+                  pub[{p.at("model"), p.at("dataset")}] = {p.at("mean_s"), p.at("sd_s")};
+                auto pub_ratio = [&](const std::string& model, const std::string& dataset) {
+                  if (model.rfind("NTCRE", 0) != 0) return kNone;
+                  const std::string utre = "UTRE" + model.substr(5);
+                  double a = 0, b = 0;
+                  if (!pub.count({model, dataset}) || !pub.count({utre, dataset}) ||
+                      !pub_number(pub[{model, dataset}].first, a) ||
+                      !pub_number(pub[{utre, dataset}].first, b) || b == 0)
+                    return kNone;
+                  return format_fixed(a / b, 2);
+                };
+                std::vector<std::vector<std::string>> out;
+                for (const json& r : rows) {
+                  const std::string model = r["model"].get<std::string>();
+                  const std::string dataset = dataset_of_shape(r["shape"].get<std::string>());
+                  std::vector<double> times;
+                  if (r.contains("times_s") && r["times_s"].is_array())
+                    times = r["times_s"].get<std::vector<double>>();
+                  const double mean =
+                      !times.empty() ? stats::mean(times) : r.value("mean_s", std::nan(""));
+                  std::string p = kNone, d = kNone;
+                  if (pub.count({model, dataset})) {
+                    const auto& [m, s] = pub[{model, dataset}];
+                    p = m + (s.empty() ? "" : " ± " + s);
+                    double pm = 0;
+                    if (pub_number(m, pm) && std::isfinite(mean)) d = signed_fixed(mean - pm, 3);
+                  }
+                  auto text = [&](const char* k) {
+                    if (!r.contains(k) || r[k].is_null()) return kNone;
+                    return r[k].is_string() ? r[k].get<std::string>() : r[k].dump();
+                  };
+                  std::string ratio = kNone;
+                  if (r.contains("ratio") && r["ratio"].is_number())
+                    ratio = format_fixed(r["ratio"].get<double>(), 2);
+                  out.push_back({device, model, dataset, text("tokens"), text("batch"), text("d"),
+                                 text("alloc"), iteration_time(r, times), p, d, ratio,
+                                 pub_ratio(model, dataset)});
+                }
+                return out;
+              },
+          .note = "Ours: `mare bench iteration`, mean ± sd (iterations) of one training "
+                  "iteration (forward, loss, backward, update) at the JSON's size. Published: "
+                  "thesis Table 4.15, V100, SemEval 96 tokens and BioCreative 398 tokens. "
+                  "NTCRE/UTRE: the time of NTCRE-x over UTRE-x at the same shape."},
+      in, paper);
 }
 
 // ---- Tables B.1, C.1: named-entity recognition ----------------------------------------
 
 Table table_ner(const ReportInputs& in, const Paper& paper, const std::string& which) {
   const bool b1 = which == "B.1";
-  const std::string id = "table" + which, title = "Table " + which +
-                                                  ": named-entity recognition on " +
-                                                  (b1 ? "CDR" : "CTD") + ", test set (%)";
   auto with_ner = [&](std::initializer_list<const char*> tables) {
     return runs_of(in, [&](const RunRecord& r) {
       if (!in_table(r, tables)) return false;
@@ -949,45 +1051,36 @@ Table table_ner(const ReportInputs& in, const Paper& paper, const std::string& w
   // B.1 reports the models of Table 4.5; the ablation sweep's runs stand in without them.
   auto runs = b1 ? with_ner({"4.5", "B.1"}) : with_ner({"4.10", "C.1"});
   if (b1 && runs.empty()) runs = with_ner({"4.6"});
-  if (runs.empty())
-    return missing_table(id, title,
-                         std::string("no ") + (b1 ? "CDR" : "CTD") +
-                             " runs that trained NER among the inputs (result.json without "
-                             "test.ner: NER is scored only when trained, +ner_prob > 0)");
-  Groups g;
-  for (const RunRecord* r : runs) g.add(model_label(*r), r);
-  std::vector<std::map<std::string, std::string>> pub;
-  for (const auto& p : rows_of(paper.at("ner_results_b1_c1.csv")))
-    if (p.at("table") == which) pub.push_back(p);
-  Table t;
-  t.id = id;
-  t.title = title;
-  t.columns = {"model",       "class",       "ours P",       "ours R",       "ours F1",
-               "published P", "published R", "published F1", "F1 difference"};
-  const std::string pre = "test.ner.per_type.";
-  for (const std::string& label : g.order) {
-    const auto& rs = g.runs[label];
-    for (const std::string& cls : classes_in(rs, pre, ".f1")) {
-      std::map<std::string, std::string> p;
-      for (const auto& row : pub)
-        if (row.at("model") == label && lower(row.at("class")) == lower(cls)) p = row;
-      auto P = values_of(rs, pre + cls + ".precision", 100),
-           R = values_of(rs, pre + cls + ".recall", 100), F = values_of(rs, pre + cls + ".f1", 100);
-      t.rows.push_back(
-          {label, cls, mean_sd(P, 1), mean_sd(R, 1), mean_sd(F, 1),
-           p.empty() ? kNone : printed(p.at("p")), p.empty() ? kNone : printed(p.at("r")),
-           p.empty() ? kNone
-                     : printed(p.at("f1")) + (p.at("f1_sd").empty() ? "" : " ± " + p.at("f1_sd")),
-           p.empty() ? kNone : diff_mean(F, p.at("f1"), 1)});
-    }
-  }
-  t.provenance = provenance_of(runs);
-  add_note(t, std::string("Ours: span P/R/F1 per entity type on the test split. Published: thesis "
-                          "Table ") +
-                  which + (b1 ? "" : " (names no model; NTCRE-CPD inferred)") +
-                  "; some of its F1 values are not 2PR/(P+R) of its P and R.");
-  add_note(t, not_completed_note(runs));
-  return t;
+  return render(
+      PerClass{
+          .id = "table" + which,
+          .title = "Table " + which + ": named-entity recognition on " + (b1 ? "CDR" : "CTD") +
+                   ", test set (%)",
+          .runs = runs,
+          .missing = std::string("no ") + (b1 ? "CDR" : "CTD") +
+                     " runs that trained NER among the inputs (result.json without test.ner: NER "
+                     "is scored only when trained, +ner_prob > 0)",
+          .published_csv = "ner_results_b1_c1.csv",
+          .columns = {"model", "class", "ours P", "ours R", "ours F1", "published P", "published R",
+                      "published F1", "F1 difference"},
+          .prefix = "test.ner.per_type.",
+          .class_cells = [](const std::string& cls) { return std::vector<std::string>{cls}; },
+          .order = {},  // by name
+          .published = [&](const std::string& label, const std::string& cls,
+                           const std::vector<Row>& pub) -> std::optional<PublishedScores> {
+            const Row p = last_row(pub, [&](const Row& r) {
+              return r.at("table") == which && r.at("model") == label &&
+                     lower(r.at("class")) == lower(cls);
+            });
+            if (p.empty()) return std::nullopt;
+            return PublishedScores{p.at("p"), p.at("r"), p.at("f1"), p.at("f1_sd")};
+          },
+          .after_model = {},
+          .notes = {std::string("Ours: span P/R/F1 per entity type on the test split. "
+                                "Published: thesis Table ") +
+                    which + (b1 ? "" : " (names no model; NTCRE-CPD inferred)") +
+                    "; some of its F1 values are not 2PR/(P+R) of its P and R."}},
+      in, paper);
 }
 
 // ---- Table 5.1: GRPU --------------------------------------------------------------------
@@ -997,111 +1090,104 @@ std::string yes(const std::string& s) {
   return (v == "true" || v == "1" || v == "on" || v == "yes") ? "1" : "0";
 }
 
-Table table_51(const ReportInputs& in, const Paper& paper) {
-  const std::string id = "table5.1",
-                    title =
-                        "Table 5.1: GRPU on the addition problem and its variants, MSE after "
-                        "the last epoch";
-  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"5.1"}); });
-  if (runs.empty())
-    return missing_table(id, title,
-                         "no GRPU/sequence runs among the inputs (table \"5.1\", or `mare train "
-                         "--model grpu|bigru --task addition|conditional` runs)");
-  // A run's published row: (model, batch, samples, curriculum, conditional).
-  auto key_of = [](const RunRecord& r) {
-    const std::string base = lower(parse_model(run_model(r)).base);
-    const std::string model = base == "bigru"  ? "bidirectional GRU (reference)"
-                              : base == "grpu" ? "GRPU"
-                                               : run_model(r);
-    return std::vector<std::string>{model, param(r, "batch"), param(r, "samples"),
-                                    yes(param(r, "curriculum")),
-                                    param(r, "task") == "conditional" ? "1" : "0"};
-  };
-  auto label_of = [](const std::vector<std::string>& k) {
-    std::string s = k[0] + ", batch " + k[1] + ", " + k[2] + " samples";
-    if (k[3] == "1") s += ", curriculum";
-    if (k[4] == "1") s += ", conditional";
-    return s;
-  };
-  std::map<std::vector<std::string>, std::vector<const RunRecord*>> groups;
-  std::vector<std::vector<std::string>> order;
-  for (const RunRecord* r : runs) {
-    auto k = key_of(*r);
-    if (!groups.count(k)) order.push_back(k);
-    groups[k].push_back(r);
+// A Table 5.1 row's key: model, batch, samples, curriculum (0/1), conditional (0/1).
+std::string grpu_key(const std::vector<std::string>& parts) {
+  return join(parts, "\t");
+}
+
+std::vector<std::string> grpu_parts(const std::string& key) {
+  std::vector<std::string> parts;
+  for (std::size_t a = 0;;) {
+    const std::size_t b = key.find('\t', a);
+    parts.push_back(key.substr(a, b - a));
+    if (b == std::string::npos) return parts;
+    a = b + 1;
   }
-  std::vector<std::pair<std::vector<std::string>, std::map<std::string, std::string>>> rows;
-  std::set<std::vector<std::string>> shown;
-  for (const auto& p : rows_of(paper.at("table_5_1_grpu.csv"))) {
-    std::vector<std::string> k{p.at("model"), p.at("batch"), p.at("samples"), p.at("curriculum"),
-                               p.at("conditional")};
-    rows.emplace_back(k, p);
-    shown.insert(k);
+}
+
+std::string grpu_group(const RunRecord& r, const std::vector<Row>&) {
+  const std::string base = lower(parse_model(run_model(r)).base);
+  const std::string model = base == "bigru"  ? "bidirectional GRU (reference)"
+                            : base == "grpu" ? "GRPU"
+                                             : run_model(r);
+  return grpu_key({model, param(r, "batch"), param(r, "samples"), yes(param(r, "curriculum")),
+                   param(r, "task") == "conditional" ? "1" : "0"});
+}
+
+// One row of Table 5.1: the key's label, our runs' MSE beside the published row's (p
+// empty: a row of ours only).
+std::vector<std::string> grpu_row(const std::string& key, const Row& p, const Runs& rs) {
+  const std::vector<std::string> k = grpu_parts(key);
+  std::string label = k[0] + ", batch " + k[1] + ", " + k[2] + " samples";
+  if (k[3] == "1") label += ", curriculum";
+  if (k[4] == "1") label += ", conditional";
+  std::set<std::string> models, epochs;
+  std::vector<double> per_epoch;
+  int done = 0;
+  for (const RunRecord* r : rs) {
+    if (!completed(*r)) continue;
+    ++done;
+    models.insert(run_model(*r));
+    if (r->values.count("epochs")) epochs.insert(format_shortest(r->values.at("epochs")));
   }
-  for (const auto& k : order)
-    if (!shown.count(k)) rows.emplace_back(k, std::map<std::string, std::string>{});
-  Table t;
-  t.id = id;
-  t.title = title;
-  t.columns = {"row",
-               "model",
-               "runs",
-               "epochs",
-               "published train MSE",
-               "ours train MSE: median [min, max]",
-               "train: ours / published",
-               "published test MSE",
-               "ours test MSE: median [min, max]",
-               "test: ours / published",
-               "measured s/epoch"};
-  auto ratio = [](const std::vector<double>& x, const std::string& p) {
+  for (const RunRecord* r : rs)
+    if (r->timing.is_object() && r->timing.contains("seconds_per_epoch") &&
+        r->timing["seconds_per_epoch"].is_array() && !r->timing["seconds_per_epoch"].empty())
+      per_epoch.push_back(stats::mean(r->timing["seconds_per_epoch"].get<std::vector<double>>()));
+  auto ratio = [](const std::vector<double>& x, const std::string& published) {
     double v = 0;
-    if (x.empty() || !parse_double(p, v) || v == 0) return kNone;
+    if (x.empty() || !parse_double(published, v) || v == 0) return kNone;
     return format_sig(stats::median(x) / v, 3);
   };
-  for (const auto& [k, p] : rows) {
-    const auto& rs = groups[k];
-    std::set<std::string> models, epochs;
-    std::vector<double> per_epoch;
-    int done = 0;
-    for (const RunRecord* r : rs) {
-      if (!completed(*r)) continue;
-      ++done;
-      models.insert(run_model(*r));
-      if (r->values.count("epochs")) epochs.insert(format_shortest(r->values.at("epochs")));
-    }
-    for (const RunRecord* r : rs)
-      if (r->timing.is_object() && r->timing.contains("seconds_per_epoch") &&
-          r->timing["seconds_per_epoch"].is_array() && !r->timing["seconds_per_epoch"].empty()) {
-        std::vector<double> s;
-        for (const json& x : r->timing["seconds_per_epoch"]) s.push_back(x.get<double>());
-        per_epoch.push_back(stats::mean(s));
-      }
-    auto tr = values_of(rs, "train_mse"), te = values_of(rs, "test_mse");
-    std::vector<std::string> ms(models.begin(), models.end());
-    const std::string ptr =
-        p.empty() ? kNone : (p.at("train_mse").empty() ? "N/A" : p.at("train_mse"));
-    const std::string pte =
-        p.empty() ? kNone : (p.at("test_mse").empty() ? "N/A" : p.at("test_mse"));
-    t.rows.push_back({label_of(k) + (p.empty() ? " (ours only)" : ""),
-                      ms.empty() ? kNone : join(ms, ", "), std::to_string(done),
-                      epochs.empty()
-                          ? kNone
-                          : join(std::vector<std::string>(epochs.begin(), epochs.end()), ", "),
-                      ptr, median_range(tr, 3), p.empty() ? kNone : ratio(tr, p.at("train_mse")),
-                      pte, median_range(te, 3), p.empty() ? kNone : ratio(te, p.at("test_mse")),
-                      per_epoch.empty() ? kNone : format_fixed(stats::mean(per_epoch), 2)});
-  }
-  t.provenance = provenance_of(runs);
-  add_note(t,
-           "Ours: train and test MSE after the last epoch of each completed run, median [min, "
-           "max] over the runs (seeds); \"ours / published\" is the median over the published "
-           "value. Published: dissertation Table 5.1, one run per row after 1000 epochs; its "
-           "BiGRU value is quoted from the Minimal Gated Unit paper. s/epoch: mean over the "
-           "runs of each run's mean wall time per epoch (timing.json), evaluation included; "
-           "it depends on the machine and its load.");
-  add_note(t, not_completed_note(runs));
-  return t;
+  auto published = [&](const char* column) {
+    return p.empty() ? kNone : (p.at(column).empty() ? "N/A" : p.at(column));
+  };
+  const auto tr = values_of(rs, "train_mse"), te = values_of(rs, "test_mse");
+  auto listed = [](const std::set<std::string>& s) {
+    return s.empty() ? kNone : join(std::vector<std::string>(s.begin(), s.end()), ", ");
+  };
+  return {label + (p.empty() ? " (ours only)" : ""),
+          listed(models),
+          std::to_string(done),
+          listed(epochs),
+          published("train_mse"),
+          median_range(tr, 3),
+          p.empty() ? kNone : ratio(tr, p.at("train_mse")),
+          published("test_mse"),
+          median_range(te, 3),
+          p.empty() ? kNone : ratio(te, p.at("test_mse")),
+          per_epoch.empty() ? kNone : format_fixed(stats::mean(per_epoch), 2)};
+}
+
+Table table_51(const ReportInputs& in, const Paper& paper) {
+  auto key_of = [](const Row& p) {
+    return grpu_key(
+        {p.at("model"), p.at("batch"), p.at("samples"), p.at("curriculum"), p.at("conditional")});
+  };
+  return render(
+      {.id = "table5.1",
+       .title = "Table 5.1: GRPU on the addition problem and its variants, MSE after the last "
+                "epoch",
+       .tables = {"5.1"},
+       .missing = "no GRPU/sequence runs among the inputs (table \"5.1\", or `mare train --model "
+                  "grpu|bigru --task addition|conditional` runs)",
+       .published_csv = "table_5_1_grpu.csv",
+       .columns = {"row", "model", "runs", "epochs", "published train MSE",
+                   "ours train MSE: median [min, max]", "train: ours / published",
+                   "published test MSE", "ours test MSE: median [min, max]",
+                   "test: ours / published", "measured s/epoch"},
+       .group = grpu_group,
+       .published_group = [&](const Row& p, const Groups&) { return key_of(p); },
+       .published_row = [&](const Row& p, const Runs& rs) { return grpu_row(key_of(p), p, rs); },
+       .ours_only_row = [](const std::string& key,
+                           const Runs& rs) { return grpu_row(key, Row{}, rs); },
+       .note = "Ours: train and test MSE after the last epoch of each completed run, median "
+               "[min, max] over the runs (seeds); \"ours / published\" is the median over the "
+               "published value. Published: dissertation Table 5.1, one run per row after 1000 "
+               "epochs; its BiGRU value is quoted from the Minimal Gated Unit paper. s/epoch: "
+               "mean over the runs of each run's mean wall time per epoch (timing.json), "
+               "evaluation included; it depends on the machine and its load."},
+      in, paper);
 }
 
 // ---- Tables 4.4, 4.9, 4.11: the corpora used -------------------------------------------
@@ -1171,185 +1257,176 @@ std::string count_text(double v) {
   return std::isfinite(v) ? format_shortest(v) : kNone;
 }
 
-std::vector<const CorpusStats*> corpora_of(const ReportInputs& in,
-                                           std::initializer_list<const char*> kinds) {
-  std::vector<const CorpusStats*> out;
+// A table of the corpora the runs read (Tables 4.4, 4.9, 4.11): for each corpus statistics
+// file of a matching kind, its rows beside the published counts. A new table of this kind
+// is a description: which corpora, the published CSV, the columns, and one corpus's rows.
+struct CorpusCounts {
+  std::string id, title;
+  std::vector<std::string> kinds;  // corpus kinds it shows (a substring of corpus_kind)
+  std::string missing;             // why it is not made when no such corpus is there
+  std::string published_csv;
+  std::vector<std::string> columns;
+  // the rows of one corpus, given the published rows
+  std::function<std::vector<std::vector<std::string>>(const CorpusStats&, const std::vector<Row>&)>
+      rows;
+  std::string note;
+};
+
+Table render(const CorpusCounts& d, const ReportInputs& in, const Paper& paper) {
+  std::vector<const CorpusStats*> cs;
   for (const CorpusStats& c : in.corpora) {
     const std::string k = corpus_kind(c);
-    for (const char* want : kinds)
-      if (k.find(want) != std::string::npos) {
-        out.push_back(&c);
-        break;
-      }
+    if (std::any_of(d.kinds.begin(), d.kinds.end(),
+                    [&](const std::string& want) { return k.find(want) != std::string::npos; }))
+      cs.push_back(&c);
   }
-  return out;
-}
-
-json corpus_provenance(const std::vector<const CorpusStats*>& cs) {
+  if (cs.empty()) return missing_table(d.id, d.title, d.missing);
+  const std::vector<Row> pub = rows_of(paper.at(d.published_csv));
+  Table t;
+  t.id = d.id;
+  t.title = d.title;
+  t.columns = d.columns;
   std::set<std::string> files, kinds;
   for (const CorpusStats* c : cs) {
+    for (auto& row : d.rows(*c, pub)) t.rows.push_back(std::move(row));
     files.insert(c->path.string());
     kinds.insert(corpus_kind(*c));
   }
-  return {{"sources", sorted_list(files)}, {"corpora", sorted_list(kinds)}};
+  t.provenance = {{"sources", sorted_list(files)}, {"corpora", sorted_list(kinds)}};
+  add_note(t, d.note);
+  return t;
+}
+
+// "where" for the errors about one split of a corpus statistics file.
+std::string split_where(const CorpusStats& c, const std::string& split) {
+  return c.path.string() + ": split " + split;
 }
 
 Table table_44(const ReportInputs& in, const Paper& paper) {
-  const std::string id = "table4.4", title = "Table 4.4: CDR data used (documents and pairs)";
-  auto cs = corpora_of(in, {"cdr", "pubtator"});
-  if (cs.empty())
-    return missing_table(id, title,
-                         "no statistics of a CDR corpus among the inputs (`mare data stats "
-                         "--json` of synth-cdr or pubtator data)");
-  std::map<std::string, std::map<std::string, std::string>> pub;
-  for (const auto& p : rows_of(paper.at("table_4_4_cdr_data.csv"))) pub[p.at("split")] = p;
-  Table t;
-  t.id = id;
-  t.title = title;
-  t.columns = {"corpus",
-               "split",
-               "documents",
-               "positive pairs",
-               "negative pairs",
-               "published documents",
-               "published positive",
-               "published negative"};
-  for (const CorpusStats* c : cs) {
-    for (const auto& [name, s] : splits_of(*c)) {
-      const std::string where = c->path.string() + ": split " + name;
-      double pos = number_or_nan(s, {"positive", "positive_pairs"}),
-             neg = number_or_nan(s, {"negative", "negative_pairs"});
-      const auto rel = relation_counts(s, where);
-      if (!std::isfinite(pos) && !rel.empty()) {
-        pos = neg = 0;
-        for (const auto& [k, v] : rel) (lower(k) == "null" ? neg : pos) += v;
-      }
-      const std::string pub_split = name == "train_ds" ? "ctd_extra_data" : name;
-      const auto p = pub.count(pub_split) ? pub[pub_split] : std::map<std::string, std::string>{};
-      t.rows.push_back({corpus_kind(*c), name, count_text(number_or_nan(s, {"documents"})),
-                        count_text(pos), count_text(neg), p.empty() ? kNone : p.at("documents"),
-                        p.empty() ? kNone : p.at("positive"),
-                        p.empty() ? kNone : p.at("negative")});
-    }
-  }
-  t.provenance = corpus_provenance(cs);
-  add_note(t,
-           "Ours: the corpus the runs read, from `mare data stats --json` (positive: pairs of a "
-           "relation class, negative: NULL pairs). Published: BioCreative V CDR (thesis Table "
-           "4.4); train_ds (distant supervision) stands beside the thesis's CTD +Data row.");
-  return t;
+  return render(
+      {.id = "table4.4",
+       .title = "Table 4.4: CDR data used (documents and pairs)",
+       .kinds = {"cdr", "pubtator"},
+       .missing = "no statistics of a CDR corpus among the inputs (`mare data stats --json` of "
+                  "synth-cdr or pubtator data)",
+       .published_csv = "table_4_4_cdr_data.csv",
+       .columns = {"corpus", "split", "documents", "positive pairs", "negative pairs",
+                   "published documents", "published positive", "published negative"},
+       .rows =
+           [](const CorpusStats& c, const std::vector<Row>& pub) {
+             std::vector<std::vector<std::string>> rows;
+             for (const auto& [name, s] : splits_of(c)) {
+               double pos = number_or_nan(s, {"positive", "positive_pairs"}),
+                      neg = number_or_nan(s, {"negative", "negative_pairs"});
+               const auto rel = relation_counts(s, split_where(c, name));
+               if (!std::isfinite(pos) && !rel.empty()) {
+                 pos = neg = 0;
+                 for (const auto& [k, v] : rel) (lower(k) == "null" ? neg : pos) += v;
+               }
+               const std::string split = name == "train_ds" ? "ctd_extra_data" : name;
+               const Row p = last_row(pub, [&](const Row& r) { return r.at("split") == split; });
+               rows.push_back({corpus_kind(c), name, count_text(number_or_nan(s, {"documents"})),
+                               count_text(pos), count_text(neg), cell(p, "documents"),
+                               cell(p, "positive"), cell(p, "negative")});
+             }
+             return rows;
+           },
+       .note = "Ours: the corpus the runs read, from `mare data stats --json` (positive: pairs "
+               "of a relation class, negative: NULL pairs). Published: BioCreative V CDR (thesis "
+               "Table 4.4); train_ds (distant supervision) stands beside the thesis's CTD +Data "
+               "row."},
+      in, paper);
 }
 
 Table table_49(const ReportInputs& in, const Paper& paper) {
-  const std::string id = "table4.9", title = "Table 4.9: CTD data used, pairs per class and split";
-  auto cs = corpora_of(in, {"ctd", "bran-tsv"});
-  if (cs.empty())
-    return missing_table(id, title,
-                         "no statistics of a CTD corpus among the inputs (`mare data stats "
-                         "--json` of synth-ctd or bran-tsv data)");
-  const auto pub = rows_of(paper.at("table_4_9_ctd_classes.csv"));
-  Table t;
-  t.id = id;
-  t.title = title;
-  t.columns = {"corpus", "pair type",       "relation",        "train",         "valid",
-               "test",   "published train", "published valid", "published test"};
-  for (const CorpusStats* c : cs) {
-    std::map<std::string, std::map<std::string, double>> counts;  // class -> split -> n
-    for (const auto& [name, s] : splits_of(*c))
-      for (const auto& [cls, n] : relation_counts(s, c->path.string() + ": split " + name))
-        counts[cls][name] = n;
-    std::vector<std::string> names;
-    for (const auto& p : pub)
-      for (const auto& [cls, _] : counts)
-        if (ctd_class(cls) == std::make_pair(p.at("pair_type"), p.at("relation")))
-          names.push_back(cls);
-    for (const auto& [cls, _] : counts)
-      if (std::find(names.begin(), names.end(), cls) == names.end()) names.push_back(cls);
-    for (const std::string& cls : names) {
-      const auto [pair_type, relation] = ctd_class(cls);
-      std::map<std::string, std::string> p;
-      for (const auto& row : pub)
-        if (row.at("pair_type") == pair_type && row.at("relation") == relation) p = row;
-      auto n = [&](const char* split) {
-        return counts[cls].count(split) ? format_shortest(counts[cls][split]) : kNone;
-      };
-      t.rows.push_back({corpus_kind(*c), pair_type.empty() ? kNone : pair_type, relation,
-                        n("train"), n("valid"), n("test"), p.empty() ? kNone : p.at("train"),
-                        p.empty() ? kNone : p.at("valid"), p.empty() ? kNone : p.at("test")});
-    }
-  }
-  t.provenance = corpus_provenance(cs);
-  add_note(t,
-           "Ours: pairs per relation class and split of the corpus the runs read (`mare data "
-           "stats --json`). Published: thesis Table 4.9 (CTD distant supervision; the NULL class "
-           "not listed).");
-  return t;
+  return render(
+      {.id = "table4.9",
+       .title = "Table 4.9: CTD data used, pairs per class and split",
+       .kinds = {"ctd", "bran-tsv"},
+       .missing = "no statistics of a CTD corpus among the inputs (`mare data stats --json` of "
+                  "synth-ctd or bran-tsv data)",
+       .published_csv = "table_4_9_ctd_classes.csv",
+       .columns = {"corpus", "pair type", "relation", "train", "valid", "test", "published train",
+                   "published valid", "published test"},
+       .rows =
+           [](const CorpusStats& c, const std::vector<Row>& pub) {
+             std::map<std::string, std::map<std::string, double>> counts;  // class -> split -> n
+             for (const auto& [name, s] : splits_of(c))
+               for (const auto& [cls, n] : relation_counts(s, split_where(c, name)))
+                 counts[cls][name] = n;
+             std::vector<std::string> names;
+             for (const auto& [cls, _] : counts) names.push_back(cls);
+             std::vector<std::vector<std::string>> rows;
+             for (const std::string& cls : ctd_published_order(names, pub)) {
+               const auto [pair_type, relation] = ctd_class(cls);
+               const Row p = ctd_row(pub, cls);
+               auto n = [&](const char* split) {
+                 return counts[cls].count(split) ? format_shortest(counts[cls][split]) : kNone;
+               };
+               rows.push_back({corpus_kind(c), pair_type.empty() ? kNone : pair_type, relation,
+                               n("train"), n("valid"), n("test"), cell(p, "train"),
+                               cell(p, "valid"), cell(p, "test")});
+             }
+             return rows;
+           },
+       .note = "Ours: pairs per relation class and split of the corpus the runs read (`mare data "
+               "stats --json`). Published: thesis Table 4.9 (CTD distant supervision; the NULL "
+               "class not listed)."},
+      in, paper);
 }
 
 Table table_411(const ReportInputs& in, const Paper& paper) {
-  const std::string id = "table4.11",
-                    title = "Table 4.11: SemEval 2018 Task 7 data used, relations per class";
-  auto cs = corpora_of(in, {"semeval"});
-  if (cs.empty())
-    return missing_table(id, title,
-                         "no statistics of a SemEval corpus among the inputs (`mare data stats "
-                         "--json` of synth-semeval or semeval data)");
-  std::map<std::string, std::map<std::string, std::string>> pub;
-  std::vector<std::string> pub_order;
-  for (const auto& p : rows_of(paper.at("table_4_11_semeval_classes.csv"))) {
-    pub[p.at("relation")] = p;
-    pub_order.push_back(p.at("relation"));
-  }
-  Table t;
-  t.id = id;
-  t.title = title;
-  t.columns = {"corpus",
-               "split",
-               "relation",
-               "ours",
-               "ours reverse yes / no",
-               "published subtask 1.1",
-               "published subtask 1.2",
-               "published reverse yes / no"};
-  for (const CorpusStats* c : cs) {
-    for (const auto& [name, s] : splits_of(*c)) {
-      const auto counts = relation_counts(s, c->path.string() + ": split " + name);
-      // SemEval's files write MODEL-FEATURE, the thesis MODEL_FEATURE.
-      auto norm = [](std::string x) {
-        std::replace(x.begin(), x.end(), '-', '_');
-        return x;
-      };
-      std::vector<std::string> names;
-      for (const std::string& r : pub_order)
-        for (const auto& [ours, _] : counts)
-          if (norm(ours) == r) names.push_back(ours);
-      for (const auto& [r, _] : counts)
-        if (!pub.count(norm(r))) names.push_back(r);
-      for (const std::string& r : names) {
-        // The thesis counts the training data: published values beside train only.
-        const auto p = name == "train" && pub.count(norm(r)) ? pub[norm(r)]
-                                                             : std::map<std::string, std::string>{};
-        std::string rev = kNone;
-        if (s.contains("reverse") && s["reverse"].is_object() && s["reverse"].contains(r)) {
-          const json& x = s["reverse"][r];
-          rev =
-              count_text(number_or_nan(x, {"yes"})) + " / " + count_text(number_or_nan(x, {"no"}));
-        }
-        t.rows.push_back(
-            {corpus_kind(*c), name, r, format_shortest(counts.at(r)), rev,
-             p.empty() ? kNone : printed(p.at("subtask_1_1")),
-             p.empty() ? kNone : printed(p.at("subtask_1_2")),
-             p.empty() ? kNone
-                       : printed(p.at("reverse_yes")) + " / " + printed(p.at("reverse_no"))});
-      }
-    }
-  }
-  t.provenance = corpus_provenance(cs);
-  add_note(t,
-           "Ours: relations per class and split of the corpus the runs read (`mare data stats "
-           "--json`; the subtask is the corpus's). Published: thesis Table 4.11, the training "
-           "data of subtasks 1.1 (clean) and 1.2 (noisy), beside our train split.");
-  return t;
+  return render(
+      {.id = "table4.11",
+       .title = "Table 4.11: SemEval 2018 Task 7 data used, relations per class",
+       .kinds = {"semeval"},
+       .missing = "no statistics of a SemEval corpus among the inputs (`mare data stats --json` "
+                  "of synth-semeval or semeval data)",
+       .published_csv = "table_4_11_semeval_classes.csv",
+       .columns = {"corpus", "split", "relation", "ours", "ours reverse yes / no",
+                   "published subtask 1.1", "published subtask 1.2", "published reverse yes / no"},
+       .rows =
+           [](const CorpusStats& c, const std::vector<Row>& pub) {
+             // SemEval's files write MODEL-FEATURE, the thesis MODEL_FEATURE.
+             auto norm = [](std::string x) {
+               std::replace(x.begin(), x.end(), '-', '_');
+               return x;
+             };
+             auto published = [&](const std::string& r) {
+               return last_row(pub, [&](const Row& p) { return p.at("relation") == norm(r); });
+             };
+             std::vector<std::vector<std::string>> rows;
+             for (const auto& [name, s] : splits_of(c)) {
+               const auto counts = relation_counts(s, split_where(c, name));
+               std::vector<std::string> names;  // the published order, then the others
+               for (const Row& p : pub)
+                 for (const auto& [ours, _] : counts)
+                   if (norm(ours) == p.at("relation")) names.push_back(ours);
+               for (const auto& [r, _] : counts)
+                 if (published(r).empty()) names.push_back(r);
+               for (const std::string& r : names) {
+                 // The thesis counts the training data: published values beside train only.
+                 const Row p = name == "train" ? published(r) : Row{};
+                 std::string rev = kNone;
+                 if (s.contains("reverse") && s["reverse"].is_object() &&
+                     s["reverse"].contains(r)) {
+                   const json& x = s["reverse"][r];
+                   rev = count_text(number_or_nan(x, {"yes"})) + " / " +
+                         count_text(number_or_nan(x, {"no"}));
+                 }
+                 rows.push_back({corpus_kind(c), name, r, format_shortest(counts.at(r)), rev,
+                                 printed_cell(p, "subtask_1_1"), printed_cell(p, "subtask_1_2"),
+                                 p.empty() ? kNone
+                                           : printed(p.at("reverse_yes")) + " / " +
+                                                 printed(p.at("reverse_no"))});
+               }
+             }
+             return rows;
+           },
+       .note = "Ours: relations per class and split of the corpus the runs read (`mare data "
+               "stats --json`; the subtask is the corpus's). Published: thesis Table 4.11, the "
+               "training data of subtasks 1.1 (clean) and 1.2 (noisy), beside our train split."},
+      in, paper);
 }
 
 std::string latex_row(const std::vector<std::string>& cells) {
