@@ -124,9 +124,50 @@ struct Group {
   std::vector<const RunRecord*> runs;
 };
 
-// One group per (sweep, cell, dataset), sorted by those; runs by seed then directory.
+// a < b, comparing runs of digits as numbers: config2 before config10.
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      std::size_t ie = i, je = j;
+      while (ie < a.size() && digit(a[ie])) ++ie;
+      while (je < b.size() && digit(b[je])) ++je;
+      const std::string_view x = std::string_view(a).substr(i, ie - i),
+                             y = std::string_view(b).substr(j, je - j);
+      const auto nx = x.substr(std::min(x.find_first_not_of('0'), x.size())),
+                 ny = y.substr(std::min(y.find_first_not_of('0'), y.size()));
+      if (nx.size() != ny.size()) return nx.size() < ny.size();
+      if (nx != ny) return nx < ny;
+      if (x.size() != y.size()) return x.size() < y.size();  // "01" after "1"
+      i = ie;
+      j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+struct NaturalLess {
+  bool operator()(const std::tuple<std::string, std::string, std::string>& x,
+                  const std::tuple<std::string, std::string, std::string>& y) const {
+    for (const auto& [a, b] :
+         {std::pair(std::get<0>(x), std::get<0>(y)), std::pair(std::get<1>(x), std::get<1>(y)),
+          std::pair(std::get<2>(x), std::get<2>(y))}) {
+      if (natural_less(a, b)) return true;
+      if (natural_less(b, a)) return false;
+    }
+    return false;
+  }
+};
+
+// One group per (sweep, cell, dataset), sorted by those (numbers in them by value: config2
+// before config10); runs by seed then directory.
 std::vector<Group> group_runs(const std::vector<const RunRecord*>& runs) {
-  std::map<std::tuple<std::string, std::string, std::string>, Group> by_key;
+  std::map<std::tuple<std::string, std::string, std::string>, Group, NaturalLess> by_key;
   for (const RunRecord* r : runs) {
     const auto key = std::make_tuple(r->sweep, run_label(*r), run_dataset(*r));
     Group& g = by_key[key];
@@ -385,32 +426,28 @@ std::string key_beside(int series, double plot_right) {
          std::to_string(std::max(1, series)) + " box lc rgb \"#a0a0a0\"\n";
 }
 
-// Tables in their thesis order: "table4.5" < "table4.6" < "table4.10" (numbers compared
-// as numbers), then anything else by text.
+// Tables in their thesis order: "table4.5" < "table4.6" < "table4.10".
 bool table_order(const std::string& a, const std::string& b) {
-  auto parts = [](const std::string& s) {
-    std::vector<std::pair<long, std::string>> out;
-    std::string text;
-    for (std::size_t i = 0; i < s.size();) {
-      if (std::isdigit(static_cast<unsigned char>(s[i]))) {
-        std::size_t j = i;
-        while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-        out.emplace_back(std::stol(s.substr(i, j - i)), text);
-        text.clear();
-        i = j;
-      } else {
-        text += s[i++];
-      }
-    }
-    out.emplace_back(-1, text);
-    return out;
-  };
-  const auto x = parts(a), y = parts(b);
-  for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i) {
-    if (x[i].second != y[i].second) return x[i].second < y[i].second;
-    if (x[i].first != y[i].first) return x[i].first < y[i].first;
+  return natural_less(a, b);
+}
+
+// [first, last) ranges that split n series into the fewest panels of at most `most`
+// each, as even as they go (13 at most 4 a panel: 4, 3, 3, 3).
+std::vector<std::pair<std::size_t, std::size_t>> panel_ranges(std::size_t n, std::size_t most) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  const std::size_t panels = std::max<std::size_t>(1, (n + most - 1) / most);
+  for (std::size_t p = 0, first = 0; p < panels; ++p) {
+    const std::size_t size = n / panels + (p < n % panels ? 1 : 0);
+    out.emplace_back(first, first + size);
+    first += size;
   }
-  return x.size() < y.size();
+  return out;
+}
+
+// "cells 5-8" of a panel, "cell 13" when it has one.
+std::string panel_cells(std::size_t first, std::size_t last) {
+  return first == last ? "cell " + std::to_string(first)
+                       : "cells " + std::to_string(first) + "-" + std::to_string(last);
 }
 
 // The panels of a figure, one per group of series: a canvas tall enough for each panel's
@@ -461,47 +498,54 @@ Figure fig_4_5(const ReportInputs& in) {
   std::vector<Group> all_groups;
   for (const auto& [key, panel_runs] : by_panel) {
     const auto groups = group_runs(panel_runs);
-    std::set<double> buckets;
-    std::string plots;
-    int k = 0;
-    for (const Group& g : groups) {
-      std::map<double, std::vector<double>> by_bucket;
-      for (const RunRecord* r : g.runs)
-        for (const json& b : *at(r->result, {"test", "relations", "by_distance"})) {
-          const auto d = number(child(b, "max_distance"));
-          const auto f1 = number(child(b, "f1"));
-          if (d && f1) by_bucket[*d].push_back(*f1);
+    // A handful of cells a panel: a table's 13 cells in three panels.
+    const auto ranges = panel_ranges(groups.size(), 6);
+    for (const auto& [first, last] : ranges) {
+      std::set<double> buckets;
+      std::string plots;
+      int k = 0;
+      for (std::size_t gi = first; gi < last; ++gi) {
+        const Group& g = groups[gi];
+        std::map<double, std::vector<double>> by_bucket;
+        for (const RunRecord* r : g.runs)
+          for (const json& b : *at(r->result, {"test", "relations", "by_distance"})) {
+            const auto d = number(child(b, "max_distance"));
+            const auto f1 = number(child(b, "f1"));
+            if (d && f1) by_bucket[*d].push_back(*f1);
+          }
+        std::vector<std::vector<double>> rows;
+        for (const auto& [d, v] : by_bucket) {
+          const Summary sm = summarize(v);
+          rows.push_back({d, sm.mean, sm.sd, static_cast<double>(sm.n)});
+          buckets.insert(d);
         }
-      std::vector<std::vector<double>> rows;
-      for (const auto& [d, v] : by_bucket) {
-        const Summary sm = summarize(v);
-        rows.push_back({d, sm.mean, sm.sd, static_cast<double>(sm.n)});
-        buckets.insert(d);
+        if (rows.empty()) continue;
+        const int ls = ++next_style;
+        ++k;
+        const std::string t = g.label + " (" + std::to_string(g.runs.size()) +
+                              (g.runs.size() == 1 ? " run)" : " runs)");
+        longest = std::max(longest, t.size());
+        const std::string where = (key.first.empty() ? std::string() : key.first + " ") +
+                                  (key.second.empty() ? std::string() : "[" + key.second + "] ");
+        const int idx = f.dat.add(where + t, "max_distance f1_mean f1_sd n", rows);
+        const std::string sel = "DAT index " + std::to_string(idx);
+        plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + sel +
+                 " using 1:($2-$3):($2+$3) with filledcurves ls " + std::to_string(ls) +
+                 " fs transparent solid 0.12 noborder notitle, \\\n     " + sel +
+                 " using 1:2 with linespoints ls " + std::to_string(ls) + " title " + gp::quote(t);
       }
-      if (rows.empty()) continue;
-      const int ls = ++next_style;
-      ++k;
-      const std::string t = g.label + " (" + std::to_string(g.runs.size()) +
-                            (g.runs.size() == 1 ? " run)" : " runs)");
-      longest = std::max(longest, t.size());
-      const std::string where = (key.first.empty() ? std::string() : key.first + " ") +
-                                (key.second.empty() ? std::string() : "[" + key.second + "] ");
-      const int idx = f.dat.add(where + t, "max_distance f1_mean f1_sd n", rows);
-      const std::string sel = "DAT index " + std::to_string(idx);
-      plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + sel +
-               " using 1:($2-$3):($2+$3) with filledcurves ls " + std::to_string(ls) +
-               " fs transparent solid 0.12 noborder notitle, \\\n     " + sel +
-               " using 1:2 with linespoints ls " + std::to_string(ls) + " title " + gp::quote(t);
+      if (k == 0) continue;
+      for (std::size_t gi = first; gi < last; ++gi) all_groups.push_back(groups[gi]);
+      std::string tics;
+      for (double d : buckets) tics += (tics.empty() ? "" : ", ") + gp::num(d);
+      const std::string panel_title =
+          (key.first.empty() ? std::string("runs") : key.first) +
+          (key.second.empty() ? std::string() : " on " + key.second) +
+          (ranges.size() > 1 ? ", " + panel_cells(first + 1, last) : std::string()) +
+          " (mean, band: ± sd)";
+      panels.push_back({plot_title(panel_title) + "set xtics (" + tics + ")\n", plots, k});
+      height = std::max(height, panel_height(k));  // multiplot panels share the canvas evenly
     }
-    if (k == 0) continue;
-    for (const Group& g : groups) all_groups.push_back(g);
-    std::string tics;
-    for (double d : buckets) tics += (tics.empty() ? "" : ", ") + gp::num(d);
-    const std::string panel_title = (key.first.empty() ? std::string("runs") : key.first) +
-                                    (key.second.empty() ? std::string() : " on " + key.second) +
-                                    " (mean, band: ± sd)";
-    panels.push_back({plot_title(panel_title) + "set xtics (" + tics + ")\n", plots, k});
-    height = std::max(height, panel_height(k));  // multiplot panels share the canvas evenly
   }
   const int drawn = static_cast<int>(panels.size());
   if (drawn == 0)
@@ -1624,8 +1668,8 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
     }
     return rows;
   };
-  constexpr std::size_t kPerPanel = 4;
-  const std::size_t panels = (groups.size() + kPerPanel - 1) / kPerPanel;
+  const auto ranges = panel_ranges(groups.size(), 4);
+  const std::size_t panels = ranges.size();
   std::size_t longest = 0;
   for (const Group& g : groups) longest = std::max(longest, g.display.size() + 10);
   f.width = 1100;
@@ -1642,7 +1686,7 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
   for (std::size_t p = 0; p < panels; ++p) {
     std::string plots;
     int entries = 0;
-    for (std::size_t k = p * kPerPanel; k < std::min(groups.size(), (p + 1) * kPerPanel); ++k) {
+    for (std::size_t k = ranges[p].first; k < ranges[p].second; ++k) {
       const Group& g = groups[k];
       const int ls = ++style;
       const std::string seeds =
@@ -1669,14 +1713,11 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
       }
     }
     if (plots.empty()) continue;
-    body +=
-        plot_title((panels > 1
-                        ? "cells " + std::to_string(p * kPerPanel + 1) + "-" +
-                              std::to_string(std::min(groups.size(), (p + 1) * kPerPanel)) + ": "
-                        : std::string()) +
-                   "validation (solid; band: lowest to highest seed), training sample "
-                   "(dashed)") +
-        key_beside(entries, right) + plots + "\n";
+    body += plot_title((panels > 1 ? panel_cells(ranges[p].first + 1, ranges[p].second) + ": "
+                                   : std::string()) +
+                       "validation (solid; band: lowest to highest seed), training sample "
+                       "(dashed)") +
+            key_beside(entries, right) + plots + "\n";
   }
   if (panels > 1) body += "unset multiplot\n";
   f.styles = style;

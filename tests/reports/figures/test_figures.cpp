@@ -663,6 +663,39 @@ ReportInputs crowded_inputs() {
   return in;
 }
 
+// Fig. 4.5 and the curves put a handful of cells in a panel, the panels as even as they go
+// (13 cells at most 4 a panel: 4, 3, 3, 3, not 4, 4, 4, 1), and cells in the order of their
+// numbers (config9, config10, config11; not config10 before config2).
+TEST(Figures, CrowdedTablesSplitIntoEvenPanelsInNumberOrder) {
+  ReportInputs in;
+  for (int c = 1; c <= 13; ++c)
+    for (int64_t seed = 1; seed <= 2; ++seed)
+      in.runs.push_back(relation_run("config" + std::to_string(c), seed, "synth-cdr",
+                                     {0.5, 0.4, 0.3, 0.2, 0.1}, 0.01 * c));
+  const fs::path dir = test::process_temp_dir() / "panels";
+  write_figures(in, dir);
+  auto key_rows = [&](const std::string& id) {
+    std::vector<int> rows;
+    const std::string gp = read(dir / "figures" / (id + ".gp"));
+    const std::regex maxrows("maxrows (\\d+)");
+    for (auto it = std::sregex_iterator(gp.begin(), gp.end(), maxrows);
+         it != std::sregex_iterator(); ++it)
+      rows.push_back(std::stoi((*it)[1].str()));
+    return rows;
+  };
+  EXPECT_EQ(key_rows("fig4.5"), (std::vector<int>{5, 4, 4}));  // at most 6 a panel
+  EXPECT_EQ(key_rows("curves4.6"), (std::vector<int>{4, 3, 3, 3}));
+  const std::string gp = read(dir / "figures" / "curves4.6.gp");
+  EXPECT_NE(gp.find("cells 11-13:"), std::string::npos);
+  const std::string dat = read(dir / "figures" / "fig4.5.dat");
+  const auto at = [&](const std::string& cell) { return dat.find("] " + cell + " (2 runs)"); };
+  for (const char* cell : {"config2", "config9", "config10", "config11", "config13"})
+    ASSERT_NE(at(cell), std::string::npos) << cell;
+  EXPECT_LT(at("config2"), at("config9"));
+  EXPECT_LT(at("config9"), at("config10"));
+  EXPECT_LT(at("config10"), at("config11"));
+}
+
 // The .gp of a figure made to print, after every plot, gnuplot's record of where it drew
 // the plotting area (GPVAL_TERM_XMIN … YMAX, terminal pixels) and of the canvas
 // (GPVAL_TERM_XSIZE, YSIZE in units of GPVAL_TERM_SCALE), for the SVG only.
