@@ -1,5 +1,7 @@
 #include "stats/run_files.h"
 
+#include <regex>
+
 namespace mare::stats {
 
 namespace {
@@ -23,6 +25,62 @@ std::map<std::string, double> numeric_leaves(const nlohmann::json& j) {
   std::map<std::string, double> out;
   flatten(j, "", out);
   return out;
+}
+
+bool is_run_dir(const std::filesystem::path& dir) {
+  return std::filesystem::exists(dir / "run.json") ||
+         (std::filesystem::exists(dir / "manifest.json") &&
+          std::filesystem::exists(dir / "result.json"));
+}
+
+std::string legacy_cell(const std::filesystem::path& dir) {
+  std::filesystem::path abs = std::filesystem::absolute(dir).lexically_normal();  // links kept
+  if (abs.filename().empty()) abs = abs.parent_path();
+  const std::string name = abs.filename().string();
+  static const std::regex seed_dir("^seed[0-9]+([^0-9].*)?$");
+  if (std::regex_match(name, seed_dir)) return abs.parent_path().filename().string();
+  static const std::regex seed_suffix("^(.+)-seed[0-9]+$");
+  std::smatch m;
+  if (std::regex_match(name, m, seed_suffix)) return m[1].str();
+  return name;
+}
+
+std::optional<int64_t> legacy_seed(const RunFiles& f) {
+  for (const nlohmann::json* j : {&f.manifest, &f.result})
+    if (j->is_object() && j->contains("seed") && j->at("seed").is_number_integer())
+      return j->at("seed").get<int64_t>();
+  return std::nullopt;
+}
+
+nlohmann::json legacy_config(const RunFiles& f) {
+  if (f.manifest.is_object() && f.manifest.contains("config") &&
+      f.manifest.at("config").is_object())
+    return f.manifest.at("config");
+  return nlohmann::json::object();
+}
+
+std::string resolve_status(RunFiles& f) {
+  f.status.clear();
+  if (f.result.is_object()) {
+    const auto it = f.result.find("status");
+    f.status = it != f.result.end() && it->is_string() ? it->get<std::string>() : "completed";
+    if (f.status == "completed")
+      if (const std::string why = non_finite_metric(f.result); !why.empty())
+        return (f.dir / "result.json").string() + ": " + why;
+  }
+  if (f.status_file.is_object()) {
+    const std::string where = (f.dir / "status.json").string();
+    const auto it = f.status_file.find("status");
+    if (it == f.status_file.end() || !it->is_string())
+      return where + ": expected \"status\" (a string)";
+    f.status = it->get<std::string>();
+    if (f.status.empty()) return where + ": expected a non-empty \"status\"";
+    if (f.status == "completed" && f.result.is_null() &&
+        !std::filesystem::exists(f.dir / "bench.json"))
+      f.status = "missing";
+  }
+  if (f.status.empty()) f.status = "missing";
+  return "";
 }
 
 }  // namespace mare::stats

@@ -1,8 +1,9 @@
-// Reading a run's files, one place for `mare collect` (experiments/sweep/collect.cpp) and
-// `mare report` (reports/src/inputs.cpp), which may not include each other: JSON and
-// JSON-lines files with errors that name the file (and line), the numeric leaves of a
-// result.json under their dotted paths (the metric aliases of result_metrics.h beside
-// them), and the run directories a sweep root's sweep.json plans.
+// Reading run directories, one place for `mare collect` (experiments/sweep/collect.cpp) and
+// `mare report` (reports/src/inputs.cpp), which may not include each other: what a run
+// directory holds and its status (read_run_files), JSON and JSON-lines files with errors
+// that name the file (and line), the numeric leaves of a result.json under their dotted
+// paths (the metric aliases of result_metrics.h beside them), and the run directories a
+// sweep root's sweep.json plans.
 //
 // Each reader throws the caller's error type (Error, constructible from a string), so
 // that `mare collect` keeps throwing CollectError and `mare report` InputError.
@@ -11,12 +12,15 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "stats/result_metrics.h"
 
 namespace mare::stats {
 
@@ -88,6 +92,67 @@ std::set<std::filesystem::path> planned_runs(const std::filesystem::path& root) 
     if (!ec) planned.insert(d);
   }
   return planned;
+}
+
+// ---- run directories --------------------------------------------------------------------
+
+// A run directory: one holding run.json (written by `mare sweep` and `mare train --out`),
+// or a legacy one holding manifest.json and result.json but no run.json (what `mare train
+// --out` wrote before run.json, e.g. the committed reports/grpu/runs/<cell>/seed<k>/).
+bool is_run_dir(const std::filesystem::path& dir);
+
+// The cell of a legacy run directory: its parent's name when it is named seed<k>[...]
+// (<cell>/seed<k>/), else its name without a trailing "-seed<k>" (bran-synth-cdr-seed1 ->
+// bran-synth-cdr). The path is made absolute first ("." and a trailing '/' name the
+// directory itself).
+std::string legacy_cell(const std::filesystem::path& dir);
+
+// What a run directory holds. JSON files are null when absent.
+struct RunFiles {
+  std::filesystem::path dir;
+  bool legacy = false;  // no run.json
+  nlohmann::json run, manifest, result, status_file;
+  nlohmann::json timing;                // with_series only
+  std::vector<nlohmann::json> metrics;  // metrics.jsonl, with_series only
+  // status.json's "status"; without status.json, result.json's "status" ("completed" for
+  // a result.json without one: it is written last); without either, "missing". A run
+  // whose status.json says completed but whose output (result.json, bench.json) is gone
+  // is "missing" too: not a completed run with no values.
+  std::string status;
+};
+
+// The seed of a legacy run: manifest.json's, else result.json's (integers only).
+std::optional<int64_t> legacy_seed(const RunFiles& f);
+// A legacy run's configuration: manifest.json's "config" object ({} when it has none).
+nlohmann::json legacy_config(const RunFiles& f);
+
+// Sets f.status by the rule above; returns "" or the error (naming status.json) when
+// status.json has no non-empty "status" string, or (naming result.json) when a completed
+// run's result.json has a metric alias that is not a finite number (result_metrics.h).
+std::string resolve_status(RunFiles& f);
+
+// Reads run.json, manifest.json, result.json and status.json of `dir` (with_series:
+// timing.json and metrics.jsonl too) and resolves its status. Every error is an Error
+// naming the file (and line): unreadable, not JSON, not a JSON object.
+template <class Error>
+RunFiles read_run_files(const std::filesystem::path& dir, bool with_series) {
+  RunFiles f;
+  f.dir = dir;
+  auto object = [&](const char* name, nlohmann::json& into) {
+    if (std::filesystem::exists(dir / name)) into = read_json_object<Error>(dir / name);
+  };
+  object("run.json", f.run);
+  f.legacy = f.run.is_null();
+  object("manifest.json", f.manifest);
+  object("result.json", f.result);
+  object("status.json", f.status_file);
+  if (with_series) {
+    object("timing.json", f.timing);
+    if (std::filesystem::exists(dir / "metrics.jsonl"))
+      f.metrics = read_jsonl<Error>(dir / "metrics.jsonl");
+  }
+  if (const std::string why = resolve_status(f); !why.empty()) throw Error(why);
+  return f;
 }
 
 }  // namespace mare::stats

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -23,19 +22,6 @@ const std::vector<std::string>& fixed_columns() {
   static const std::vector<std::string> c{"sweep", "table", "profile", "cell",
                                           "seed",  "id",    "status"};
   return c;
-}
-
-// The run-file readers shared with `mare report` (stats/run_files.h), throwing CollectError.
-nlohmann::json read_json(const fs::path& path) {
-  return stats::read_json_file<CollectError>(path);
-}
-
-// In a finished run's result.json every metric alias that is there is a finite number
-// (stats/result_metrics.h): null, a string ("NaN") or a non-finite value is an error
-// naming the file and the field, not an empty cell of a completed run.
-void check_metrics(const nlohmann::json& result, const fs::path& path) {
-  if (const std::string why = stats::non_finite_metric(result); !why.empty())
-    throw CollectError(path.string() + ": " + why);
 }
 
 const nlohmann::json& field(const nlohmann::json& j, const fs::path& path, const std::string& key,
@@ -79,37 +65,23 @@ std::map<std::string, double> result_metrics(const nlohmann::json& result) {
   return m;
 }
 
-// status.json, then result.json, then "missing".
-void read_outcome(const fs::path& dir, CollectedRun& run) {
-  if (fs::exists(dir / "result.json")) {
-    run.result = read_json(dir / "result.json");
-    if (!run.result.is_object())
-      throw CollectError((dir / "result.json").string() + ": expected a JSON object");
-    run.metrics = result_metrics(run.result);
-    // A result.json is written last: without a status field (older runs) it is finished.
-    auto it = run.result.find("status");
-    run.status = it != run.result.end() && it->is_string() ? it->get<std::string>() : "completed";
-    if (run.status == "completed") check_metrics(run.result, dir / "result.json");
-  }
-  if (fs::exists(dir / "status.json")) {
-    const fs::path p = dir / "status.json";
-    const nlohmann::json s = read_json(p);
-    run.status =
-        field(s, p, "status", nlohmann::json::value_t::string, "a string").get<std::string>();
-    if (run.status.empty()) throw CollectError(p.string() + ": expected a non-empty \"status\"");
-    run.has_status = true;
-    // Completed by its status, but its output is gone (a cleanup, a partial copy): not a
-    // completed run with empty metrics. `mare sweep` runs it again.
-    if (run.status == "completed" && !fs::exists(dir / "result.json") &&
-        !fs::exists(dir / "bench.json"))
-      run.status = "missing";
-  }
-  if (run.status.empty()) run.status = "missing";
+// The run-directory reader shared with `mare report`: its files and status.
+stats::RunFiles read_files(const fs::path& dir) {
+  return stats::read_run_files<CollectError>(dir, /*with_series=*/false);
+}
+
+void set_outcome(const stats::RunFiles& f, CollectedRun& run) {
+  run.dir = f.dir.string();
+  run.status = f.status;
+  run.has_status = !f.status_file.is_null();
+  run.result = f.result;
+  if (run.result.is_object()) run.metrics = result_metrics(run.result);
 }
 
 CollectedRun read_sweep_run(const fs::path& dir) {
+  const stats::RunFiles f = read_files(dir);
   const fs::path p = dir / "run.json";
-  const nlohmann::json j = read_json(p);
+  const nlohmann::json& j = f.run;
   using V = nlohmann::json::value_t;
   CollectedRun run;
   run.sweep = field(j, p, "sweep", V::string, "a string").get<std::string>();
@@ -121,8 +93,7 @@ CollectedRun read_sweep_run(const fs::path& dir) {
   const nlohmann::json& params = field(j, p, "params", V::object, "an object");
   for (auto it = params.begin(); it != params.end(); ++it)
     run.params[it.key()] = param_text(it.value());
-  run.dir = dir.string();
-  read_outcome(dir, run);
+  set_outcome(f, run);
   return run;
 }
 
@@ -135,42 +106,21 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-std::string legacy_cell(const fs::path& dir) {
-  fs::path abs = fs::absolute(dir).lexically_normal();  // names as found, links kept
-  if (abs.filename().empty()) abs = abs.parent_path();
-  const std::string name = abs.filename().string();
-  static const std::regex seed_dir("^seed[0-9]+([^0-9].*)?$");
-  if (std::regex_match(name, seed_dir)) return abs.parent_path().filename().string();
-  static const std::regex seed_suffix("^(.+)-seed[0-9]+$");
-  std::smatch m;
-  if (std::regex_match(name, m, seed_suffix)) return m[1].str();
-  return name;
-}
-
 CollectedRun read_legacy_run(const fs::path& dir) {
-  const fs::path p = dir / "manifest.json";
-  const nlohmann::json manifest = read_json(p);
-  if (!manifest.is_object()) throw CollectError(p.string() + ": expected a JSON object");
+  const stats::RunFiles f = read_files(dir);
   CollectedRun run;
   run.legacy = true;
-  run.cell = legacy_cell(dir);
-  run.dir = dir.string();
-  read_outcome(dir, run);
-  auto seed = manifest.find("seed");
-  if (seed != manifest.end() && seed->is_number_integer()) {
-    run.seed = seed->get<int64_t>();
-  } else if (run.result.contains("seed") && run.result["seed"].is_number_integer()) {
-    run.seed = run.result["seed"].get<int64_t>();
-  } else {
-    throw CollectError(p.string() +
+  run.cell = stats::legacy_cell(dir);
+  set_outcome(f, run);
+  const auto seed = stats::legacy_seed(f);
+  if (!seed)
+    throw CollectError((dir / "manifest.json").string() +
                        ": expected \"seed\" (an integer; legacy run without run.json)");
-  }
-  nlohmann::json config = manifest.value("config", nlohmann::json::object());
-  if (config.is_object()) {
-    for (auto it = config.begin(); it != config.end(); ++it)
-      if (it.key() != "seed" && !it.value().is_structured())
-        run.params[it.key()] = param_text(it.value());
-  }
+  run.seed = *seed;
+  const nlohmann::json config = stats::legacy_config(f);
+  for (auto it = config.begin(); it != config.end(); ++it)
+    if (it.key() != "seed" && !it.value().is_structured())
+      run.params[it.key()] = param_text(it.value());
   const nlohmann::json key = {{"cell", run.cell}, {"config", config}, {"seed", run.seed}};
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(key.dump())));
@@ -201,13 +151,12 @@ void walk(const fs::path& dir, Walk& w, const std::set<fs::path>* planned,
   const fs::path canonical = fs::canonical(dir, ec);
   if (ec) throw CollectError(dir.string() + ": cannot resolve (" + ec.message() + ")");
   if (!w.visited.insert(canonical).second) return;  // reached twice (symlink, overlapping DIRs)
-  const bool is_run = fs::exists(dir / "run.json");
-  if (is_run || (fs::exists(dir / "manifest.json") && fs::exists(dir / "result.json"))) {
+  if (stats::is_run_dir(dir)) {
     if (planned && !planned->count(canonical)) {
       w.superseded[plan_root].push_back(dir);
       return;
     }
-    w.found.push_back({dir, !is_run});
+    w.found.push_back({dir, !fs::exists(dir / "run.json")});
     return;
   }
   // A sweep root: below it, only the runs of its current plan (sweep.json) count.

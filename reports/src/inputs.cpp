@@ -18,26 +18,9 @@ using nlohmann::json;
 
 namespace {
 
-// The run-file readers shared with `mare collect` (stats/run_files.h), throwing InputError.
+// The JSON reader shared with `mare collect` (stats/run_files.h), throwing InputError.
 json read_json_file(const fs::path& p) {
   return stats::read_json_file<InputError>(p);
-}
-json read_json_object(const fs::path& p) {
-  return stats::read_json_object<InputError>(p);
-}
-std::vector<json> read_jsonl(const fs::path& p) {
-  return stats::read_jsonl<InputError>(p);
-}
-
-// In a completed run's result.json every metric alias that is there is a finite number
-// (stats/result_metrics.h, as `mare collect` says it): null, a string ("NaN") or a
-// non-finite value is an error naming the file and the field, not a table cell computed
-// from fewer runs.
-void check_metrics(const json& result, const fs::path& path) {
-  if (!result.is_object() || result.value("status", std::string("completed")) != "completed")
-    return;
-  if (const std::string why = stats::non_finite_metric(result); !why.empty())
-    throw InputError(path.string() + ": " + why);
 }
 
 void fill_values(RunRecord& r) {
@@ -57,28 +40,22 @@ std::string scalar_text(const json& v) {
   return "";
 }
 
-// "seed3", "seed3-0a1b2c3d": the run directory of <cell>/seed<k>[-id]/.
-bool is_seed_dir_name(const std::string& name) {
-  static const std::regex re("seed[0-9]+(-.*)?");
-  return std::regex_match(name, re);
-}
-
-std::string legacy_cell(const fs::path& dir) {
-  const std::string name = dir.filename().string();
-  if (is_seed_dir_name(name)) return dir.parent_path().filename().string();
-  static const std::regex tail("(.*)-seed[0-9]+");
-  std::smatch m;
-  if (std::regex_match(name, m, tail)) return m[1];
-  return name;
-}
-
+// A run directory through the reader shared with `mare collect` (stats/run_files.h).
 RunRecord read_run_dir(const fs::path& dir) {
+  stats::RunFiles f = stats::read_run_files<InputError>(dir, /*with_series=*/true);
   RunRecord r;
   r.dir = dir;
   r.source = dir;
-  const fs::path run_json = dir / "run.json";
-  if (fs::exists(run_json)) {
-    r.run = read_json_object(run_json);
+  r.legacy = f.legacy;
+  r.run = std::move(f.run);
+  r.manifest = std::move(f.manifest);
+  r.result = std::move(f.result);
+  r.timing = std::move(f.timing);
+  r.metrics = std::move(f.metrics);
+  r.status_json = std::move(f.status_file);
+  r.status = f.status;
+  if (!r.legacy) {
+    const fs::path run_json = dir / "run.json";
     auto str = [&](const char* key) {
       if (!r.run.contains(key)) return std::string();
       const json& v = r.run[key];
@@ -101,35 +78,13 @@ RunRecord read_run_dir(const fs::path& dir) {
     if (!r.params.is_object())
       throw InputError(run_json.string() + ": \"params\" must be an object");
   } else {
-    r.legacy = true;
     r.kind = "train";
-    r.cell = legacy_cell(dir);
-  }
-  if (fs::exists(dir / "manifest.json")) r.manifest = read_json_object(dir / "manifest.json");
-  if (fs::exists(dir / "result.json")) {
-    r.result = read_json_object(dir / "result.json");
-    check_metrics(r.result, dir / "result.json");
-  }
-  if (fs::exists(dir / "timing.json")) r.timing = read_json_object(dir / "timing.json");
-  if (fs::exists(dir / "metrics.jsonl")) r.metrics = read_jsonl(dir / "metrics.jsonl");
-  if (fs::exists(dir / "status.json")) r.status_json = read_json_object(dir / "status.json");
-  if (r.legacy) {
-    const json cfg = r.manifest.is_object() ? r.manifest.value("config", json::object()) : json();
+    r.cell = stats::legacy_cell(dir);
     r.params = json::object();
-    if (cfg.is_object())
-      for (const auto& [k, v] : cfg.items())
-        if (k != "seed" && v.is_primitive() && !v.is_null()) r.params[k] = v;
-    if (r.manifest.is_object() && r.manifest.contains("seed") &&
-        r.manifest["seed"].is_number_integer())
-      r.seed = r.manifest["seed"].get<int64_t>();
+    for (const auto& [k, v] : stats::legacy_config(f).items())
+      if (k != "seed" && v.is_primitive() && !v.is_null()) r.params[k] = v;
+    r.seed = stats::legacy_seed(f).value_or(r.seed);
   }
-  if (r.status_json.is_object() && r.status_json.contains("status") &&
-      r.status_json["status"].is_string())
-    r.status = r.status_json["status"].get<std::string>();
-  else if (r.result.is_object() && r.result.contains("status") && r.result["status"].is_string())
-    r.status = r.result["status"].get<std::string>();
-  else
-    r.status = "missing";
   fill_values(r);
   if (r.table.empty()) r.table = infer_table(r);
   return r;
@@ -230,9 +185,8 @@ struct Walker {
 
   void dir(const fs::path& d, int depth) {
     if (depth > 64) throw InputError(d.string() + ": directories nested too deep (a link loop?)");
-    const bool has_run = fs::exists(d / "run.json");
-    const bool has_legacy = fs::exists(d / "manifest.json") && fs::exists(d / "result.json");
-    if ((has_run || has_legacy) && planned) {
+    const bool is_run = stats::is_run_dir(d);
+    if (is_run && planned) {
       std::error_code ec;
       if (!planned->count(fs::weakly_canonical(d, ec))) {
         auto& [count, example] = superseded[plan_root];
@@ -240,7 +194,7 @@ struct Walker {
         return;
       }
     }
-    if (has_run || has_legacy) {
+    if (is_run) {
       RunRecord r = read_run_dir(d);
       if (fs::exists(d / "bench.json")) {
         if (!json_file(d / "bench.json", r.run))

@@ -21,12 +21,13 @@ struct InputError : std::runtime_error {
 // One training run (from a run directory or a row of a collect CSV).
 struct RunRecord {
   std::filesystem::path dir;  // empty for CSV rows
-  std::string sweep, table, profile, cell, status;
-  int64_t seed = 0;
-  nlohmann::json params;                 // run.json "params" (model, switches, ...)
-  nlohmann::json manifest;               // manifest.json (null for CSV rows)
-  nlohmann::json result;                 // result.json (null when missing)
-  std::vector<nlohmann::json> metrics;   // metrics.jsonl, one object per evaluation
+  std::string sweep, table, profile, cell;
+  std::string status;                   // the rule `mare collect` applies (stats::RunFiles::status)
+  int64_t seed = 0;                     // legacy dirs: manifest.json's, else result.json's
+  nlohmann::json params;                // run.json "params" (model, switches, ...)
+  nlohmann::json manifest;              // manifest.json (null for CSV rows)
+  nlohmann::json result;                // result.json (null when missing)
+  std::vector<nlohmann::json> metrics;  // metrics.jsonl, one object per evaluation
   std::map<std::string, double> values;  // flattened numeric results (collect's metric columns)
   // Added for the tables and the index:
   std::filesystem::path source;  // the run directory, or the collect CSV the row came from
@@ -78,7 +79,8 @@ struct Artifact {
 // A directory is walked (entries in byte order, not into a run): a directory with run.json
 // is a run (its bench.json, if any, also a BenchFile); one with manifest.json and
 // result.json but no run.json a legacy run (cell: the parent's name for <cell>/seed<k>/,
-// else the directory's name less a trailing -seed<k>, as `mare collect` names it; table
+// else the directory's name less a trailing -seed<k>; both read by stats::read_run_files,
+// the reader `mare collect` uses, so the two count the same runs as completed; table
 // inferred from the configuration: see infer_table); one with memory.json an inspection.
 // Other *.json files found in a walk are read when they are a benchmark or corpus
 // statistics and skipped otherwise, *.csv files read when their header is collect's.
