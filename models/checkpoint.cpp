@@ -16,6 +16,9 @@ constexpr size_t kHeaderBytes = 20;  // magic, version, payload_bytes
 constexpr size_t kTrailerBytes = 8;  // checksum
 const std::string kAdamM = "adam.m/", kAdamV = "adam.v/", kExtra = "extra/";
 
+// FNV-1a, but from the offset basis 1469598103934665603: a digit short of the standard
+// 14695981039346656037. Every checkpoint written so far carries a checksum from this
+// basis, so it is part of the format and stays (it checks as well).
 uint64_t fnv1a(const std::string& bytes) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : bytes) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -10,6 +9,7 @@
 
 #include "experiments/run_dir.h"
 #include "experiments/sweep/csv.h"
+#include "experiments/sweep/spec.h"
 #include "stats/result_metrics.h"
 #include "stats/run_files.h"
 
@@ -97,15 +97,6 @@ CollectedRun read_sweep_run(const fs::path& dir) {
   return run;
 }
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 CollectedRun read_legacy_run(const fs::path& dir) {
   const stats::RunFiles f = read_files(dir);
   CollectedRun run;
@@ -122,9 +113,7 @@ CollectedRun read_legacy_run(const fs::path& dir) {
     if (it.key() != "seed" && !it.value().is_structured())
       run.params[it.key()] = param_text(it.value());
   const nlohmann::json key = {{"cell", run.cell}, {"config", config}, {"seed", run.seed}};
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(key.dump())));
-  run.id = buf;
+  run.id = fnv1a_hex(key.dump());
   return run;
 }
 

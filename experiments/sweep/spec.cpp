@@ -920,17 +920,6 @@ std::vector<int64_t> parse_seeds(const Ctx& c, const Val& v) {
   return seeds;
 }
 
-std::string fnv1a_hex(const std::string& s) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char ch : s) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 struct Spec {
   Ctx ctx;
   Val root;
@@ -1117,6 +1106,17 @@ SweepPlan expand(const Spec& s, const std::string& spec_path, const std::string&
 }
 
 }  // namespace
+
+std::string fnv1a_hex(const std::string& s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char ch : s) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
 
 const std::vector<std::string>& profiles() {
   static const std::vector<std::string> p{"smoke", "default", "paper", "gpu"};

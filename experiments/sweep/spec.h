@@ -64,4 +64,8 @@ const std::vector<std::string>& profiles();
 // smoke, default and paper
 const std::vector<std::string>& required_profiles();
 
+// A run's id: FNV-1a 64 of `s` (its configuration's JSON), 16 lower-case hex digits.
+// `mare collect` names legacy runs the same way.
+std::string fnv1a_hex(const std::string& s);
+
 }  // namespace mare::sweep
