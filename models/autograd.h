@@ -20,9 +20,11 @@
 // bookkeeping).
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/tensor.h"
@@ -69,6 +71,17 @@ std::vector<Var> record_multi(std::vector<Tensor> values, std::vector<Var> input
 // The gradient tensor of `v` to accumulate into, or an undefined tensor when
 // `v` needs none (kernel backward functions skip undefined gradients).
 Tensor grad_of(const Var& v);
+
+// An op whose kernel backward takes the inputs' gradients, then the output's, then the
+// inputs' values: backward(d_in..., d_out, in->value...). Records it over `value`, the
+// forward's output; the gradients are taken in the inputs' order.
+template <class Backward, class... In>
+Var record_op(Tensor value, Backward backward, const In&... in) {
+  return record(std::move(value), {in...}, [backward, in...](Node& s) {
+    std::array<Tensor, sizeof...(In)> grads{grad_of(in)...};  // left to right
+    std::apply([&](auto&... g) { backward(g..., s.grad, in->value...); }, grads);
+  });
+}
 
 // Seeds d loss = 1 (loss must have one element), runs the tape backward, then
 // releases the graph. Throws std::logic_error when the graph (or part of it)

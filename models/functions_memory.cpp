@@ -30,11 +30,8 @@ Var content_weighting(const Var& memory, const Var& keys, const Var& strengths) 
 }
 
 Var retention(const Var& free_gates, const Var& read_weights_prev) {
-  return record(retention_forward(free_gates->value, read_weights_prev->value),
-                {free_gates, read_weights_prev}, [free_gates, read_weights_prev](Node& s) {
-                  Tensor df = grad_of(free_gates), dw = grad_of(read_weights_prev);
-                  retention_backward(df, dw, s.grad, free_gates->value, read_weights_prev->value);
-                });
+  return record_op(retention_forward(free_gates->value, read_weights_prev->value),
+                   retention_backward, free_gates, read_weights_prev);
 }
 
 Var usage(const Var& usage_prev, const Var& write_weights_prev, const Var& retention) {
@@ -60,49 +57,28 @@ Var allocation(const Var& usage, std::string_view variant) {
 
 Var write_weighting(const Var& allocation, const Var& write_content, const Var& allocation_gate,
                     const Var& write_gate) {
-  return record(write_weighting_forward(allocation->value, write_content->value,
-                                        allocation_gate->value, write_gate->value),
-                {allocation, write_content, allocation_gate, write_gate},
-                [allocation, write_content, allocation_gate, write_gate](Node& s) {
-                  Tensor da = grad_of(allocation), dc = grad_of(write_content),
-                         dga = grad_of(allocation_gate), dgw = grad_of(write_gate);
-                  write_weighting_backward(da, dc, dga, dgw, s.grad, allocation->value,
-                                           write_content->value, allocation_gate->value,
-                                           write_gate->value);
-                });
+  return record_op(write_weighting_forward(allocation->value, write_content->value,
+                                           allocation_gate->value, write_gate->value),
+                   write_weighting_backward, allocation, write_content, allocation_gate,
+                   write_gate);
 }
 
 Var memory_update(const Var& memory, const Var& write_weights, const Var& erase,
                   const Var& write_vector) {
-  return record(
+  return record_op(
       memory_update_forward(memory->value, write_weights->value, erase->value, write_vector->value),
-      {memory, write_weights, erase, write_vector},
-      [memory, write_weights, erase, write_vector](Node& s) {
-        Tensor dm = grad_of(memory), dw = grad_of(write_weights), de = grad_of(erase),
-               dv = grad_of(write_vector);
-        memory_update_backward(dm, dw, de, dv, s.grad, memory->value, write_weights->value,
-                               erase->value, write_vector->value);
-      });
+      memory_update_backward, memory, write_weights, erase, write_vector);
 }
 
 Var link_update(const Var& links_prev, const Var& precedence_prev, const Var& write_weights) {
-  return record(
+  return record_op(
       link_update_forward(links_prev->value, precedence_prev->value, write_weights->value),
-      {links_prev, precedence_prev, write_weights},
-      [links_prev, precedence_prev, write_weights](Node& s) {
-        Tensor dl = grad_of(links_prev), dp = grad_of(precedence_prev), dw = grad_of(write_weights);
-        link_update_backward(dl, dp, dw, s.grad, links_prev->value, precedence_prev->value,
-                             write_weights->value);
-      });
+      link_update_backward, links_prev, precedence_prev, write_weights);
 }
 
 Var precedence_update(const Var& precedence_prev, const Var& write_weights) {
-  return record(precedence_update_forward(precedence_prev->value, write_weights->value),
-                {precedence_prev, write_weights}, [precedence_prev, write_weights](Node& s) {
-                  Tensor dp = grad_of(precedence_prev), dw = grad_of(write_weights);
-                  precedence_update_backward(dp, dw, s.grad, precedence_prev->value,
-                                             write_weights->value);
-                });
+  return record_op(precedence_update_forward(precedence_prev->value, write_weights->value),
+                   precedence_update_backward, precedence_prev, write_weights);
 }
 
 LinkWeightVars link_weights(const Var& links, const Var& read_weights_prev) {
@@ -118,24 +94,15 @@ LinkWeightVars link_weights(const Var& links, const Var& read_weights_prev) {
 
 Var read_weights(const Var& read_modes, const Var& backward_weights, const Var& read_content,
                  const Var& forward_weights) {
-  return record(read_weights_forward(read_modes->value, backward_weights->value,
-                                     read_content->value, forward_weights->value),
-                {read_modes, backward_weights, read_content, forward_weights},
-                [read_modes, backward_weights, read_content, forward_weights](Node& s) {
-                  Tensor dm = grad_of(read_modes), db = grad_of(backward_weights),
-                         dc = grad_of(read_content), df = grad_of(forward_weights);
-                  read_weights_backward(dm, db, dc, df, s.grad, read_modes->value,
-                                        backward_weights->value, read_content->value,
-                                        forward_weights->value);
-                });
+  return record_op(read_weights_forward(read_modes->value, backward_weights->value,
+                                        read_content->value, forward_weights->value),
+                   read_weights_backward, read_modes, backward_weights, read_content,
+                   forward_weights);
 }
 
 Var read_vectors(const Var& memory, const Var& read_weights) {
-  return record(read_vectors_forward(memory->value, read_weights->value), {memory, read_weights},
-                [memory, read_weights](Node& s) {
-                  Tensor dm = grad_of(memory), dw = grad_of(read_weights);
-                  read_vectors_backward(dm, dw, s.grad, memory->value, read_weights->value);
-                });
+  return record_op(read_vectors_forward(memory->value, read_weights->value), read_vectors_backward,
+                   memory, read_weights);
 }
 
 }  // namespace mare::ag

@@ -36,6 +36,22 @@ void check_odd_kernel(int64_t k, const char* op) {
         std::string(op) + ": kernel size must be odd for same padding, got " + std::to_string(k));
 }
 
+struct ConvDims {
+  int64_t b, len, cin, kernel, cout;
+};
+
+// x [B, I, Cin] and w [K, Cin, Cout] with K odd: their sizes, or the error naming `op`.
+ConvDims check_conv(const Tensor& x, const Tensor& w, const std::string& op) {
+  check_rank(x, 3, (op + ": x").c_str());
+  check_rank(w, 3, (op + ": w").c_str());
+  const ConvDims d{x.dim(0), x.dim(1), x.dim(2), w.dim(0), w.dim(2)};
+  check_odd_kernel(d.kernel, op.c_str());
+  if (w.dim(1) != d.cin)
+    throw ShapeError(op + ": w " + w.shape().str() + " expects " + std::to_string(w.dim(1)) +
+                     " input channels, x " + x.shape().str() + " has " + std::to_string(d.cin));
+  return d;
+}
+
 // Rows that the kernel's taps multiply, summed over the taps (each tap is a
 // [rows, cin] × [cin, cout] product per batch item).
 int64_t tap_rows(int64_t kernel, int64_t len) {
@@ -50,14 +66,7 @@ int64_t tap_rows(int64_t kernel, int64_t len) {
 }  // namespace
 
 Tensor conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& bias) {
-  check_rank(x, 3, "conv1d_forward: x");
-  check_rank(w, 3, "conv1d_forward: w");
-  int64_t b = x.dim(0), len = x.dim(1), cin = x.dim(2), kernel = w.dim(0), cout = w.dim(2);
-  check_odd_kernel(kernel, "conv1d_forward");
-  if (w.dim(1) != cin)
-    throw ShapeError("conv1d_forward: w " + w.shape().str() + " expects " +
-                     std::to_string(w.dim(1)) + " input channels, x " + x.shape().str() + " has " +
-                     std::to_string(cin));
+  const auto [b, len, cin, kernel, cout] = check_conv(x, w, "conv1d_forward");
   if (bias.defined()) check_shape(bias, {cout}, "conv1d_forward: bias");
   MARE_CUDA_DISPATCH("conv1d_forward", conv1d_forward(x, w, bias), &x, &w, &bias);
   Tensor out = Tensor::zeros({b, len, cout});
@@ -82,14 +91,7 @@ Tensor conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& bias) {
 
 void conv1d_backward(Tensor& d_x, Tensor& d_w, Tensor& d_bias, const Tensor& d_out, const Tensor& x,
                      const Tensor& w) {
-  check_rank(x, 3, "conv1d_backward: x");
-  check_rank(w, 3, "conv1d_backward: w");
-  int64_t b = x.dim(0), len = x.dim(1), cin = x.dim(2), kernel = w.dim(0), cout = w.dim(2);
-  check_odd_kernel(kernel, "conv1d_backward");
-  if (w.dim(1) != cin)
-    throw ShapeError("conv1d_backward: w " + w.shape().str() + " expects " +
-                     std::to_string(w.dim(1)) + " input channels, x " + x.shape().str() + " has " +
-                     std::to_string(cin));
+  const auto [b, len, cin, kernel, cout] = check_conv(x, w, "conv1d_backward");
   check_shape(d_out, {b, len, cout}, "conv1d_backward: d_out");
   if (d_x.defined()) check_same_shape(d_x, x, "conv1d_backward: d_x");
   if (d_w.defined()) check_same_shape(d_w, w, "conv1d_backward: d_w");
