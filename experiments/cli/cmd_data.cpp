@@ -126,7 +126,7 @@ void add_data_command(CLI::App& app) {
       ->required()
       ->check(whole_number(0));
   gen->add_option("--docs", gen_args->docs, "Training documents (default: the generator's)")
-      ->check(whole_number(1));
+      ->check(whole_number(1, data::kMaxDocs));
   gen->callback([gen_args] { run_generate(*gen_args); });
 
   auto ins_args = std::make_shared<InspectArgs>();

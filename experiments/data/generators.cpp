@@ -16,7 +16,9 @@ std::vector<std::string> generator_names() {
 
 GenerateReport generate_corpus(const std::string& name, const std::string& out_dir,
                                const GenerateOptions& options) {
-  if (options.docs < 0) throw std::invalid_argument("--docs must be positive");
+  if (options.docs < 0 || options.docs > kMaxDocs)
+    throw std::invalid_argument("--docs: expected a whole number from 1 to " +
+                                std::to_string(kMaxDocs) + ", got " + std::to_string(options.docs));
   if (name == "synth-cdr") return generate_synth_cdr(out_dir, options);
   if (name == "synth-ctd") return generate_synth_ctd(out_dir, options);
   if (name == "synth-semeval") return generate_synth_semeval(out_dir, options);

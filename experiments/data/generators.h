@@ -27,9 +27,15 @@
 
 namespace mare::data {
 
+// The most training documents a generator writes: over twice the largest corpus the
+// generators stand for (thesis Table 4.9's CTD, about 40 000 abstracts of synth-ctd). A
+// generator keeps its corpus in memory, so the bound is also what keeps a mistyped
+// --docs from running the machine out of memory rather than an error.
+inline constexpr int kMaxDocs = 100000;
+
 struct GenerateOptions {
   std::uint64_t seed = 1;
-  int docs = 0;  // training documents; 0 = the generator's default
+  int docs = 0;  // training documents, 1 to kMaxDocs; 0 = the generator's default
 };
 
 struct OracleScore {

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -541,6 +542,14 @@ DataRef parse_data(const Ctx& c, const Val& v) {
              "expected data: KIND:PATH with KIND one of synth-cdr, pubtator, bran-tsv, "
              "semeval, or {generator: ..., seed: ..., docs: ...}, found '" +
                  s + "'");
+    // A corpus that is not there fails every run one by one: refuse it here, before
+    // anything runs. A relative path is read from where `mare sweep` runs, as its runs do.
+    const std::string path = s.substr(colon + 1);
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+      c.fail(v.line, "data " + s + ": " + path +
+                         " does not exist (expected the corpus directory; a relative path is "
+                         "read from the directory mare sweep runs in)");
     d.kind_path = s;
     return d;
   }
@@ -562,7 +571,9 @@ DataRef parse_data(const Ctx& c, const Val& v) {
   }
   if (const Val* n = v.find("docs")) {
     d.need.docs = as_int(c, *n, "data docs");
-    if (d.need.docs < 1) c.fail(n->line, "expected docs >= 1, found " + n->text);
+    if (d.need.docs < 1 || d.need.docs > data::kMaxDocs)
+      c.fail(n->line,
+             "expected docs from 1 to " + std::to_string(data::kMaxDocs) + ", found " + n->text);
   }
   if (const Val* s = v.find("subset")) {
     d.subset = scalar(c, *s, "a sub-directory of the corpus");

@@ -154,6 +154,10 @@ TEST(CliContract, TrainErrors) {
                "--threads: expected a whole number from 1 to 256");
   expect_error(dir, {"sweep", "x.yaml", "--out", "s", "--jobs", "0"},
                "--jobs: expected a whole number from 1 to 1024, got '0'");
+  // A corpus a generator cannot hold (it ran out of memory, killed, before the bound).
+  expect_error(dir,
+               {"data", "generate", "synth-ctd", "--out", "d", "--seed", "1", "--docs", "1000000"},
+               "--docs: expected a whole number from 1 to 100000, got '1000000'");
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"train", "--out", "r", "--epochs", "0"},
         {"train", "--out", "r", "--lr", "0"},

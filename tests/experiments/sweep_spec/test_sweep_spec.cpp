@@ -372,6 +372,17 @@ TEST(SweepSpec, BadSpecsNameFileLineAndWhatWasExpected) {
        3, "expected variants values among sorted"},
       {"duplicate_key.yaml", relation_spec("model: bran\nsteps: 3\nsteps: 4\nseeds: [1]\n"), 7,
        "given twice"},
+      // A corpus too large to generate (it would run the machine out of memory).
+      {"too_many_docs.yaml",
+       "name: t\ncommand: train\ndata: {generator: synth-cdr, seed: 1, docs: 100001}\n"
+       "model: bran\nseeds: [1]\n" +
+           std::string(kProfiles),
+       3, "expected docs from 1 to 100000, found 100001"},
+      // A corpus that is not there (every run failed one by one, after a clean --dry-run).
+      {"missing_corpus.yaml",
+       "name: t\ncommand: train\ndata: pubtator:/nonexistent/cdr\nmodel: bran\nseeds: [1]\n" +
+           std::string(kProfiles),
+       3, "data pubtator:/nonexistent/cdr: /nonexistent/cdr does not exist"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
