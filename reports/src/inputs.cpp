@@ -86,7 +86,10 @@ RunRecord read_run_dir(const fs::path& dir) {
     r.seed = stats::legacy_seed(f).value_or(r.seed);
   }
   fill_values(r);
-  if (r.table.empty()) r.table = infer_table(r);
+  // A sweep's run.json says its table; "" (a spec with no `table:`, e.g.
+  // reports/learning/curves.yaml) is a run of no thesis table. Runs without run.json
+  // (`mare train --out`, legacy) are placed by their configuration.
+  if (r.table.empty() && !(r.run.is_object() && r.run.contains("table"))) r.table = infer_table(r);
   return r;
 }
 

@@ -93,7 +93,8 @@ ReportInputs load_inputs(const std::vector<std::filesystem::path>& paths);
 // The thesis table a run belongs to: run.json's "table" when set, else from its
 // configuration: a sequence task (addition, multiplication, conditional) or a GRPU/GRU/
 // LSTM model -> "5.1"; CDR data (synth-cdr, pubtator) -> "4.5"; CTD (synth-ctd, bran-tsv)
-// -> "4.10"; SemEval -> "4.12"; "" otherwise.
+// -> "4.10"; SemEval -> "4.12"; "" otherwise. A run directory whose run.json has "table":
+// "" (a sweep whose spec names no table) is not inferred: it belongs to no thesis table.
 std::string infer_table(const RunRecord& run);
 
 // A run's parameter as text ("" when absent): params, then manifest.json's config.

@@ -251,4 +251,30 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      std::size_t ie = i, je = j;
+      while (ie < a.size() && digit(a[ie])) ++ie;
+      while (je < b.size() && digit(b[je])) ++je;
+      const std::string_view x = std::string_view(a).substr(i, ie - i),
+                             y = std::string_view(b).substr(j, je - j);
+      const auto nx = x.substr(std::min(x.find_first_not_of('0'), x.size())),
+                 ny = y.substr(std::min(y.find_first_not_of('0'), y.size()));
+      if (nx.size() != ny.size()) return nx.size() < ny.size();
+      if (nx != ny) return nx < ny;
+      if (x.size() != y.size()) return x.size() < y.size();  // "01" after "1"
+      i = ie;
+      j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
 }  // namespace mare::report

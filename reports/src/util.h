@@ -37,6 +37,9 @@ std::string format_sig(double x, int digits);
 // printf %.<decimals>f.
 std::string format_fixed(double x, int decimals);
 
+// a < b with runs of digits compared as numbers ("config2" < "config10", "4.5" < "4.10").
+bool natural_less(const std::string& a, const std::string& b);
+
 std::string csv_field(const std::string& s);    // quoted when it holds , " or a line end
 std::string md_cell(const std::string& s);      // | escaped, line ends as spaces
 std::string tex_escape(const std::string& s);   // & % $ # _ { } ~ ^ \ and ± × → − ≈

@@ -508,3 +508,49 @@ TEST(ReportIndex, NothingToReportIsAnError) {
   EXPECT_NE(e.find("nothing to report in " + (tmp / "empty").string()), std::string::npos) << e;
   EXPECT_FALSE(fs::exists(tmp / "out" / "index.html"));
 }
+
+// What each relation cell reaches beside its corpus's references: by table in the thesis's
+// order (4.5 before 4.10, runs of no table last), the mean over completed runs, and
+// test / oracle from the means.
+TEST(ReportCeiling, EachCellBesideTheOracleAndTheEveryPairBaseline) {
+  ReportInputs in;
+  auto run = [&](const std::string& table, const std::string& cell, int seed, double test,
+                 double oracle, const std::string& status = "completed") {
+    RunRecord r;
+    r.dir = "/runs/" + table + "/" + cell + "/seed" + std::to_string(seed);
+    r.source = r.dir;
+    r.table = table;
+    r.cell = cell;
+    r.seed = seed;
+    r.status = status;
+    r.kind = "train";
+    r.params = {{"data", "synth-cdr:/d"}};
+    if (status == "completed")
+      r.values = {{"test_f1", test},
+                  {"valid_f1", test + 0.01},
+                  {"train_f1", test + 0.1},
+                  {"best_step", 500.0 * seed},
+                  {"test_references.constant_positive_f1", 0.345},
+                  {"test_references.oracle_f1", oracle}};
+    in.runs.push_back(r);
+  };
+  run("", "UTRE", 1, 0.70, 0.97);
+  run("4.10", "bran", 1, 0.30, 0.0);  // no oracle for this corpus: 0 is "not there" below
+  in.runs.back().values.erase("test_references.oracle_f1");
+  run("4.5", "cnn", 1, 0.88, 0.96);
+  run("4.5", "cnn", 2, 0.90, 0.96);
+  run("4.5", "cnn", 3, 0, 0, "failed");
+  const std::vector<Table> tables = build_tables(in, load_paper());
+  const Table& t = tables.back();
+  ASSERT_EQ(t.id, "ceiling");
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0], (std::vector<std::string>{
+                           "4.5", "cnn", "2", "750 ± 354 (2)", "99.0 ± 1.4 (2)", "90.0 ± 1.4 (2)",
+                           "89.0 ± 1.4 (2)", "34.5 ± 0.0 (2)", "96.0 ± 0.0 (2)", "0.93"}));
+  EXPECT_EQ(t.rows[1][0], "4.10");
+  EXPECT_EQ(t.rows[1][8], "—");  // no oracle
+  EXPECT_EQ(t.rows[1][9], "—");
+  EXPECT_EQ(t.rows[2][0], "—");  // no table: last
+  EXPECT_EQ(t.rows[2][9], "0.72");
+  EXPECT_NE(t.notes.back().find("1 failed"), std::string::npos) << t.notes.back();
+}
