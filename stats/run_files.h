@@ -96,9 +96,9 @@ std::set<std::filesystem::path> planned_runs(const std::filesystem::path& root) 
 
 // ---- run directories --------------------------------------------------------------------
 
-// A run directory: one holding run.json (written by `mare sweep` and `mare train --out`),
-// or a legacy one holding manifest.json and result.json but no run.json (what `mare train
-// --out` wrote before run.json, e.g. the committed reports/grpu/runs/<cell>/seed<k>/).
+// A run directory: one holding run.json (a run of `mare sweep`), or a legacy one holding
+// manifest.json and result.json but no run.json (what `mare train --out` writes, e.g. the
+// committed reports/grpu/runs/<cell>/seed<k>/).
 bool is_run_dir(const std::filesystem::path& dir);
 
 // The cell of a legacy run directory: its parent's name when it is named seed<k>[...]
