@@ -263,7 +263,7 @@ ag::Var ConvTransition::operator()(const ag::Var& x, const Tensor& mask, Context
 }
 
 InvertedResidual::InvertedResidual(ParameterSet& ps, Buffers& buffers, const std::string& name,
-                                   int64_t dim, Norm::Kind norm) {
+                                   int64_t dim, Norm::Kind norm, bool zero_last) {
   w1_ = ps.add(name + ".expand.w", {1, dim, 4 * dim}, Init::glorot_uniform);
   n1_ = Norm(ps, buffers, name + ".norm1", 4 * dim, norm);
   wd_ = ps.add(name + ".depthwise.w", {3, 4 * dim}, Init::glorot_uniform);
@@ -271,6 +271,7 @@ InvertedResidual::InvertedResidual(ParameterSet& ps, Buffers& buffers, const std
   n2_ = Norm(ps, buffers, name + ".norm2", 4 * dim, norm);
   w3_ = ps.add(name + ".project.w", {1, 4 * dim, dim}, Init::glorot_uniform);
   n3_ = Norm(ps, buffers, name + ".norm3", dim, norm);
+  if (zero_last) n3_.zero_scale();
 }
 
 ag::Var InvertedResidual::operator()(const ag::Var& x, const Tensor& mask, Context& ctx) {

@@ -91,6 +91,8 @@ class Norm {
   ag::Var operator()(const ag::Var& x, const Tensor& mask, const Context& ctx);
   Kind kind() const { return kind_; }
   bool has_value() const { return gamma_ != nullptr; }
+  // γ = 0: the output starts at β (0), whatever the input.
+  void zero_scale() { gamma_->value.fill(0.0f); }
 
  private:
   ag::Var gamma_, beta_;
@@ -159,11 +161,13 @@ class ConvTransition : public Transition {
 };
 
 // The inverted residual (MobileNetV2): C1 to 4d -> Norm -> ReLU6 -> depthwise
-// conv 3 -> Norm -> ReLU6 -> C1 to d -> Norm.
+// conv 3 -> Norm -> ReLU6 -> C1 to d -> Norm. With zero_last, the last Norm's γ starts
+// at zero (Goyal et al. 2017's zero-γ for the last norm of a residual branch): the block
+// starts as A + 0, instead of adding a unit-variance branch to the residual stream.
 class InvertedResidual : public Transition {
  public:
   InvertedResidual(ParameterSet& ps, Buffers& buffers, const std::string& name, int64_t dim,
-                   Norm::Kind norm);
+                   Norm::Kind norm, bool zero_last = false);
   ag::Var operator()(const ag::Var& x, const Tensor& mask, Context& ctx) override;
 
  private:

@@ -56,7 +56,8 @@ struct EncoderConfig {
   // variance like the signal; at 1 (utre and ntcre, whose input BatchNorm sets the scale)
   // they are drawn from U(−0.05, 0.05).
   float embed_scale = 1.0f;
-  bool biaffine_zero = false;  // the bi-affine's L starts at zero
+  bool biaffine_zero = false;    // the bi-affine's L starts at zero
+  bool transition_zero = false;  // the inverted residual's last norm starts with γ = 0
   float halt_eps = 0.01f;
   float ponder_weight = 1e-5f;
 };
@@ -101,8 +102,8 @@ class AttentionRe : public ReModel {
                       : std::make_unique<nn::SelfAttention>(params_, n + ".attention", d, c.heads);
       blk.norm = nn::Norm(params_, buffers_, n + ".norm", d, c.norm);
       if (c.inverted)
-        blk.transition =
-            std::make_unique<nn::InvertedResidual>(params_, buffers_, n + ".transition", d, c.norm);
+        blk.transition = std::make_unique<nn::InvertedResidual>(
+            params_, buffers_, n + ".transition", d, c.norm, c.transition_zero);
       else
         blk.transition = std::make_unique<nn::ConvTransition>(params_, n + ".transition", d);
       blocks_.push_back(std::move(blk));
@@ -428,6 +429,10 @@ std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConf
     c.shared = true;
     c.ngram = spec.has("ngram");
     c.inverted = spec.has("transition");
+    // +transition_init=zeros starts the inverted residual's last γ at zero: a probe of why
+    // UTRE learns slower than BRAN (reports/learning/README.md: it did not help)
+    c.transition_zero =
+        spec.switches.count("transition_init") && spec.switches.at("transition_init") == "zeros";
     c.cpd = spec.has("cpd");
     c.norm = nn::parse_norm(spec.switches.count("norm") ? spec.switches.at("norm") : "batch");
     c.input_norm = true;

@@ -127,6 +127,10 @@ constexpr SwitchInfo kAttentionSwitches[] = {
     {"cpd", K::flag, "off", "dynamic halting (adaptive computation time)"},
     {"norm", K::choice, "batch", "normalisation of the blocks, input and heads", "batch|layer"},
     {"max_steps", K::integer, "3", "halting's T_max (defaults to iterations)"},
+    {"transition_init", K::choice, "ones",
+     "the inverted-residual transition's last norm γ at the start: ones, or zeros (the "
+     "branch starts at zero: Goyal et al.'s zero-γ; a probe, reports/learning/README.md)",
+     "ones|zeros"},
     {"alloc", K::choice, "sorted", "allocation kernel of the memory (SPEC 3 step 4)",
      "sorted|parallel|parallel-eps|rank|parallel-block|network"},
     {"slots", K::integer, "4", "memory slots N per token"},
@@ -134,7 +138,7 @@ constexpr SwitchInfo kAttentionSwitches[] = {
     {"read_heads", K::integer, "2", "memory read heads R"},
 };
 constexpr size_t kBranSwitchCount = 8;
-constexpr size_t kUtreSwitchCount = 13;  // then ntcre's memory switches
+constexpr size_t kUtreSwitchCount = 14;  // then ntcre's memory switches
 
 constexpr std::array kModels = {
     ModelInfo{"mlp", "classification", "multi-layer perceptron", kMlpSwitches},

@@ -459,6 +459,43 @@ TEST(ReModels, BiaffineZeroInitGivesEveryClassTheSameStart) {
       for (float g : p->grad.to_vector()) ASSERT_EQ(g, 0.0f) << p->name;
 }
 
+// transition_init=zeros (a probe's switch; ones is the default): the inverted residual's
+// last norm starts with γ = 0, so the transition branch adds nothing at the start
+// (H = A) and, on the first step, nothing before that γ learns; the other parameters are
+// those of the default. reports/learning/README.md: it did not help UTRE learn.
+TEST(ReModels, TransitionZeroInitStartsTheBranchAtZero) {
+  auto zeros = build("utre+transition+iterations=2+transition_init=zeros" + kSmall),
+       ones = build("utre+transition+iterations=2" + kSmall);
+  const std::string gamma = "block0.transition.norm3.gamma";
+  bool found = false;
+  for (size_t k = 0; k < zeros->parameters().all().size(); ++k) {
+    const auto& p = zeros->parameters().all()[k];
+    const std::vector<float> other = ones->parameters().all()[k]->value.to_vector();
+    if (p->name == gamma) {
+      found = true;
+      for (size_t i = 0; i < other.size(); ++i) {
+        ASSERT_EQ(p->value.to_vector()[i], 0.0f);
+        ASSERT_EQ(other[i], 1.0f);
+      }
+    } else {
+      EXPECT_EQ(p->value.to_vector(), other) << p->name;
+    }
+  }
+  ASSERT_TRUE(found) << gamma;
+  ag::backward(task_loss(*zeros, tiny_batch(), ReTask::relations));
+  double inner = 0, scale = 0;
+  for (const auto& p : zeros->parameters().all()) {
+    if (!p->grad.defined()) continue;
+    double sq = 0;
+    for (float g : p->grad.to_vector()) sq += static_cast<double>(g) * g;
+    if (p->name == gamma) scale = sq;
+    if (p->name.rfind("block0.transition.", 0) == 0 && p->name.find("norm3") == std::string::npos)
+      inner += sq;
+  }
+  EXPECT_EQ(inner, 0.0);  // nothing before the zeroed γ gets a gradient
+  EXPECT_GT(scale, 0.0);  // γ itself does: the branch opens on the first step
+}
+
 // The promise of experiments/re_trainer.h: a parameter that a step's task does
 // not reach is left as it is by that step, L2 on (Table 4.1's 1e-4, here 0.1 to
 // make any move large): no weight change and no moment, bit for bit. An RE step
