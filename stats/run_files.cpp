@@ -73,11 +73,18 @@ std::string resolve_status(RunFiles& f) {
     const auto it = f.status_file.find("status");
     if (it == f.status_file.end() || !it->is_string())
       return where + ": expected \"status\" (a string)";
+    const std::string from_result = f.status;  // "" without result.json
     f.status = it->get<std::string>();
     if (f.status.empty()) return where + ": expected a non-empty \"status\"";
-    if (f.status == "completed" && f.result.is_null() &&
-        !std::filesystem::exists(f.dir / "bench.json"))
+    const bool finished = f.status == "completed" || f.status == "diverged";
+    if (finished && f.result.is_null() && !std::filesystem::exists(f.dir / "bench.json"))
       f.status = "missing";
+    // An attempt the sweep recorded as stopped (interrupted, running), whose run then
+    // finished (resumed by hand, or the sweep died before it wrote status.json): the
+    // run's own result.json says so, as `mare sweep` reads it (inspect_run).
+    if (!finished && f.status != "failed" && f.status != "crashed" &&
+        (from_result == "completed" || from_result == "diverged"))
+      f.status = from_result;
   }
   if (f.status.empty()) f.status = "missing";
   return "";

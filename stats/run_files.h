@@ -117,7 +117,10 @@ struct RunFiles {
   // status.json's "status"; without status.json, result.json's "status" ("completed" for
   // a result.json without one: it is written last); without either, "missing". A run
   // whose status.json says completed but whose output (result.json, bench.json) is gone
-  // is "missing" too: not a completed run with no values.
+  // is "missing" too: not a completed run with no values. A run whose status.json says
+  // it stopped (interrupted, running: anything but completed, diverged, failed, crashed)
+  // but whose result.json says completed or diverged finished afterwards (resumed by
+  // hand, or the sweep died first): result.json's status, as `mare sweep` reads it.
   std::string status;
 };
 

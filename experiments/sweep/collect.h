@@ -21,8 +21,9 @@
 //   status   status.json's "status"; without status.json, result.json's "status"
 //       ("completed" when it has none: it is written last); without either, "missing"; a
 //       run completed by status.json whose result.json (bench.json) is gone, "missing"
-//       too. collect never writes "running". The rule is stats::read_run_files's, the
-//       reader `mare report` uses as well.
+//       too; a run interrupted by status.json whose result.json says completed (or
+//       diverged) finished afterwards: that status, as `mare sweep` counts it done.
+//       The rule is stats::read_run_files's, the reader `mare report` uses as well.
 //   param.<key>   run.json's params (strings as they are, booleans true/false, numbers
 //       %.17g); the union over all runs, sorted; empty where a run lacks the key.
 //   metrics  result.json only: first the aliases that any run has, in this order:

@@ -67,6 +67,19 @@ TEST(RunFiles, TheStatusRule) {
   EXPECT_EQ(read(t / "c").status, "missing");
   write(t / "c/bench.json", "{}");  // a benchmark run's output
   EXPECT_EQ(read(t / "c").status, "completed");
+  // Interrupted by the sweep, then finished (resumed by hand): the result says so, as
+  // `mare sweep` reads it; a failed or crashed attempt stays what status.json says.
+  write(t / "e/run.json", "{}");
+  write(t / "e/status.json", R"({"status": "interrupted"})");
+  write(t / "e/result.json", R"({"status": "completed"})");
+  EXPECT_EQ(read(t / "e").status, "completed");
+  write(t / "e/result.json", R"({"status": "diverged"})");
+  EXPECT_EQ(read(t / "e").status, "diverged");
+  write(t / "e/status.json", R"({"status": "crashed"})");
+  EXPECT_EQ(read(t / "e").status, "crashed");
+  write(t / "f/run.json", "{}");
+  write(t / "f/status.json", R"({"status": "interrupted"})");
+  EXPECT_EQ(read(t / "f").status, "interrupted");
   // Neither: missing.
   write(t / "d/run.json", "{}");
   EXPECT_EQ(read(t / "d").status, "missing");
