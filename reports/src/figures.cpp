@@ -1700,7 +1700,8 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
   return f;
 }
 
-std::vector<Artifact> write_figures(const ReportInputs& in, const fs::path& out_dir) {
+std::vector<Artifact> write_figures(const ReportInputs& in, const fs::path& out_dir,
+                                    const std::function<bool(const std::string&)>& wanted) {
   const fs::path figs = out_dir / "figures";
   std::error_code ec;
   fs::create_directories(figs, ec);
@@ -1712,25 +1713,27 @@ std::vector<Artifact> write_figures(const ReportInputs& in, const fs::path& out_
   if (g.binary) g.terminals = gp::terminals(*g.binary);
 
   std::vector<Artifact> out;
-  out.push_back(render(fig_4_2(in), out_dir, g));
-  out.push_back(fig_heatmaps(in, out_dir, "fig4.3",
-                             "Fig. 4.3: the NTCRE memory over the whole sequence (heatmaps of "
-                             "`mare inspect memory`)"));
-  out.push_back(render(
-      fig_histogram(in, "fig4.4", "Fig. 4.4: distances between the entities of related pairs",
+  auto want = [&](const std::string& id) { return !wanted || wanted(id); };
+  auto add = [&](const Figure& f) {
+    if (want(f.id)) out.push_back(render(f, out_dir, g));
+  };
+  add(fig_4_2(in));
+  if (want("fig4.3"))
+    out.push_back(fig_heatmaps(in, out_dir, "fig4.3",
+                               "Fig. 4.3: the NTCRE memory over the whole sequence (heatmaps of "
+                               "`mare inspect memory`)"));
+  add(fig_histogram(in, "fig4.4", "Fig. 4.4: distances between the entities of related pairs",
                     {{"related_pair_distances"}, {"distances"}}, "related pairs",
-                    "distance between the entities (tokens)", false),
-      out_dir, g));
-  out.push_back(render(fig_4_5(in), out_dir, g));
-  out.push_back(render(fig_4_6(in), out_dir, g));
-  out.push_back(render(fig_4_9(in), out_dir, g));
-  out.push_back(render(fig_histogram(in, "fig4.10", "Fig. 4.10: document lengths",
-                                     {{"tokens", "per_document"}, {"document_tokens"}}, "documents",
-                                     "document length (tokens)", true),
-                       out_dir, g));
-  out.push_back(render(fig_4_11(in), out_dir, g));
-  for (const auto& sel : kGrpuFigures) out.push_back(render(fig_grpu(in, sel), out_dir, g));
-  for (const auto& ct : kCurveTables) out.push_back(render(fig_curves(in, ct), out_dir, g));
+                    "distance between the entities (tokens)", false));
+  add(fig_4_5(in));
+  add(fig_4_6(in));
+  add(fig_4_9(in));
+  add(fig_histogram(in, "fig4.10", "Fig. 4.10: document lengths",
+                    {{"tokens", "per_document"}, {"document_tokens"}}, "documents",
+                    "document length (tokens)", true));
+  add(fig_4_11(in));
+  for (const auto& sel : kGrpuFigures) add(fig_grpu(in, sel));
+  for (const auto& ct : kCurveTables) add(fig_curves(in, ct));
   const std::string version = g.binary ? g.terminals.version : "";
   for (auto& a : out)
     if (a.missing.empty() && !version.empty() && a.id != "fig4.3")

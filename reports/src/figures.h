@@ -40,6 +40,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <vector>
 
 #include "reports/src/inputs.h"
@@ -50,6 +51,8 @@ namespace mare::report {
 // order fig4.2 fig4.3 fig4.4 fig4.5 fig4.6 fig4.9 fig4.10 fig4.11 fig5.1 ... fig5.5, then
 // curves4.5 curves4.6 curves4.10 curves4.12 curves4.13 curves. Files are
 // relative to out_dir. Throws only when out_dir/figures cannot be created or written.
-std::vector<Artifact> write_figures(const ReportInputs& in, const std::filesystem::path& out_dir);
+// With `wanted`, only the figures whose id it accepts are made (and returned).
+std::vector<Artifact> write_figures(const ReportInputs& in, const std::filesystem::path& out_dir,
+                                    const std::function<bool(const std::string&)>& wanted = {});
 
 }  // namespace mare::report

@@ -68,8 +68,7 @@ ReportSummary write_report(const ReportInputs& in, const ReportOptions& options)
       }
   }
   if (options.figures) {
-    sum.figures = write_figures(in, options.out);
-    std::erase_if(sum.figures, [&](const Artifact& a) { return !wanted(a.id); });
+    sum.figures = write_figures(in, options.out, wanted);
   }
 
   IndexContent c;
@@ -81,7 +80,10 @@ ReportSummary write_report(const ReportInputs& in, const ReportOptions& options)
   std::vector<std::string> no_table;
   for (const RunRecord& r : in.runs) {
     ++status[r.status];
-    if (r.table.empty()) no_table.push_back(r.cell.empty() ? r.source.string() : r.cell);
+    // A relation run of no table is in the learning curves and the ceiling table.
+    const bool relation = r.values.count("test_f1") || !param(r, "data").empty();
+    if (r.table.empty() && !relation)
+      no_table.push_back(r.cell.empty() ? r.source.string() : r.cell);
   }
   std::string runs = std::to_string(in.runs.size()) + " runs";
   if (!status.empty()) {

@@ -1445,7 +1445,8 @@ Table table_ceiling(const ReportInputs& in) {
   if (runs.empty())
     return missing_table(id, title,
                          "no relation runs among the inputs (result.json with test.relations)");
-  // Cells by table (in the thesis's order; no table last), then as first found.
+  // Cells by table (in the thesis's order; no table last), then by name (config2 before
+  // config10).
   std::vector<std::pair<std::string, std::string>> keys;
   std::map<std::pair<std::string, std::string>, Runs> by;
   for (const RunRecord* r : runs) {
@@ -1456,7 +1457,8 @@ Table table_ceiling(const ReportInputs& in) {
   }
   std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
     if (a.first.empty() != b.first.empty()) return b.first.empty();
-    return natural_less(a.first, b.first);
+    if (a.first != b.first) return natural_less(a.first, b.first);
+    return natural_less(a.second, b.second);
   });
   Table t;
   t.id = id;

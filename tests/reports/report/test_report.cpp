@@ -495,6 +495,15 @@ TEST(ReportIndex, OnlyTheNamedTablesAndFigures) {
   EXPECT_NE(md.find("Table 5.1"), std::string::npos);
   EXPECT_EQ(md.find("Table 4.10"), std::string::npos);
   EXPECT_FALSE(fs::exists(tmp / "tables/table4.6.md"));
+  // With figures: only the named ones are made (others once were written, then left out
+  // of the index).
+  o.figures = true;
+  o.only = {"fig4.9"};
+  const ReportSummary f = write_report(o);
+  ASSERT_EQ(f.figures.size(), 1u);
+  EXPECT_EQ(f.figures[0].id, "fig4.9");
+  EXPECT_TRUE(fs::exists(tmp / "figures/fig4.9.dat"));
+  EXPECT_FALSE(fs::exists(tmp / "figures/fig4.10.dat"));  // made without --only
   o.only = {"table9.9"};
   EXPECT_THROW(write_report(o), std::invalid_argument);
 }
