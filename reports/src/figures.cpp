@@ -399,11 +399,6 @@ std::string key_beside(int series, double plot_right) {
          std::to_string(std::max(1, series)) + " box lc rgb \"#a0a0a0\"\n";
 }
 
-// Tables in their thesis order: "table4.5" < "table4.6" < "table4.10".
-bool table_order(const std::string& a, const std::string& b) {
-  return natural_less(a, b);
-}
-
 // [first, last) ranges that split n series into the fewest panels of at most `most`
 // each, as even as they go (13 at most 4 a panel: 4, 3, 3, 3).
 std::vector<std::pair<std::size_t, std::size_t>> panel_ranges(std::size_t n, std::size_t most) {
@@ -456,7 +451,7 @@ Figure fig_4_5(const ReportInputs& in) {
   std::vector<std::pair<std::pair<std::string, std::string>, std::vector<const RunRecord*>>>
       by_panel(grouped.begin(), grouped.end());
   std::stable_sort(by_panel.begin(), by_panel.end(), [](const auto& x, const auto& y) {
-    return table_order(x.first.first, y.first.first);
+    return natural_less(x.first.first, y.first.first);  // table4.5 < table4.6 < table4.10
   });
   std::string body = std::string(kAxes);
   // A panel's heading and plots; its key is set once the longest title of every panel

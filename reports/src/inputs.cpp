@@ -291,6 +291,10 @@ std::string param(const RunRecord& run, const std::string& key) {
   return "";
 }
 
+bool relation_run(const RunRecord& run) {
+  return run.values.count("test_f1") || !param(run, "data").empty();
+}
+
 std::string data_source(const RunRecord& run) {
   std::string d = param(run, "data");
   if (d.empty() && run.run.is_object() && run.run.contains("command") &&

@@ -100,6 +100,11 @@ std::string infer_table(const RunRecord& run);
 // A run's parameter as text ("" when absent): params, then manifest.json's config.
 std::string param(const RunRecord& run, const std::string& key);
 
+// A run of a relation model: its result.json has a test F1, or it was given relation data
+// (a run that has not finished). The learning curves and the ceiling table show such runs
+// whatever their table.
+bool relation_run(const RunRecord& run);
+
 // Kind of the run's corpus ("synth-cdr", "bran-tsv", ...; "" when unknown): the "data"
 // parameter or the command's --data argument, before the ':'.
 std::string data_kind(const RunRecord& run);

@@ -81,8 +81,7 @@ ReportSummary write_report(const ReportInputs& in, const ReportOptions& options)
   for (const RunRecord& r : in.runs) {
     ++status[r.status];
     // A relation run of no table is in the learning curves and the ceiling table.
-    const bool relation = r.values.count("test_f1") || !param(r, "data").empty();
-    if (r.table.empty() && !relation)
+    if (r.table.empty() && !relation_run(r))
       no_table.push_back(r.cell.empty() ? r.source.string() : r.cell);
   }
   std::string runs = std::to_string(in.runs.size()) + " runs";

@@ -31,6 +31,12 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   return out;
 }
 
+// "a", "a and b", "a, b and c".
+std::string listed(const std::vector<std::string>& v) {
+  if (v.size() < 2) return join(v, "");
+  return join(std::vector<std::string>(v.begin(), v.end() - 1), ", ") + " and " + v.back();
+}
+
 // ---- summaries -------------------------------------------------------------------------
 
 std::string mean_sd(const std::vector<double>& x, int decimals) {
@@ -876,9 +882,7 @@ Table render(const BenchRows& d, const ReportInputs& in, const Paper& paper) {
     for (const json& r : rows)
       if (!r.is_object() || !std::all_of(d.needs.begin(), d.needs.end(),
                                          [&](const std::string& k) { return r.contains(k); }))
-        throw InputError(f->path.string() + ": an " + d.kind + " row needs " +
-                         join(std::vector<std::string>(d.needs.begin(), d.needs.end() - 1), ", ") +
-                         " and " + d.needs.back());
+        throw InputError(f->path.string() + ": an " + d.kind + " row needs " + listed(d.needs));
     for (auto& row : d.rows(rows, f->json.value("device", std::string("?")), paper))
       t.rows.push_back(std::move(row));
     prov.push_back(provenance_of(*f));
@@ -1440,9 +1444,7 @@ Table table_ceiling(const ReportInputs& in) {
                     title =
                         "What each relation cell reaches: micro F1 (%) beside the corpus's "
                         "oracle and the every-pair baseline (test split)";
-  const Runs runs = runs_of(in, [](const RunRecord& r) {
-    return r.values.count("test_f1") || (!completed(r) && !param(r, "data").empty());
-  });
+  const Runs runs = runs_of(in, relation_run);
   if (runs.empty())
     return missing_table(id, title,
                          "no relation runs among the inputs (result.json with test.relations)");

@@ -107,6 +107,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Overfit{"cnn+d=16+pos_dim=4+char_dim=4+char_filters=8+filters=16+dropout=0",
                               240},
                       Overfit{"bran+iterations=1" + kTiny, 120},
+                      // With L at zero (734efba) UTRE-CPD reached F1 0.96 at step 120 in
+                      // CI's native build: the same F1 = 1 asked, a budget it meets.
                       Overfit{"UTRE-CPD+max_steps=2" + kTiny, 200},
                       Overfit{"NTCRE-CPD+max_steps=2+slots=4+read_heads=1" + kTiny, 400}),
     [](const ::testing::TestParamInfo<Overfit>& i) {
