@@ -2,6 +2,8 @@
 
 #include <regex>
 
+#include "stats/result_metrics.h"
+
 namespace mare::stats {
 
 namespace {

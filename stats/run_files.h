@@ -20,8 +20,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "stats/result_metrics.h"
-
 namespace mare::stats {
 
 // "<path>: cannot be read" or "<path>: not valid JSON (<why>)".
