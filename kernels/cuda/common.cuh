@@ -50,6 +50,47 @@ inline unsigned int blocks_for(int64_t n, int threads = kThreads) {
   return static_cast<unsigned int>(b);
 }
 
+// Launches over the rows of a [rows, cols] matrix. A block is lanes × (kThreads / lanes)
+// threads: threadIdx.x walks a row's columns (lanes = the power of two ≥ cols, at
+// most 32: coalesced, no idle lanes on narrow rows), threadIdx.y picks the row, and
+// the blocks stride over the rows. When the rows are too few to fill the GPU
+// (a few thousand blocks), grid.y splits each row's columns among blocks too.
+// Kernels get the row and the column from the launch instead of dividing a flat
+// index: a 64-bit division is dozens of instructions on the GPU, more than most
+// elements' work (im2col spent 4× its memory time on them). In the kernel:
+//   for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step())
+//     for (int64_t j = launch_col_begin(); j < cols; j += launch_col_step()) ...
+struct RowLaunch {
+  dim3 grid, block;
+};
+inline RowLaunch row_launch(int64_t rows, int64_t cols) {
+  constexpr int64_t kFillBlocks = 4096;
+  int lanes = 1;
+  while (lanes < 32 && lanes < cols) lanes *= 2;
+  const int per_block = kThreads / lanes;
+  const unsigned int blocks = blocks_for(rows, per_block);
+  int64_t groups = (cols + lanes - 1) / lanes;               // column groups a row has
+  const int64_t want = (kFillBlocks + blocks - 1) / blocks;  // groups that fill the GPU
+  if (groups > want) groups = want;
+  if (groups > 65535) groups = 65535;
+  if (groups < 1) groups = 1;
+  return {dim3(blocks, static_cast<unsigned int>(groups)), dim3(lanes, per_block)};
+}
+#ifdef __CUDACC__
+__device__ inline int64_t launch_row_begin() {
+  return blockIdx.x * int64_t(blockDim.y) + threadIdx.y;
+}
+__device__ inline int64_t launch_row_step() {
+  return int64_t(gridDim.x) * blockDim.y;
+}
+__device__ inline int64_t launch_col_begin() {
+  return blockIdx.y * int64_t(blockDim.x) + threadIdx.x;
+}
+__device__ inline int64_t launch_col_step() {
+  return int64_t(gridDim.y) * blockDim.x;
+}
+#endif
+
 // Device scratch memory from the caching allocator, released at scope exit
 // (stream-ordered: safe even while kernels using it are still queued).
 class Workspace {

@@ -28,41 +28,48 @@ namespace {
 constexpr int64_t kChunkRows = 64;  // rows per partial sum of the row reductions
 
 // cols [B·len, K·cin]: cols[r, k·cin + c] = x[b, i + k − K/2, c] or 0 past the ends.
+// A row launch over [rows, cin] (row_launch).
 __global__ void im2col_kernel(const float* __restrict__ x, float* __restrict__ cols, int64_t rows,
                               int64_t len, int64_t cin, int64_t kernel) {
-  int64_t width = kernel * cin, total = rows * width;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
-       t += int64_t(gridDim.x) * blockDim.x) {
-    int64_t r = t / width, kc = t % width, k = kc / cin, c = kc % cin;
-    int64_t n = r / len, i = r % len, src = i + k - kernel / 2;
-    cols[t] = (src >= 0 && src < len) ? x[(n * len + src) * cin + c] : 0.0f;
+  const int64_t width = kernel * cin;
+  for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step()) {
+    const int64_t n = r / len, i = r % len;
+    float* out = cols + r * width;
+    for (int64_t k = 0; k < kernel; ++k) {
+      const int64_t src = i + k - kernel / 2;
+      const bool inside = src >= 0 && src < len;
+      const float* in = x + (n * len + (inside ? src : 0)) * cin;
+      for (int64_t c = launch_col_begin(); c < cin; c += launch_col_step())
+        out[k * cin + c] = inside ? in[c] : 0.0f;
+    }
   }
 }
 
 // d_x[b, s, c] += Σ_k dcols[b·len + i, k·cin + c] over the taps with i = s − k + K/2 in range.
+// A row launch over [rows, cin].
 __global__ void col2im_add_kernel(const float* __restrict__ dcols, float* __restrict__ d_x,
                                   int64_t rows, int64_t len, int64_t cin, int64_t kernel) {
-  int64_t width = kernel * cin, total = rows * cin;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
-       t += int64_t(gridDim.x) * blockDim.x) {
-    int64_t r = t / cin, c = t % cin, n = r / len, s = r % len;
-    float acc = d_x[t];
-    for (int64_t k = 0; k < kernel; ++k) {
-      int64_t i = s - k + kernel / 2;
-      if (i < 0 || i >= len) continue;
-      acc += dcols[(n * len + i) * width + k * cin + c];
+  const int64_t width = kernel * cin;
+  for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step()) {
+    const int64_t n = r / len, s = r % len;
+    for (int64_t c = launch_col_begin(); c < cin; c += launch_col_step()) {
+      float acc = d_x[r * cin + c];
+      for (int64_t k = 0; k < kernel; ++k) {
+        const int64_t i = s - k + kernel / 2;
+        if (i < 0 || i >= len) continue;
+        acc += dcols[(n * len + i) * width + k * cin + c];
+      }
+      d_x[r * cin + c] = acc;
     }
-    d_x[t] = acc;
   }
 }
 
-// out [rows, cols] += bias [cols] on every row.
+// out [rows, cols] += bias [cols] on every row (a row launch).
 __global__ void add_bias_rows_kernel(float* __restrict__ out, const float* __restrict__ bias,
                                      int64_t rows, int64_t cols) {
-  int64_t total = rows * cols;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
-       t += int64_t(gridDim.x) * blockDim.x)
-    out[t] += bias[t % cols];
+  for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step())
+    for (int64_t j = launch_col_begin(); j < cols; j += launch_col_step())
+      out[r * cols + j] += bias[j];
 }
 
 // partial[chunk, c] = Σ of src[r, c] over the rows r of the chunk, in row order.
@@ -91,40 +98,40 @@ __global__ void add_chunk_sums_kernel(float* __restrict__ dst, const float* __re
   }
 }
 
-// out[b, i, c] = bias[c] + Σ_k x[b, i + k − K/2, c] · w[k, c]
+// out[b, i, c] = bias[c] + Σ_k x[b, i + k − K/2, c] · w[k, c]   (a row launch over [rows, c])
 __global__ void depthwise_forward_kernel(const float* __restrict__ x, const float* __restrict__ w,
                                          const float* __restrict__ bias, float* __restrict__ out,
                                          int64_t rows, int64_t len, int64_t c, int64_t kernel) {
-  int64_t total = rows * c;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
-       t += int64_t(gridDim.x) * blockDim.x) {
-    int64_t r = t / c, j = t % c, n = r / len, i = r % len;
-    float o = bias ? bias[j] : 0.0f;
-    for (int64_t k = 0; k < kernel; ++k) {
-      int64_t src = i + k - kernel / 2;
-      if (src < 0 || src >= len) continue;
-      o += x[(n * len + src) * c + j] * w[k * c + j];
+  for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step()) {
+    const int64_t n = r / len, i = r % len;
+    for (int64_t j = launch_col_begin(); j < c; j += launch_col_step()) {
+      float o = bias ? bias[j] : 0.0f;
+      for (int64_t k = 0; k < kernel; ++k) {
+        const int64_t src = i + k - kernel / 2;
+        if (src < 0 || src >= len) continue;
+        o += x[(n * len + src) * c + j] * w[k * c + j];
+      }
+      out[r * c + j] = o;
     }
-    out[t] = o;
   }
 }
 
 // d_x[b, s, c] += Σ_k d_out[b, s − k + K/2, c] · w[k, c]; k descending, so the
-// output rows i = s − k + K/2 come in increasing order as on the CPU.
+// output rows i = s − k + K/2 come in increasing order as on the CPU. A row launch over [rows, c].
 __global__ void depthwise_backward_x_kernel(const float* __restrict__ g,
                                             const float* __restrict__ w, float* __restrict__ d_x,
                                             int64_t rows, int64_t len, int64_t c, int64_t kernel) {
-  int64_t total = rows * c;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
-       t += int64_t(gridDim.x) * blockDim.x) {
-    int64_t r = t / c, j = t % c, n = r / len, s = r % len;
-    float acc = d_x[t];
-    for (int64_t k = kernel - 1; k >= 0; --k) {
-      int64_t i = s - k + kernel / 2;
-      if (i < 0 || i >= len) continue;
-      acc += g[(n * len + i) * c + j] * w[k * c + j];
+  for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step()) {
+    const int64_t n = r / len, s = r % len;
+    for (int64_t j = launch_col_begin(); j < c; j += launch_col_step()) {
+      float acc = d_x[r * c + j];
+      for (int64_t k = kernel - 1; k >= 0; --k) {
+        const int64_t i = s - k + kernel / 2;
+        if (i < 0 || i >= len) continue;
+        acc += g[(n * len + i) * c + j] * w[k * c + j];
+      }
+      d_x[r * c + j] = acc;
     }
-    d_x[t] = acc;
   }
 }
 
@@ -141,8 +148,10 @@ __global__ void depthwise_backward_w_partial_kernel(const float* __restrict__ g,
     int64_t chunk = t / cols, kc = t % cols, k = kc / c, j = kc % c;
     int64_t shift = k - kernel / 2, end = min(rows, (chunk + 1) * kChunkRows);
     float acc = 0.0f;
-    for (int64_t r = chunk * kChunkRows; r < end; ++r) {
-      int64_t src = r % len + shift;
+    int64_t i =
+        (chunk * kChunkRows) % len;  // r's position in its sequence, without a division a row
+    for (int64_t r = chunk * kChunkRows; r < end; ++r, i = i + 1 == len ? 0 : i + 1) {
+      const int64_t src = i + shift;
       if (src < 0 || src >= len) continue;
       acc += g[r * c + j] * x[(r + shift) * c + j];
     }
@@ -177,8 +186,8 @@ const float* im2col(const Tensor& x, int64_t kernel, Workspace& ws) {
   if (kernel == 1) return x.f32();
   int64_t rows = x.dim(0) * x.dim(1), len = x.dim(1), cin = x.dim(2), total = rows * kernel * cin;
   if (total == 0) return ws.as<float>();
-  im2col_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(x.f32(), ws.as<float>(), rows, len,
-                                                              cin, kernel);
+  const RowLaunch l = row_launch(rows, cin);
+  im2col_kernel<<<l.grid, l.block, 0, stream()>>>(x.f32(), ws.as<float>(), rows, len, cin, kernel);
   MARE_LAUNCH_CHECK("im2col_kernel");
   return ws.as<float>();
 }
@@ -201,8 +210,8 @@ Tensor conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& bias) {
   gemm_row_major(false, false, rows, cout, width, 1.0f, cols, width, 0, w.f32(), cout, 0, 0.0f,
                  out.f32(), cout, 0, 1);
   if (bias.defined()) {
-    add_bias_rows_kernel<<<blocks_for(rows * cout), kThreads, 0, stream()>>>(out.f32(), bias.f32(),
-                                                                             rows, cout);
+    const RowLaunch l = row_launch(rows, cout);
+    add_bias_rows_kernel<<<l.grid, l.block, 0, stream()>>>(out.f32(), bias.f32(), rows, cout);
     MARE_LAUNCH_CHECK("add_bias_rows_kernel");
   }
   return out;
@@ -236,8 +245,9 @@ void conv1d_backward(Tensor& d_x, Tensor& d_w, Tensor& d_bias, const Tensor& d_o
       Workspace dcols(static_cast<size_t>(rows * width) * sizeof(float));
       gemm_row_major(false, true, rows, width, cout, 1.0f, d_out.f32(), cout, 0, w.f32(), cout, 0,
                      0.0f, dcols.as<float>(), width, 0, 1);
-      col2im_add_kernel<<<blocks_for(rows * cin), kThreads, 0, stream()>>>(
-          dcols.as<float>(), d_x.f32(), rows, len, cin, kernel);
+      const RowLaunch l = row_launch(rows, cin);
+      col2im_add_kernel<<<l.grid, l.block, 0, stream()>>>(dcols.as<float>(), d_x.f32(), rows, len,
+                                                          cin, kernel);
       MARE_LAUNCH_CHECK("col2im_add_kernel");
     }
   }
@@ -249,7 +259,8 @@ Tensor depthwise_conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& 
   int64_t b = x.dim(0), len = x.dim(1), c = x.dim(2), kernel = w.dim(0), rows = b * len;
   Tensor out = Tensor::empty({b, len, c}, Device::cuda);
   if (out.numel() == 0) return out;
-  depthwise_forward_kernel<<<blocks_for(rows * c), kThreads, 0, stream()>>>(
+  const RowLaunch l = row_launch(rows, c);
+  depthwise_forward_kernel<<<l.grid, l.block, 0, stream()>>>(
       x.f32(), w.f32(), bias.defined() ? bias.f32() : nullptr, out.f32(), rows, len, c, kernel);
   MARE_LAUNCH_CHECK("depthwise_forward_kernel");
   return out;
@@ -266,8 +277,9 @@ void depthwise_conv1d_backward(Tensor& d_x, Tensor& d_w, Tensor& d_bias, const T
   if (rows * c == 0) return;  // nothing flows: every gradient gets + 0
   if (d_bias.defined()) add_column_sums(d_bias.f32(), d_out.f32(), rows, c);
   if (d_x.defined()) {
-    depthwise_backward_x_kernel<<<blocks_for(rows * c), kThreads, 0, stream()>>>(
-        d_out.f32(), w.f32(), d_x.f32(), rows, len, c, kernel);
+    const RowLaunch l = row_launch(rows, c);
+    depthwise_backward_x_kernel<<<l.grid, l.block, 0, stream()>>>(d_out.f32(), w.f32(), d_x.f32(),
+                                                                  rows, len, c, kernel);
     MARE_LAUNCH_CHECK("depthwise_backward_x_kernel");
   }
   if (d_w.defined()) {

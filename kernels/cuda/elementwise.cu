@@ -120,12 +120,12 @@ __global__ void accumulate_scaled_kernel(float* __restrict__ d_x, const float* _
     d_x[i] = __fadd_rn(d_x[i], __fmul_rn(s, d_out[i]));
 }
 
-// out[r, j] = x[r, j] + bias[j]                         x, out: [n / c, c]
+// out[r, j] = x[r, j] + bias[j]              x, out: [rows, c] (a row launch)
 __global__ void bias_add_kernel(const float* __restrict__ x, const float* __restrict__ bias,
-                                float* __restrict__ out, int64_t n, int64_t c) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    out[i] = x[i] + bias[i % c];
+                                float* __restrict__ out, int64_t rows, int64_t c) {
+  for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step())
+    for (int64_t j = launch_col_begin(); j < c; j += launch_col_step())
+      out[r * c + j] = x[r * c + j] + bias[j];
 }
 
 __global__ void add_kernel(const float* __restrict__ a, const float* __restrict__ b,
@@ -226,7 +226,8 @@ Tensor bias_add_forward(const Tensor& x, const Tensor& bias) {
   Tensor out = Tensor::empty(x.shape(), Device::cuda);
   int64_t n = x.numel(), c = x.dim(-1);
   if (n == 0) return out;
-  bias_add_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(x.f32(), bias.f32(), out.f32(), n, c);
+  const RowLaunch l = row_launch(n / c, c);
+  bias_add_kernel<<<l.grid, l.block, 0, stream()>>>(x.f32(), bias.f32(), out.f32(), n / c, c);
   MARE_LAUNCH_CHECK("bias_add_kernel");
   return out;
 }

@@ -87,14 +87,14 @@ __global__ void first_bad_id_kernel(const int32_t* __restrict__ ids, int64_t n_i
   if (threadIdx.x == 0) *first_bad = best[0];
 }
 
-// out[n, j] = table[ids[n], j] (ids already checked).
+// out[n, j] = table[ids[n], j] (ids already checked). A row launch over [n_ids, dim].
 __global__ void embedding_gather_kernel(const float* __restrict__ table,
                                         const int32_t* __restrict__ ids, float* __restrict__ out,
                                         int64_t n_ids, int64_t dim) {
-  int64_t total = n_ids * dim;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
-       t += int64_t(gridDim.x) * blockDim.x)
-    out[t] = table[static_cast<int64_t>(ids[t / dim]) * dim + t % dim];
+  for (int64_t u = launch_row_begin(); u < n_ids; u += launch_row_step()) {
+    const float* row = table + static_cast<int64_t>(ids[u]) * dim;
+    for (int64_t j = launch_col_begin(); j < dim; j += launch_col_step()) out[u * dim + j] = row[j];
+  }
 }
 
 __global__ void grid_ids_kernel(int32_t* __restrict__ p, int64_t rows, int64_t cols, bool by_row) {
@@ -169,15 +169,13 @@ template <bool Accumulate>
 __global__ void copy_block_kernel(float* __restrict__ dst, int64_t dst_stride,
                                   const float* __restrict__ src, int64_t src_stride, int64_t rows,
                                   int64_t width) {
-  int64_t total = rows * width;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
-       t += int64_t(gridDim.x) * blockDim.x) {
-    int64_t r = t / width, c = t % width;
-    if (Accumulate)
-      dst[r * dst_stride + c] += src[r * src_stride + c];
-    else
-      dst[r * dst_stride + c] = src[r * src_stride + c];
-  }
+  for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step())  // a row launch
+    for (int64_t c = launch_col_begin(); c < width; c += launch_col_step()) {
+      if (Accumulate)
+        dst[r * dst_stride + c] += src[r * src_stride + c];
+      else
+        dst[r * dst_stride + c] = src[r * src_stride + c];
+    }
 }
 
 }  // namespace
@@ -192,15 +190,15 @@ using detail::without_axis;
 // dst block [rows, width] (row stride dst_stride) = or += src block (row stride src_stride).
 void copy_block(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t rows,
                 int64_t width, bool accumulate) {
-  int64_t total = rows * width;
-  if (total == 0) return;
+  if (rows * width == 0) return;
+  const RowLaunch l = row_launch(rows, width);
   if (accumulate) {
-    copy_block_kernel<true><<<blocks_for(total), kThreads, 0, stream()>>>(dst, dst_stride, src,
-                                                                          src_stride, rows, width);
+    copy_block_kernel<true>
+        <<<l.grid, l.block, 0, stream()>>>(dst, dst_stride, src, src_stride, rows, width);
     MARE_LAUNCH_CHECK("copy_block_kernel<true>");
   } else {
-    copy_block_kernel<false><<<blocks_for(total), kThreads, 0, stream()>>>(dst, dst_stride, src,
-                                                                           src_stride, rows, width);
+    copy_block_kernel<false>
+        <<<l.grid, l.block, 0, stream()>>>(dst, dst_stride, src, src_stride, rows, width);
     MARE_LAUNCH_CHECK("copy_block_kernel<false>");
   }
 }
@@ -310,8 +308,9 @@ Tensor embedding_forward(const Tensor& table, const Tensor& ids) {
                             std::to_string(bad.position) + " is outside the table's " +
                             std::to_string(v) + " rows");
   if (d == 0) return out;
-  embedding_gather_kernel<<<blocks_for(n * d), kThreads, 0, stream()>>>(table.f32(), ids.i32(),
-                                                                        out.f32(), n, d);
+  const RowLaunch l = row_launch(n, d);
+  embedding_gather_kernel<<<l.grid, l.block, 0, stream()>>>(table.f32(), ids.i32(), out.f32(), n,
+                                                            d);
   MARE_LAUNCH_CHECK("embedding_gather_kernel");
   return out;
 }
@@ -344,6 +343,8 @@ void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& ids)
   MARE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, ids.i32(), sorted_ids,
                                                   positions_in, positions, items, 0, 32, stream()));
   Workspace partial(static_cast<size_t>(n) * static_cast<size_t>(d) * sizeof(float));
+  // Flat launches, a thread per (position, column): a long run (the padding id)
+  // is then spread over d threads, where a row launch would give it one warp.
   embedding_piece_sums_kernel<<<blocks_for(n * d), kThreads, 0, stream()>>>(
       partial.as<float>(), d_out.f32(), sorted_ids, positions, n, d);
   MARE_LAUNCH_CHECK("embedding_piece_sums_kernel");

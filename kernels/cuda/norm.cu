@@ -114,6 +114,9 @@ __global__ void column_chunk_sums_kernel(F f, int64_t rows, int64_t c, int64_t c
 __device__ inline double2 column_total(const double2* partial, int64_t chunks, int64_t c,
                                        int64_t j) {
   double2 s = make_double2(0.0, 0.0);
+  // Unrolled so that the loads of eight chunks are in flight at once (a column's
+  // chunks are a dependent chain of adds; the order stays the same).
+#pragma unroll 8
   for (int64_t k = 0; k < chunks; ++k) {
     s.x += partial[k * c + j].x;
     s.y += partial[k * c + j].y;
@@ -134,6 +137,7 @@ __global__ void bn_count_kernel(const float* __restrict__ row_mask, int64_t rows
   using BlockReduceDouble = cub::BlockReduce<double, kThreads>;
   __shared__ typename BlockReduceDouble::TempStorage temp;
   double s = 0.0;
+#pragma unroll 8
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) s += row_mask[r] != 0.0f ? 1.0 : 0.0;
   s = BlockReduceDouble(temp).Sum(s);
   if (threadIdx.x == 0) *count = s;
@@ -189,17 +193,17 @@ __global__ void bn_eval_stats_kernel(const float* __restrict__ running_mean,
 }
 
 // out[r, j] = (x − mean[j]) · rstd[j] · γ[j] + β[j], 0 where row_mask[r] = 0
-//   x, out: [n / c, c]; row_mask: [n / c] or null
+//   x, out: [rows, c]; row_mask: [rows] or null. A row launch over [rows, c].
 __global__ void bn_output_kernel(const float* __restrict__ x, const float* __restrict__ mean,
                                  const float* __restrict__ rstd, const float* __restrict__ gamma,
                                  const float* __restrict__ beta, const float* __restrict__ row_mask,
-                                 float* __restrict__ out, int64_t n, int64_t c) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t j = i % c;
-    out[i] = row_mask && row_mask[i / c] == 0.0f
-                 ? 0.0f
-                 : normalise(x[i], mean[j], rstd[j], gamma[j], beta[j]);
+                                 float* __restrict__ out, int64_t rows, int64_t c) {
+  for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step()) {
+    const bool masked = row_mask && row_mask[r] == 0.0f;
+    for (int64_t j = launch_col_begin(); j < c; j += launch_col_step()) {
+      const int64_t i = r * c + j;
+      out[i] = masked ? 0.0f : normalise(x[i], mean[j], rstd[j], gamma[j], beta[j]);
+    }
   }
 }
 
@@ -219,29 +223,30 @@ __global__ void bn_grad_sums_kernel(const double2* __restrict__ partial, int64_t
 
 // Batch-norm d_x, with k = γ · rstd and m the rows that take part:
 //   training: d_x += k · (dy − Σdy / m − x̂ · Σ(dy · x̂) / m);   eval: d_x += k · dy
-// Rows with row_mask 0 are left as they are.
+// Rows with row_mask 0 are left as they are. A row launch over [rows, c].
 __global__ void bn_dx_kernel(float* __restrict__ d_x, const float* __restrict__ d_out,
                              const float* __restrict__ x, const float* __restrict__ gamma,
                              const float* __restrict__ mean, const float* __restrict__ rstd,
                              const double2* __restrict__ sums, const float* __restrict__ row_mask,
-                             const double* __restrict__ count, int64_t n, int64_t c, int64_t rows,
+                             const double* __restrict__ count, int64_t c, int64_t rows,
                              bool training) {
   const double m = active_rows(count, rows);
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    if (row_mask && row_mask[i / c] == 0.0f) continue;
-    const int64_t j = i % c;
-    const float k = __fmul_rn(gamma[j], rstd[j]);
-    const float dy = d_out[i];
-    if (!training) {
-      d_x[i] = __fadd_rn(d_x[i], __fmul_rn(k, dy));
-      continue;
+  for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step()) {
+    if (row_mask && row_mask[r] == 0.0f) continue;
+    for (int64_t j = launch_col_begin(); j < c; j += launch_col_step()) {
+      const int64_t i = r * c + j;
+      const float k = __fmul_rn(gamma[j], rstd[j]);
+      const float dy = d_out[i];
+      if (!training) {
+        d_x[i] = __fadd_rn(d_x[i], __fmul_rn(k, dy));
+        continue;
+      }
+      const float xhat = __fmul_rn(__fsub_rn(x[i], mean[j]), rstd[j]);
+      const float mean_g = static_cast<float>(sums[j].x / m);
+      const float mean_gx = static_cast<float>(sums[j].y / m);
+      const float t = __fsub_rn(__fsub_rn(dy, mean_g), __fmul_rn(xhat, mean_gx));
+      d_x[i] = __fadd_rn(d_x[i], __fmul_rn(k, t));
     }
-    const float xhat = __fmul_rn(__fsub_rn(x[i], mean[j]), rstd[j]);
-    const float mean_g = static_cast<float>(sums[j].x / m);
-    const float mean_gx = static_cast<float>(sums[j].y / m);
-    const float t = __fsub_rn(__fsub_rn(dy, mean_g), __fmul_rn(xhat, mean_gx));
-    d_x[i] = __fadd_rn(d_x[i], __fmul_rn(k, t));
   }
 }
 
@@ -415,8 +420,9 @@ NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
   }
   const int64_t n = x.numel();
   if (n == 0) return r;
-  bn_output_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(
-      x.f32(), r.mean.f32(), r.rstd.f32(), gamma.f32(), beta.f32(), mask, r.out.f32(), n, c);
+  const RowLaunch l = row_launch(rows, c);
+  bn_output_kernel<<<l.grid, l.block, 0, stream()>>>(
+      x.f32(), r.mean.f32(), r.rstd.f32(), gamma.f32(), beta.f32(), mask, r.out.f32(), rows, c);
   MARE_LAUNCH_CHECK("bn_output_kernel");
   return r;
 }
@@ -445,9 +451,10 @@ void batch_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Ten
   if (!d_x.defined()) return;
   Workspace count_ws(mask && training ? sizeof(double) : 0);
   const double* count = training ? count_active_rows(row_mask, rows, count_ws) : nullptr;
-  bn_dx_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(
-      d_x.f32(), d_out.f32(), x.f32(), gamma.f32(), mean.f32(), rstd.f32(), sums.as<double2>(),
-      mask, count, n, c, rows, training);
+  const RowLaunch l = row_launch(rows, c);
+  bn_dx_kernel<<<l.grid, l.block, 0, stream()>>>(d_x.f32(), d_out.f32(), x.f32(), gamma.f32(),
+                                                 mean.f32(), rstd.f32(), sums.as<double2>(), mask,
+                                                 count, c, rows, training);
   MARE_LAUNCH_CHECK("bn_dx_kernel");
 }
 
