@@ -80,6 +80,15 @@ Tensor grad_of(const Var& v) {
   return v->requires_grad ? v->grad_buffer() : Tensor();
 }
 
+bool hand_over_gradient(const Var& v, const Tensor& g) {
+  if (!v->requires_grad || v->grad.defined() || v->inputs.empty()) return false;
+  if (!g.defined() || g.numel() != v->value.numel() || g.device() != v->value.device() ||
+      g.dtype() != v->value.dtype())
+    return false;
+  v->grad = g.shape() == v->value.shape() ? g : g.reshape(v->value.shape());
+  return true;
+}
+
 namespace {
 
 void check_not_released(const Node* n) {

@@ -72,6 +72,16 @@ std::vector<Var> record_multi(std::vector<Tensor> values, std::vector<Var> input
 // `v` needs none (kernel backward functions skip undefined gradients).
 Tensor grad_of(const Var& v);
 
+// Hands `g`, a gradient its owner is done with (the output's gradient inside the
+// output's backward_fn), to `v` when v is an intermediate that has received
+// nothing yet: v's gradient becomes g itself, reshaped to v's shape. That is the
+// accumulation into fresh zeros without the zeros and the pass over memory
+// (0 + g is g). Returns false, changing nothing, when v needs no gradient,
+// already has one, is a leaf (a parameter keeps its own buffer) or differs from
+// g in size or device; the caller then accumulates as usual. A gradient is handed
+// to one input only: the other inputs read it before anything adds into it again.
+bool hand_over_gradient(const Var& v, const Tensor& g);
+
 // An op whose kernel backward takes the inputs' gradients, then the output's, then the
 // inputs' values: backward(d_in..., d_out, in->value...). Records it over `value`, the
 // forward's output; the gradients are taken in the inputs' order.

@@ -30,14 +30,19 @@ Var batched_matmul(const Var& a, const Var& b, bool ta, bool tb) {
 
 Var bias_add(const Var& x, const Var& bias) {
   return record(bias_add_forward(x->value, bias->value), {x, bias}, [x, bias](Node& s) {
-    Tensor dx = grad_of(x), db = grad_of(bias);
+    // d_x += d_out: an intermediate x with no gradient yet takes d_out itself.
+    Tensor dx = hand_over_gradient(x, s.grad) ? Tensor() : grad_of(x), db = grad_of(bias);
     bias_add_backward(dx, db, g_of(s));
   });
 }
 
 Var add(const Var& a, const Var& b) {
   return record(add_forward(a->value, b->value), {a, b}, [a, b](Node& s) {
-    Tensor da = grad_of(a), db = grad_of(b);
+    // d_a += d_out, d_b += d_out: one input with no gradient yet takes d_out itself
+    // (not when a and b are one Var: it gets d_out twice).
+    const bool a_took = a != b && hand_over_gradient(a, s.grad);
+    const bool b_took = a != b && !a_took && hand_over_gradient(b, s.grad);
+    Tensor da = a_took ? Tensor() : grad_of(a), db = b_took ? Tensor() : grad_of(b);
     add_backward(da, db, g_of(s));
   });
 }
@@ -218,7 +223,7 @@ Var attention(const Var& q, const Var& k, const Var& v, int heads, const Tensor&
 
 Var reshape(const Var& x, const Shape& shape) {
   return record(x->value.reshape(shape), {x}, [x](Node& s) {
-    if (!x->requires_grad) return;
+    if (!x->requires_grad || hand_over_gradient(x, s.grad)) return;
     Tensor dx = x->grad_buffer().reshape(s.grad.shape());
     Tensor none;
     add_backward(dx, none, s.grad);
