@@ -207,15 +207,19 @@ __global__ void bn_output_kernel(const float* __restrict__ x, const float* __res
   }
 }
 
-// Batch-norm backward, per column: sums[j] = (Σ dy, Σ dy · x̂); d_γ += Σ dy · x̂,
-// d_β += Σ dy (either may be null).
+// Batch-norm backward, per column, from (Σ dy, Σ dy · x̂): d_γ += Σ dy · x̂, d_β += Σ dy
+// (either may be null), and, for d_x in training mode, means[j] = (Σ dy / m,
+// Σ dy · x̂ / m) rounded to float as the CPU does, once a column rather than once
+// an element (means null: not wanted).
 __global__ void bn_grad_sums_kernel(const double2* __restrict__ partial, int64_t chunks, int64_t c,
-                                    double2* __restrict__ sums, float* __restrict__ d_gamma,
+                                    const double* __restrict__ count, int64_t rows,
+                                    float2* __restrict__ means, float* __restrict__ d_gamma,
                                     float* __restrict__ d_beta) {
+  const double m = active_rows(count, rows);
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < c;
        j += int64_t(gridDim.x) * blockDim.x) {
     const double2 s = column_total(partial, chunks, c, j);
-    sums[j] = s;
+    if (means) means[j] = make_float2(static_cast<float>(s.x / m), static_cast<float>(s.y / m));
     if (d_gamma) d_gamma[j] += static_cast<float>(s.y);
     if (d_beta) d_beta[j] += static_cast<float>(s.x);
   }
@@ -223,14 +227,13 @@ __global__ void bn_grad_sums_kernel(const double2* __restrict__ partial, int64_t
 
 // Batch-norm d_x, with k = γ · rstd and m the rows that take part:
 //   training: d_x += k · (dy − Σdy / m − x̂ · Σ(dy · x̂) / m);   eval: d_x += k · dy
+// (means: the two column means of bn_grad_sums_kernel; null in eval mode)
 // Rows with row_mask 0 are left as they are. A row launch over [rows, c].
 __global__ void bn_dx_kernel(float* __restrict__ d_x, const float* __restrict__ d_out,
                              const float* __restrict__ x, const float* __restrict__ gamma,
                              const float* __restrict__ mean, const float* __restrict__ rstd,
-                             const double2* __restrict__ sums, const float* __restrict__ row_mask,
-                             const double* __restrict__ count, int64_t c, int64_t rows,
-                             bool training) {
-  const double m = active_rows(count, rows);
+                             const float2* __restrict__ means, const float* __restrict__ row_mask,
+                             int64_t c, int64_t rows, bool training) {
   for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step()) {
     if (row_mask && row_mask[r] == 0.0f) continue;
     for (int64_t j = launch_col_begin(); j < c; j += launch_col_step()) {
@@ -242,9 +245,8 @@ __global__ void bn_dx_kernel(float* __restrict__ d_x, const float* __restrict__ 
         continue;
       }
       const float xhat = __fmul_rn(__fsub_rn(x[i], mean[j]), rstd[j]);
-      const float mean_g = static_cast<float>(sums[j].x / m);
-      const float mean_gx = static_cast<float>(sums[j].y / m);
-      const float t = __fsub_rn(__fsub_rn(dy, mean_g), __fmul_rn(xhat, mean_gx));
+      const float2 mg = means[j];
+      const float t = __fsub_rn(__fsub_rn(dy, mg.x), __fmul_rn(xhat, mg.y));
       d_x[i] = __fadd_rn(d_x[i], __fmul_rn(k, t));
     }
   }
@@ -436,25 +438,26 @@ void batch_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Ten
   if (n == 0) return;
   const int64_t rows = n / c, chunks = chunks_for(rows);
   const float* mask = ptr_or_null(row_mask);
-  // The column sums feed d_γ, d_β, and d_x in training mode.
-  const bool need_sums = d_gamma.defined() || d_beta.defined() || (d_x.defined() && training);
-  Workspace sums(need_sums ? static_cast<size_t>(c) * sizeof(double2) : 0);
+  // The column sums feed d_γ, d_β, and d_x in training mode (through their means).
+  const bool dx_means = d_x.defined() && training;
+  const bool need_sums = d_gamma.defined() || d_beta.defined() || dx_means;
+  Workspace means(dx_means ? static_cast<size_t>(c) * sizeof(float2) : 0);
   if (need_sums) {
     Workspace partial(static_cast<size_t>(chunks * c) * sizeof(double2));
     column_chunk_sums(BatchNormGradTerms{d_out.f32(), x.f32(), mean.f32(), rstd.f32(), c}, rows, c,
                       partial.as<double2>(), mask);
+    Workspace count_ws(mask && dx_means ? sizeof(double) : 0);
+    const double* count = dx_means ? count_active_rows(row_mask, rows, count_ws) : nullptr;
     bn_grad_sums_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(
-        partial.as<double2>(), chunks, c, sums.as<double2>(), ptr_or_null(d_gamma),
-        ptr_or_null(d_beta));
+        partial.as<double2>(), chunks, c, count, rows, dx_means ? means.as<float2>() : nullptr,
+        ptr_or_null(d_gamma), ptr_or_null(d_beta));
     MARE_LAUNCH_CHECK("bn_grad_sums_kernel");
   }
   if (!d_x.defined()) return;
-  Workspace count_ws(mask && training ? sizeof(double) : 0);
-  const double* count = training ? count_active_rows(row_mask, rows, count_ws) : nullptr;
   const RowLaunch l = row_launch(rows, c);
   bn_dx_kernel<<<l.grid, l.block, 0, stream()>>>(d_x.f32(), d_out.f32(), x.f32(), gamma.f32(),
-                                                 mean.f32(), rstd.f32(), sums.as<double2>(), mask,
-                                                 count, c, rows, training);
+                                                 mean.f32(), rstd.f32(), means.as<float2>(), mask,
+                                                 c, rows, training);
   MARE_LAUNCH_CHECK("bn_dx_kernel");
 }
 
