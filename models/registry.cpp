@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <array>
+#include <charconv>
 #include <sstream>
 #include <stdexcept>
 
@@ -11,6 +12,27 @@
 #include "models/recurrent_baselines.h"
 
 namespace mare {
+
+namespace {
+// One spelling per number, so that +d=08 and +d=8 (or +dropout=0.10 and +dropout=0.1)
+// name one model, one run directory and one sweep cell: a whole number in decimal
+// without leading zeros, another finite number in its shortest round-trip form.
+// Anything else (words, +8, inf) stays as written.
+std::string one_spelling(const std::string& v) {
+  const char *begin = v.data(), *end = v.data() + v.size();
+  int64_t i = 0;
+  if (auto [p, ec] = std::from_chars(begin, end, i); ec == std::errc() && p == end)
+    return std::to_string(i);
+  double d = 0;
+  if (auto [p, ec] = std::from_chars(begin, end, d);
+      ec == std::errc() && p == end && std::isfinite(d)) {
+    std::array<char, 32> buf{};
+    auto [q, ec2] = std::to_chars(buf.data(), buf.data() + buf.size(), d);
+    if (ec2 == std::errc()) return std::string(buf.data(), q);
+  }
+  return v;
+}
+}  // namespace
 
 ModelSpec ModelSpec::parse(const std::string& name) {
   ModelSpec s;
@@ -34,7 +56,7 @@ ModelSpec ModelSpec::parse(const std::string& name) {
     if (s.switches.count(key))
       throw std::invalid_argument("model name '" + name + "': switch '" + key +
                                   "' given twice; expected each switch once");
-    s.switches[key] = eq == std::string::npos ? "on" : part.substr(eq + 1);
+    s.switches[key] = eq == std::string::npos ? "on" : one_spelling(part.substr(eq + 1));
   }
   if (!name.empty() && name.back() == '+')
     throw std::invalid_argument("model name '" + name +

@@ -250,6 +250,11 @@ TEST(Registry, AliasesExpandAndSwitchesAreChecked) {
   EXPECT_EQ(resolve_model("UTRE-CPD").canonical(), "utre+cpd+ngram+transition");
   EXPECT_EQ(resolve_model("UTRE").canonical(), "utre+ngram+transition");
   EXPECT_EQ(resolve_model("UTRE-CPD+d=64").canonical(), "utre+cpd+d=64+ngram+transition");
+  // One spelling per number: one model, one run directory, one sweep cell.
+  EXPECT_EQ(resolve_model("utre+d=08").canonical(), "utre+d=8");
+  EXPECT_EQ(resolve_model("utre+dropout=0.10").canonical(), "utre+dropout=0.1");
+  EXPECT_EQ(resolve_model("utre+dropout=1e-1").canonical(), "utre+dropout=0.1");
+  EXPECT_EQ(ModelSpec::parse("ntcre+alloc=rank").canonical(), "ntcre+alloc=rank");
   auto message = [](const std::string& name) {
     try {
       resolve_model(name);
