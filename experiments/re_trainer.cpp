@@ -359,10 +359,8 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
       }
     }
     const float value = loss->value.item();
-    if (!std::isfinite(value)) {
+    if (stops_on_divergence(value, step, {{"task", ner_step ? "ner" : "re"}}, diverged_at)) {
       status = "diverged";
-      diverged_at = {
-          {"step", step}, {"task", ner_step ? "ner" : "re"}, {"loss", std::to_string(value)}};
       break;
     }
     ag::backward(loss);

@@ -116,10 +116,9 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
           make_sequence_batch(train, order, b, std::min(n, b + opt.batch), &target);
       params.zero_grad();
       ag::Var loss = ag::mse(model->forward(batch), ag::constant(target.on(opt.device)));
-      float value = loss->value.item();
-      if (!std::isfinite(value)) {
+      const float value = loss->value.item();
+      if (stops_on_divergence(value, step, {{"epoch", epoch}}, diverged_at)) {
         status = "diverged";
-        diverged_at = {{"step", step}, {"epoch", epoch}, {"loss", std::to_string(value)}};
         break;
       }
       ag::backward(loss);
@@ -160,18 +159,16 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
     }
   }
   if (progress && tty) *progress << "\n";
-  save_epoch_run(life, params, adam, std::chrono::duration<double>(Clock::now() - start).count(),
-                 step, epoch_seconds);
   nlohmann::json result = epoch_run_result(status, spec.canonical(), opt.task, opt.seed, opt.device,
-                                           step, params.count());
+                                           step, params.count(), diverged_at);
   result["epochs"] = opt.epochs;
   result["batch"] = opt.batch;
   result["samples"] = opt.samples;
   result["curriculum"] = opt.curriculum;
   result["final"] = {{"train_mse", train_mse}, {"test_mse", test_mse}};
-  if (status == "diverged") result["diverged"] = diverged_at;
-  life.finish(result);
-  return result;
+  return finish_epoch_run(life, params, adam,
+                          std::chrono::duration<double>(Clock::now() - start).count(), step,
+                          epoch_seconds, std::move(result));
 }
 
 }  // namespace mare

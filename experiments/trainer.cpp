@@ -129,10 +129,8 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
       params.zero_grad();
       ag::Var loss = ag::cross_entropy(model->forward(ag::constant(batch.x.on(opt.device)), true),
                                        batch.y.on(opt.device));
-      float value = loss->value.item();
-      if (!std::isfinite(value)) {
+      if (stops_on_divergence(loss->value.item(), step, {{"epoch", epoch}}, diverged_at)) {
         status = "diverged";
-        diverged_at = {{"step", step}, {"epoch", epoch}, {"loss", std::to_string(value)}};
         break;
       }
       ag::backward(loss);
@@ -161,17 +159,15 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
                 << static_cast<int64_t>(per * (opt.epochs - epoch)) << " s\n";
     }
   }
-  save_epoch_run(life, params, adam, std::chrono::duration<double>(Clock::now() - start).count(),
-                 step, epoch_seconds);
   nlohmann::json result = epoch_run_result(status, spec.canonical(), opt.task, opt.seed, opt.device,
-                                           step, params.count());
+                                           step, params.count(), diverged_at);
   result["final"] = {{"train_loss", train_eval.loss},
                      {"train_accuracy", train_eval.accuracy},
                      {"test_loss", test_eval.loss},
                      {"test_accuracy", test_eval.accuracy}};
-  if (status == "diverged") result["diverged"] = diverged_at;
-  life.finish(result);
-  return result;
+  return finish_epoch_run(life, params, adam,
+                          std::chrono::duration<double>(Clock::now() - start).count(), step,
+                          epoch_seconds, std::move(result));
 }
 
 void shuffle_epoch(std::vector<int64_t>& order, int64_t n, PhiloxStream& shuffle) {
@@ -181,23 +177,38 @@ void shuffle_epoch(std::vector<int64_t>& order, int64_t n, PhiloxStream& shuffle
     std::swap(order[i], order[shuffle.below(static_cast<uint32_t>(i + 1))]);
 }
 
-nlohmann::json epoch_run_result(const std::string& status, const std::string& model,
-                                const std::string& task, uint64_t seed, Device device,
-                                int64_t steps, int64_t parameters) {
-  return {{"status", status},
-          {"model", model},
-          {"task", task},
-          {"seed", seed},
-          {"device", to_string(device)},
-          {"threads", threads()},
-          {"steps", steps},
-          {"parameters", parameters}};
+bool stops_on_divergence(float loss, int64_t step, const nlohmann::json& where,
+                         nlohmann::json& diverged_at) {
+  if (std::isfinite(loss)) return false;
+  diverged_at = where;
+  diverged_at["step"] = step;
+  diverged_at["loss"] = std::to_string(loss);
+  return true;
 }
 
-void save_epoch_run(RunLifecycle& life, const ParameterSet& params, Adam& adam, double wall_seconds,
-                    int64_t steps, const std::vector<double>& epoch_seconds) {
+nlohmann::json epoch_run_result(const std::string& status, const std::string& model,
+                                const std::string& task, uint64_t seed, Device device,
+                                int64_t steps, int64_t parameters,
+                                const nlohmann::json& diverged_at) {
+  nlohmann::json r = {{"status", status},
+                      {"model", model},
+                      {"task", task},
+                      {"seed", seed},
+                      {"device", to_string(device)},
+                      {"threads", threads()},
+                      {"steps", steps},
+                      {"parameters", parameters}};
+  if (status == "diverged") r["diverged"] = diverged_at;
+  return r;
+}
+
+nlohmann::json finish_epoch_run(RunLifecycle& life, const ParameterSet& params, Adam& adam,
+                                double wall_seconds, int64_t steps,
+                                const std::vector<double>& epoch_seconds, nlohmann::json result) {
   save_checkpoint((life.dir().path() / "checkpoint.bin").string(), params, &adam);
   life.dir().write_training_timing(wall_seconds, steps, epoch_seconds);
+  life.finish(result);
+  return result;
 }
 
 }  // namespace mare

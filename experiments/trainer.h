@@ -59,12 +59,22 @@ nlohmann::json training_manifest(uint64_t seed, const std::string& device, int64
 // The pieces that the epoch trainers (train_classifier, train_sequence_model) share.
 // An epoch's order of n examples: 0 … n−1 permuted by Fisher–Yates from `shuffle`.
 void shuffle_epoch(std::vector<int64_t>& order, int64_t n, PhiloxStream& shuffle);
-// The fields of result.json that every epoch-trained run has.
+// The divergence rule of every trainer, applied before backward: a loss that is not
+// finite stops the run with nothing updated. Returns true, with `diverged_at` holding
+// the step, the loss and the fields of `where` (the epoch, or the task of the step),
+// when `loss` is not finite.
+bool stops_on_divergence(float loss, int64_t step, const nlohmann::json& where,
+                         nlohmann::json& diverged_at);
+// The fields of result.json that every epoch-trained run has ("diverged": `diverged_at`,
+// when the status says so).
 nlohmann::json epoch_run_result(const std::string& status, const std::string& model,
                                 const std::string& task, uint64_t seed, Device device,
-                                int64_t steps, int64_t parameters);
-// The end of an epoch-trained run: checkpoint.bin (with the optimiser) and timing.json.
-void save_epoch_run(RunLifecycle& life, const ParameterSet& params, Adam& adam, double wall_seconds,
-                    int64_t steps, const std::vector<double>& epoch_seconds);
+                                int64_t steps, int64_t parameters,
+                                const nlohmann::json& diverged_at);
+// The end of an epoch-trained run: checkpoint.bin (with the optimiser), timing.json,
+// then result.json (`result`), which it returns.
+nlohmann::json finish_epoch_run(RunLifecycle& life, const ParameterSet& params, Adam& adam,
+                                double wall_seconds, int64_t steps,
+                                const std::vector<double>& epoch_seconds, nlohmann::json result);
 
 }  // namespace mare

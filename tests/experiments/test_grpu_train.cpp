@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -88,6 +89,20 @@ SequenceTrainOptions short_run(const std::string& dir, const std::string& model)
   o.out = ::mare::test::process_temp_dir() / dir;  // unique per process (mkdtemp)
   std::filesystem::remove_all(o.out);
   return o;
+}
+
+TEST(GrpuTrain, ALossThatIsNotFiniteStopsTheRunAndSaysWhere) {
+  SequenceTrainOptions o = short_run("mare_grpu_diverged", "grpu+hidden=8");
+  o.lr = std::numeric_limits<float>::infinity();  // the first update makes every weight ±inf
+  nlohmann::json r = train_sequence_model(o, nullptr);
+  EXPECT_EQ(r["status"], "diverged") << r.dump(2);
+  ASSERT_TRUE(r.contains("diverged")) << r.dump(2);
+  EXPECT_EQ(r["diverged"]["epoch"], 1);
+  EXPECT_EQ(r["diverged"]["step"], 1);
+  EXPECT_EQ(r["steps"], 1);
+  // No evaluation ran: the final MSEs are NaN in memory, null in the file.
+  EXPECT_EQ(nlohmann::json::parse(slurp(o.out / "result.json")).dump(), r.dump());
+  std::filesystem::remove_all(o.out);
 }
 
 TEST(GrpuTrain, ShortRunWritesTheRunDirectory) {

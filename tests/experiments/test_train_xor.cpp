@@ -3,8 +3,10 @@
 // result.json (timings live in timing.json).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -57,6 +59,22 @@ TEST(TrainXor, ReachesFullAccuracyAndWritesTheRunDirectory) {
   EXPECT_TRUE(std::regex_match(manifest["date"].get<std::string>(),
                                std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")))
       << manifest["date"];
+  std::filesystem::remove_all(o.out);
+}
+
+// A loss that is not finite stops the run before backward: status "diverged", where
+// it happened (epoch, step, loss) in result.json, nothing trained after it.
+TEST(TrainXor, ALossThatIsNotFiniteStopsTheRunAndSaysWhere) {
+  TrainOptions o = xor_options("mare_xor_diverged", 1);
+  o.lr = std::numeric_limits<float>::infinity();  // the first update makes every weight ±inf
+  nlohmann::json r = train_classifier(o, nullptr);
+  EXPECT_EQ(r["status"], "diverged") << r.dump(2);
+  ASSERT_TRUE(r.contains("diverged")) << r.dump(2);
+  EXPECT_EQ(r["diverged"]["epoch"], 1);
+  EXPECT_EQ(r["diverged"]["step"], 1);  // step 0 updated, step 1's loss is not finite
+  EXPECT_FALSE(std::isfinite(std::stof(r["diverged"]["loss"].get<std::string>())));
+  EXPECT_EQ(r["steps"], 1);
+  EXPECT_EQ(nlohmann::json::parse(slurp(o.out / "result.json")), r);
   std::filesystem::remove_all(o.out);
 }
 
