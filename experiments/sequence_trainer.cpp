@@ -89,11 +89,7 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
   std::vector<double> epoch_seconds;
   std::vector<int64_t> order;
   if (begun == RunLifecycle::Start::resumed) {
-    std::map<std::string, Tensor> no_buffers;
-    const nlohmann::json s = life.load_state(params, adam, no_buffers);
-    first_epoch = s.at("epoch").get<int64_t>() + 1;
-    step = s.at("step");
-    shuffle.seek(s.at("shuffle_position").get<uint64_t>());
+    const nlohmann::json s = resume_epoch_run(life, params, adam, shuffle, first_epoch, step);
     // JSON has no NaN: a state saved before the first evaluation holds null.
     train_mse = s.at("train_mse").is_number() ? s.at("train_mse").get<double>() : NAN;
     test_mse = s.at("test_mse").is_number() ? s.at("test_mse").get<double>() : NAN;

@@ -108,13 +108,8 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
   std::vector<int64_t> order(n);
   PhiloxStream shuffle(opt.seed, kStreamShuffle);
   int64_t step = 0, first_epoch = 1;
-  if (begun == RunLifecycle::Start::resumed) {
-    std::map<std::string, Tensor> no_buffers;
-    const nlohmann::json s = life.load_state(params, adam, no_buffers);
-    first_epoch = s.at("epoch").get<int64_t>() + 1;
-    step = s.at("step");
-    shuffle.seek(s.at("shuffle_position").get<uint64_t>());
-  }
+  if (begun == RunLifecycle::Start::resumed)
+    resume_epoch_run(life, params, adam, shuffle, first_epoch, step);
   std::string status = "completed";
   nlohmann::json diverged_at;
   Eval train_eval{}, test_eval{};
@@ -175,6 +170,16 @@ void shuffle_epoch(std::vector<int64_t>& order, int64_t n, PhiloxStream& shuffle
   std::iota(order.begin(), order.end(), 0);
   for (int64_t i = n - 1; i > 0; --i)
     std::swap(order[i], order[shuffle.below(static_cast<uint32_t>(i + 1))]);
+}
+
+nlohmann::json resume_epoch_run(RunLifecycle& life, ParameterSet& params, Adam& adam,
+                                PhiloxStream& shuffle, int64_t& first_epoch, int64_t& step) {
+  std::map<std::string, Tensor> no_buffers;
+  nlohmann::json s = life.load_state(params, adam, no_buffers);
+  first_epoch = s.at("epoch").get<int64_t>() + 1;
+  step = s.at("step");
+  shuffle.seek(s.at("shuffle_position").get<uint64_t>());
+  return s;
 }
 
 bool stops_on_divergence(float loss, int64_t step, const nlohmann::json& where,

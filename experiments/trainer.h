@@ -65,6 +65,11 @@ void shuffle_epoch(std::vector<int64_t>& order, int64_t n, PhiloxStream& shuffle
 // when `loss` is not finite.
 bool stops_on_divergence(float loss, int64_t step, const nlohmann::json& where,
                          nlohmann::json& diverged_at);
+// A resumed epoch-trained run: loads the parameters and the optimiser saved after
+// its last finished epoch, sets the epoch to go on with, the step, and the shuffle
+// stream's position; returns the saved state (for fields a trainer adds).
+nlohmann::json resume_epoch_run(RunLifecycle& life, ParameterSet& params, Adam& adam,
+                                PhiloxStream& shuffle, int64_t& first_epoch, int64_t& step);
 // The fields of result.json that every epoch-trained run has ("diverged": `diverged_at`,
 // when the status says so).
 nlohmann::json epoch_run_result(const std::string& status, const std::string& model,
