@@ -309,19 +309,25 @@ void mask_backward_row(const float* vals, const float* cmp, int64_t n, const flo
   }
 }
 
+// A memory's values and comparison keys: its usages and their ε-keys (the ε kernel),
+// or the clamped usages û for both.
+template <bool kEpsKernel>
+void row_keys(const float* um, int64_t n, float* vals, float* cmp) {
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (kEpsKernel) {
+      vals[i] = um[i];
+      cmp[i] = eps_key(i, um[i]);
+    } else {
+      vals[i] = cmp[i] = hat(um[i]);
+    }
+  }
+}
+
 template <bool kEpsKernel>
 void mask_forward(const float* u, float* a, int64_t rows, int64_t n) {
   std::vector<float> vals(n), cmp(n), phi_t(n * n), g_t(n * n), p(n);
   for (int64_t m = 0; m < rows; ++m) {
-    const float* um = u + m * n;
-    for (int64_t i = 0; i < n; ++i) {
-      if constexpr (kEpsKernel) {
-        vals[i] = um[i];
-        cmp[i] = eps_key(i, um[i]);
-      } else {
-        vals[i] = cmp[i] = hat(um[i]);
-      }
-    }
+    row_keys<kEpsKernel>(u + m * n, n, vals.data(), cmp.data());
     mask_forward_row<kEpsKernel>(vals.data(), cmp.data(), n, a + m * n, phi_t.data(), g_t.data(),
                                  p.data());
   }
@@ -332,14 +338,7 @@ void mask_backward(const float* u, const float* d_a, float* d_u, int64_t rows, i
   std::vector<float> vals(n), cmp(n), d_vals(n), scratch(4 * n * n + 3 * n);
   for (int64_t m = 0; m < rows; ++m) {
     const float* um = u + m * n;
-    for (int64_t i = 0; i < n; ++i) {
-      if constexpr (kEpsKernel) {
-        vals[i] = um[i];
-        cmp[i] = eps_key(i, um[i]);
-      } else {
-        vals[i] = cmp[i] = hat(um[i]);
-      }
-    }
+    row_keys<kEpsKernel>(um, n, vals.data(), cmp.data());
     std::fill(d_vals.begin(), d_vals.end(), 0.0f);
     mask_backward_row<kEpsKernel>(vals.data(), cmp.data(), n, d_a + m * n, d_vals.data(),
                                   scratch.data());

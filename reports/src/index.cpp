@@ -54,6 +54,29 @@ std::string files_and_provenance_html(const Artifact& a) {
   return s;
 }
 
+// An artifact's entry in index.md: its title, then its files and provenance, or why it
+// was not made (and, with `show_kept`, the files a failed figure kept).
+std::string artifact_markdown(const std::string& title, const Artifact& a, bool show_kept) {
+  std::string s = "- **" + title + "**";
+  auto files = [&] {
+    for (const fs::path& f : a.files) s += " " + md_link(f);
+    s += "\n";
+  };
+  if (!a.missing.empty()) {
+    s += " — not made: " + a.missing + "\n";
+    if (show_kept && !a.files.empty()) {
+      s += "  - kept:";
+      files();
+    }
+    return s;
+  }
+  s += ":";
+  files();
+  const std::string prov = provenance_line(a.provenance);
+  if (!prov.empty()) s += "  - " + prov + "\n";
+  return s;
+}
+
 }  // namespace
 
 std::string index_markdown(const IndexContent& c) {
@@ -69,37 +92,10 @@ std::string index_markdown(const IndexContent& c) {
   }
   for (const std::string& n : c.notes) s += n + "\n\n";
   s += "## Tables\n\n";
-  for (std::size_t i = 0; i < c.table_files.size(); ++i) {
-    const Artifact& a = c.table_files[i];
-    s += "- **" + a.title + "**";
-    if (!a.missing.empty()) {
-      s += " — not made: " + a.missing + "\n";
-      continue;
-    }
-    s += ":";
-    for (const fs::path& f : a.files) s += " " + md_link(f);
-    s += "\n";
-    const std::string prov = provenance_line(a.provenance);
-    if (!prov.empty()) s += "  - " + prov + "\n";
-  }
+  for (const Artifact& a : c.table_files) s += artifact_markdown(a.title, a, false);
   s += "\n## Figures\n\n";
-  for (const Artifact& a : c.figures) {
-    s += "- **" + (a.title.empty() ? a.id : a.title) + "**";
-    if (!a.missing.empty()) {
-      s += " — not made: " + a.missing + "\n";
-      if (!a.files.empty()) {
-        s += "  - kept:";
-        for (const fs::path& f : a.files) s += " " + md_link(f);
-        s += "\n";
-      }
-      continue;
-    }
-    s += ":";
-    for (const fs::path& f : a.files) s += " " + md_link(f);
-    s += "\n";
-    const std::string prov = provenance_line(a.provenance);
-    if (!prov.empty()) s += "  - " + prov + "\n";
-  }
+  for (const Artifact& a : c.figures)
+    s += artifact_markdown(a.title.empty() ? a.id : a.title, a, true);
   return s;
 }
 
