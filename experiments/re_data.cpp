@@ -177,23 +177,23 @@ ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
   c.train.name = "train";
   c.valid.name = "valid";
   c.test.name = "test";
+  // train, valid and test .EXT through `load`; all three must be there.
+  auto load_splits = [&](const std::string& ext, auto load) {
+    const std::string what = "train" + ext + ", valid" + ext + " and test" + ext;
+    train_file = require_file(dir / ("train" + ext), what);
+    c.train.documents = load(train_file);
+    c.valid.documents = load(require_file(dir / ("valid" + ext), what));
+    c.test.documents = load(require_file(dir / ("test" + ext), what));
+  };
   switch (c.kind) {
     case ReSourceKind::synth_cdr:
     case ReSourceKind::pubtator: {
-      const std::string what = "train.pubtator, valid.pubtator and test.pubtator";
-      train_file = require_file(dir / "train.pubtator", what);
-      c.train.documents = data::load_pubtator(train_file);
-      c.valid.documents = data::load_pubtator(require_file(dir / "valid.pubtator", what));
-      c.test.documents = data::load_pubtator(require_file(dir / "test.pubtator", what));
+      load_splits(".pubtator", [](const std::string& f) { return data::load_pubtator(f); });
       c.type_pairs = data::cdr_type_pairs();
       break;
     }
     case ReSourceKind::bran_tsv: {
-      const std::string what = "train.tsv, valid.tsv and test.tsv";
-      train_file = require_file(dir / "train.tsv", what);
-      c.train.documents = data::load_bran_tsv(train_file);
-      c.valid.documents = data::load_bran_tsv(require_file(dir / "valid.tsv", what));
-      c.test.documents = data::load_bran_tsv(require_file(dir / "test.tsv", what));
+      load_splits(".tsv", [](const std::string& f) { return data::load_bran_tsv(f); });
       c.type_pairs = data::ctd_type_pairs();
       c.weighted_by_default = true;
       break;
