@@ -85,6 +85,32 @@ TEST(Autograd, AttentionLayerWithProjections) {
   expect_tape_matches_differences({wq, wk, wv}, loss);
 }
 
+// add, bias_add and reshape hand the output's gradient itself to an intermediate input
+// that has none yet (ag::hand_over_gradient): no zeros, no accumulation. A leaf keeps
+// its own buffer, an input used twice gets the gradient twice, and the values are those
+// of the accumulation (the tape against central differences above).
+TEST(Autograd, AddHandsItsGradientToAFreshIntermediateInputOnly) {
+  ag::Var x1 = ag::leaf(rnd({2, 3}, 11), "x1"), x2 = ag::leaf(rnd({2, 3}, 12), "x2");
+  ag::Var h1 = ag::tanh(x1), h2 = ag::tanh(x2);
+  ag::Var y = ag::add(h1, h2);
+  ag::Var r = ag::reshape(y, {6});
+  ag::backward(ag::mse(r, ag::constant(rnd({6}, 13))));
+  ASSERT_TRUE(r->grad.defined() && y->grad.defined() && h1->grad.defined() && h2->grad.defined());
+  EXPECT_EQ(y->grad.f32(), r->grad.f32());   // reshape handed its gradient to y
+  EXPECT_EQ(h1->grad.f32(), y->grad.f32());  // add handed it on to its first input
+  EXPECT_NE(h2->grad.f32(), y->grad.f32());  // ... and added it into the second's own buffer
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(h2->grad.f32()[i], h1->grad.f32()[i]) << i;
+  EXPECT_NE(x1->grad.f32(), h1->grad.f32());  // tanh's backward wrote into the leaf's own
+
+  // One Var twice: d(a + a) = 2 g, into a buffer of its own.
+  ag::Var a = ag::tanh(ag::leaf(rnd({3}, 14), "z"));
+  ag::Var twice = ag::add(a, a);
+  ag::backward(ag::mse(twice, ag::constant(Tensor::zeros({3}))));
+  ASSERT_TRUE(a->grad.defined());
+  EXPECT_NE(a->grad.f32(), twice->grad.f32());
+  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(a->grad.f32()[i], 2 * twice->grad.f32()[i]) << i;
+}
+
 TEST(Autograd, NothingRecordedWithoutGradients) {
   ag::Var a = ag::constant(rnd({2, 2}, 1)), b = ag::constant(rnd({2, 2}, 2));
   ag::Var c = ag::matmul(a, b);
