@@ -148,8 +148,8 @@ __global__ void depthwise_backward_w_partial_kernel(const float* __restrict__ g,
     int64_t chunk = t / cols, kc = t % cols, k = kc / c, j = kc % c;
     int64_t shift = k - kernel / 2, end = min(rows, (chunk + 1) * kChunkRows);
     float acc = 0.0f;
-    int64_t i =
-        (chunk * kChunkRows) % len;  // r's position in its sequence, without a division a row
+    // i: r's position in its sequence, stepped along instead of divided out for every row.
+    int64_t i = (chunk * kChunkRows) % len;
     for (int64_t r = chunk * kChunkRows; r < end; ++r, i = i + 1 == len ? 0 : i + 1) {
       const int64_t src = i + shift;
       if (src < 0 || src >= len) continue;

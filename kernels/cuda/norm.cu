@@ -137,7 +137,6 @@ __global__ void bn_count_kernel(const float* __restrict__ row_mask, int64_t rows
   using BlockReduceDouble = cub::BlockReduce<double, kThreads>;
   __shared__ typename BlockReduceDouble::TempStorage temp;
   double s = 0.0;
-#pragma unroll 8
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) s += row_mask[r] != 0.0f ? 1.0 : 0.0;
   s = BlockReduceDouble(temp).Sum(s);
   if (threadIdx.x == 0) *count = s;
