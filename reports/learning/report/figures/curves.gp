@@ -5,16 +5,18 @@ DAT = "curves.dat"
 do for [fmt in "png svg"] {
 reset
 if (fmt eq "png") {
-  set terminal pngcairo size 2200,680 font "DejaVu Sans,12" fontscale 2 linewidth 2 noenhanced
+  set terminal pngcairo size 2200,1440 font "DejaVu Sans,12" fontscale 2 linewidth 2 noenhanced
   set output "curves.png"
 } else {
-  set terminal svg size 1100,340 font "DejaVu Sans,12" linewidth 1 noenhanced
+  set terminal svg size 1100,720 font "DejaVu Sans,12" linewidth 1 noenhanced
   set output "curves.svg"
 }
 set encoding utf8
 set style line 1 lc rgb "#000000" lw 2 dt 1 pt 7 ps 1.3
 set style line 2 lc rgb "#0072B2" lw 2 dt (10,5) pt 5 ps 1.3
 set style line 3 lc rgb "#D55E00" lw 2 dt (2,4) pt 9 ps 1.3
+set style line 4 lc rgb "#009E73" lw 2 dt (10,4,2,4) pt 13 ps 1.3
+set style line 5 lc rgb "#CC79A7" lw 2 dt (18,6,4,6,4,6) pt 6 ps 1.3
 set border 3 lw 1
 set tics nomirror out
 set grid lc rgb "#d0d0d0" lw 1 dt 1
@@ -22,17 +24,28 @@ set key box lc rgb "#a0a0a0" samplen 3 spacing 1.1
 set xlabel "training step"
 set ylabel "relation F1 (micro)"
 set yrange [0:1]
-set title "validation (solid; band: lowest to highest seed), training sample (dashed)"
-set rmargin at screen 0.7818181818181819
+set multiplot layout 2,1 title "Runs: relation F1 against the step"
+set title "cells 1-3: validation (solid; band: lowest to highest seed), training sample (dashed)"
+set rmargin at screen 0.7454545454545455
 set key outside right top vertical Left reverse maxrows 3 box lc rgb "#a0a0a0"
 plot DAT index 0 using 1:3:4 with filledcurves ls 1 fs transparent solid 0.15 noborder notitle, \
-     DAT index 0 using 1:2 with linespoints ls 1 dt 1 title "UTRE (1 seed)", \
+     DAT index 0 using 1:2 with linespoints ls 1 dt 1 title "NTCRE (1 seed)", \
      DAT index 1 using 1:2 with lines ls 1 dt 2 notitle, \
      DAT index 2 using 1:3:4 with filledcurves ls 2 fs transparent solid 0.15 noborder notitle, \
-     DAT index 2 using 1:2 with linespoints ls 2 dt 1 title "bran (1 seed)", \
+     DAT index 2 using 1:2 with linespoints ls 2 dt 1 title "UTRE (1 seed)", \
      DAT index 3 using 1:2 with lines ls 2 dt 2 notitle, \
      DAT index 4 using 1:3:4 with filledcurves ls 3 fs transparent solid 0.15 noborder notitle, \
-     DAT index 4 using 1:2 with linespoints ls 3 dt 1 title "cnn (1 seed)", \
+     DAT index 4 using 1:2 with linespoints ls 3 dt 1 title "UTRE-CPD (1 seed)", \
      DAT index 5 using 1:2 with lines ls 3 dt 2 notitle
+set title "cells 4-5: validation (solid; band: lowest to highest seed), training sample (dashed)"
+set rmargin at screen 0.7454545454545455
+set key outside right top vertical Left reverse maxrows 2 box lc rgb "#a0a0a0"
+plot DAT index 6 using 1:3:4 with filledcurves ls 4 fs transparent solid 0.15 noborder notitle, \
+     DAT index 6 using 1:2 with linespoints ls 4 dt 1 title "bran (1 seed)", \
+     DAT index 7 using 1:2 with lines ls 4 dt 2 notitle, \
+     DAT index 8 using 1:3:4 with filledcurves ls 5 fs transparent solid 0.15 noborder notitle, \
+     DAT index 8 using 1:2 with linespoints ls 5 dt 1 title "cnn (1 seed)", \
+     DAT index 9 using 1:2 with lines ls 5 dt 2 notitle
+unset multiplot
 unset output
 }
