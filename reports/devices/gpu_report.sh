@@ -18,6 +18,8 @@
 # torch), MARE_SANITIZE (default 1: memcheck on every GPU test, one process per
 # test, since one error poisons the CUDA context for the rest, and racecheck on
 # the op table and the allocation kernels; 0 skips both).
+# MARE_PROFILE (default 1: Nsight Compute's per-kernel time of one paper-size
+# iteration of UTRE and NTCRE-CPD at both shapes, when ncu is on PATH; 0 skips it).
 # MARE_STEP_TIMEOUT (seconds, default 1800) bounds each test shard, each
 # sanitized test and each benchmark, so that a hang costs one step, not the report.
 # The tests run with MARE_REQUIRE_GPU=1: on this machine a GPU test that cannot
@@ -155,6 +157,23 @@ step "bench_ops" | tee -a "$dir/steps.txt"
 bounded "$(bin bench_ops)" --device cuda --benchmark_out="$dir/ops_cuda.json" \
   --benchmark_out_format=json --benchmark_min_time=0.05 >"$dir/ops_cuda.txt" 2>&1
 
+# 3b. Where the GPU time of an iteration goes: Nsight Compute's kernel durations
+# (caches and clocks left as they run, one iteration after none untimed) summed per
+# kernel by ncu_summary.sh. MARE_PROFILE=0 skips it.
+profiles=()
+if [ "${MARE_PROFILE:-1}" = 1 ] && command -v ncu >/dev/null; then
+  step "profiles" | tee -a "$dir/steps.txt"
+  for spec in "UTRE semeval" "UTRE cdr" "NTCRE-CPD semeval" "NTCRE-CPD cdr"; do
+    read -r model shape <<<"$spec"
+    raw="$dir/profile_${model}_${shape}.txt"
+    bounded ncu --cache-control none --clock-control none --metrics gpu__time_duration.sum \
+      --print-summary per-kernel "$mare" bench iteration --device cuda --size paper --shape "$shape" \
+      --models "$model" --iterations 1 --warmup 0 >"$raw" 2>&1
+    "$src/reports/devices/ncu_summary.sh" "$raw" 15 >"${raw%.txt}.summary.txt" 2>&1 &&
+      profiles+=("$model $shape")
+  done
+fi
+
 # 4. The PyTorch peers on the same GPU, right after.
 peers="${MARE_PEERS:-}"
 if [ -n "$peers" ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
@@ -215,6 +234,15 @@ step "done" | tee -a "$dir/steps.txt"
   tr '\r' '\n' <"$dir/train_cuda_1.txt" | grep 'steps/s' | tail -n 1
   tr '\r' '\n' <"$dir/train_cuda_1.txt" | tail -n 3
   echo '```'
+  for p in "${profiles[@]}"; do
+    read -r model shape <<<"$p"
+    echo
+    echo "## Where the GPU time goes: $model, $shape (Nsight Compute, one iteration, \`ncu_summary.sh\`)"
+    echo
+    echo '```'
+    cat "$dir/profile_${model}_${shape}.summary.txt"
+    echo '```'
+  done
   echo
   echo '## Allocation kernels on the GPU (`mare bench allocation --device cuda`)'
   echo
