@@ -17,6 +17,7 @@ set style line 2 lc rgb "#0072B2" lw 2 dt (10,5) pt 5 ps 1.3
 set style line 3 lc rgb "#D55E00" lw 2 dt (2,4) pt 9 ps 1.3
 set style line 4 lc rgb "#009E73" lw 2 dt (10,4,2,4) pt 13 ps 1.3
 set style line 5 lc rgb "#CC79A7" lw 2 dt (18,6,4,6,4,6) pt 6 ps 1.3
+set style line 6 lc rgb "#E69F00" lw 2 dt 1 pt 4 ps 1.3
 set border 3 lw 1
 set tics nomirror out
 set grid lc rgb "#d0d0d0" lw 1 dt 1
@@ -26,26 +27,29 @@ set ylabel "relation F1 (micro)"
 set yrange [0:1]
 set multiplot layout 2,1 title "Runs: relation F1 against the step"
 set title "cells 1-3: validation (solid; band: lowest to highest seed), training sample (dashed)"
-set rmargin at screen 0.7454545454545455
+set rmargin at screen 0.7363636363636363
 set key outside right top vertical Left reverse maxrows 3 box lc rgb "#a0a0a0"
 plot DAT index 0 using 1:3:4 with filledcurves ls 1 fs transparent solid 0.15 noborder notitle, \
      DAT index 0 using 1:2 with linespoints ls 1 dt 1 title "NTCRE (1 seed)", \
      DAT index 1 using 1:2 with lines ls 1 dt 2 notitle, \
      DAT index 2 using 1:3:4 with filledcurves ls 2 fs transparent solid 0.15 noborder notitle, \
-     DAT index 2 using 1:2 with linespoints ls 2 dt 1 title "UTRE (1 seed)", \
+     DAT index 2 using 1:2 with linespoints ls 2 dt 1 title "NTCRE-CPD (1 seed)", \
      DAT index 3 using 1:2 with lines ls 2 dt 2 notitle, \
      DAT index 4 using 1:3:4 with filledcurves ls 3 fs transparent solid 0.15 noborder notitle, \
-     DAT index 4 using 1:2 with linespoints ls 3 dt 1 title "UTRE-CPD (1 seed)", \
+     DAT index 4 using 1:2 with linespoints ls 3 dt 1 title "UTRE (1 seed)", \
      DAT index 5 using 1:2 with lines ls 3 dt 2 notitle
-set title "cells 4-5: validation (solid; band: lowest to highest seed), training sample (dashed)"
-set rmargin at screen 0.7454545454545455
-set key outside right top vertical Left reverse maxrows 2 box lc rgb "#a0a0a0"
+set title "cells 4-6: validation (solid; band: lowest to highest seed), training sample (dashed)"
+set rmargin at screen 0.7363636363636363
+set key outside right top vertical Left reverse maxrows 3 box lc rgb "#a0a0a0"
 plot DAT index 6 using 1:3:4 with filledcurves ls 4 fs transparent solid 0.15 noborder notitle, \
-     DAT index 6 using 1:2 with linespoints ls 4 dt 1 title "bran (1 seed)", \
+     DAT index 6 using 1:2 with linespoints ls 4 dt 1 title "UTRE-CPD (1 seed)", \
      DAT index 7 using 1:2 with lines ls 4 dt 2 notitle, \
      DAT index 8 using 1:3:4 with filledcurves ls 5 fs transparent solid 0.15 noborder notitle, \
-     DAT index 8 using 1:2 with linespoints ls 5 dt 1 title "cnn (1 seed)", \
-     DAT index 9 using 1:2 with lines ls 5 dt 2 notitle
+     DAT index 8 using 1:2 with linespoints ls 5 dt 1 title "bran (1 seed)", \
+     DAT index 9 using 1:2 with lines ls 5 dt 2 notitle, \
+     DAT index 10 using 1:3:4 with filledcurves ls 6 fs transparent solid 0.15 noborder notitle, \
+     DAT index 10 using 1:2 with linespoints ls 6 dt 1 title "cnn (1 seed)", \
+     DAT index 11 using 1:2 with lines ls 6 dt 2 notitle
 unset multiplot
 unset output
 }
