@@ -16,8 +16,9 @@ namespace mare {
 namespace {
 // One spelling per number, so that +d=08 and +d=8 (or +dropout=0.10 and +dropout=0.1)
 // name one model, one run directory and one sweep cell: a whole number in decimal
-// without leading zeros, another finite number in its shortest round-trip form.
-// Anything else (words, +8, inf) stays as written.
+// without leading zeros, a finite number with a fraction in its shortest round-trip
+// form. Anything else stays as written (words, +8, inf, and 8.0 or 1e3, which an
+// integer switch refuses as before rather than reading as 8 or 1000).
 std::string one_spelling(const std::string& v) {
   const char *begin = v.data(), *end = v.data() + v.size();
   int64_t i = 0;
@@ -25,7 +26,7 @@ std::string one_spelling(const std::string& v) {
     return std::to_string(i);
   double d = 0;
   if (auto [p, ec] = std::from_chars(begin, end, d);
-      ec == std::errc() && p == end && std::isfinite(d)) {
+      ec == std::errc() && p == end && std::isfinite(d) && d != std::floor(d)) {
     std::array<char, 32> buf{};
     auto [q, ec2] = std::to_chars(buf.data(), buf.data() + buf.size(), d);
     if (ec2 == std::errc()) return std::string(buf.data(), q);

@@ -268,6 +268,9 @@ TEST(Registry, AliasesExpandAndSwitchesAreChecked) {
   EXPECT_NE(message("bran+cpd").find("unknown switch 'cpd'"), std::string::npos);
   EXPECT_NE(message("utre+norm=group").find("expected one of batch|layer"), std::string::npos);
   EXPECT_NE(message("utre+d=big").find("expected an integer"), std::string::npos);
+  // One spelling per number reads no integer into a float's spelling.
+  EXPECT_NE(message("utre+d=8.0").find("expected an integer"), std::string::npos);
+  EXPECT_NE(message("utre+d=1e3").find("expected an integer"), std::string::npos);
   EXPECT_NE(message("utre+cpd=yes").find("is a flag"), std::string::npos);
   EXPECT_EQ(message("NTCRE-CPD"), "(accepted)");
   EXPECT_NE(message("utre+slots=4").find("unknown switch 'slots'"), std::string::npos);
