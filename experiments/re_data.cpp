@@ -18,6 +18,7 @@
 #include "experiments/data/pubtator.h"
 #include "experiments/data/semeval.h"
 #include "experiments/data/tokenizer.h"
+#include "kernels/names.h"
 
 namespace mare {
 
@@ -74,27 +75,19 @@ Tensor indices(const std::vector<int32_t>& v, const Shape& shape) {
 
 }  // namespace
 
+constexpr Named<ReSourceKind> kSourceKinds[] = {{ReSourceKind::synth_cdr, "synth-cdr"},
+                                                {ReSourceKind::pubtator, "pubtator"},
+                                                {ReSourceKind::bran_tsv, "bran-tsv"},
+                                                {ReSourceKind::semeval, "semeval"}};
+
 ReSourceKind parse_re_source_kind(const std::string& kind) {
-  if (kind == "synth-cdr") return ReSourceKind::synth_cdr;
-  if (kind == "pubtator") return ReSourceKind::pubtator;
-  if (kind == "bran-tsv") return ReSourceKind::bran_tsv;
-  if (kind == "semeval") return ReSourceKind::semeval;
-  throw std::invalid_argument("relation corpus: unknown source kind '" + kind +
-                              "' (expected synth-cdr, pubtator, bran-tsv or semeval)");
+  if (const ReSourceKind* k = value_of(kSourceKinds, kind)) return *k;
+  throw std::invalid_argument("relation corpus: unknown source kind '" + kind + "' (expected " +
+                              names_of(kSourceKinds, " or ") + ")");
 }
 
 const char* to_string(ReSourceKind kind) {
-  switch (kind) {
-    case ReSourceKind::synth_cdr:
-      return "synth-cdr";
-    case ReSourceKind::pubtator:
-      return "pubtator";
-    case ReSourceKind::bran_tsv:
-      return "bran-tsv";
-    case ReSourceKind::semeval:
-      return "semeval";
-  }
-  return "?";
+  return name_of(kSourceKinds, kind).data();  // the table's literals end in '\0'
 }
 
 const ReSplit& ReCorpus::split(const std::string& name) const {

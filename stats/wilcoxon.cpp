@@ -593,66 +593,64 @@ double hodges_lehmann(std::span<const double> x, std::span<const double> y) {
   return median_of(differences_sorted(x, y));
 }
 
+namespace {
+
+// Each enum's spellings, once: printing, parsing and the error's list read them.
+template <class E>
+struct Spelling {
+  E value;
+  const char* name;
+};
+constexpr Spelling<Alternative> kAlternatives[] = {{Alternative::two_sided, "two-sided"},
+                                                   {Alternative::less, "less"},
+                                                   {Alternative::greater, "greater"}};
+constexpr Spelling<Method> kMethods[] = {{Method::automatic, "auto"},
+                                         {Method::exact, "exact"},
+                                         {Method::approx, "approx"},
+                                         {Method::conditional, "conditional"}};
+constexpr Spelling<ZeroMethod> kZeroMethods[] = {
+    {ZeroMethod::wilcox, "wilcox"}, {ZeroMethod::pratt, "pratt"}, {ZeroMethod::zsplit, "zsplit"}};
+
+template <class E, size_t K>
+std::string spelling(const Spelling<E> (&table)[K], E v) {
+  for (const auto& s : table)
+    if (s.value == v) return s.name;
+  return "?";
+}
+
+// `what` names the option in the error, which lists the table: "a, b or c".
+template <class E, size_t K>
+E parse(const Spelling<E> (&table)[K], const std::string& s, const std::string& what) {
+  std::string expected;
+  for (size_t i = 0; i < K; ++i) {
+    if (s == table[i].name) return table[i].value;
+    expected += (i == 0 ? "" : i + 1 == K ? " or " : ", ") + std::string(table[i].name);
+  }
+  throw std::invalid_argument("unknown " + what + " '" + s + "' (expected " + expected + ")");
+}
+
+}  // namespace
+
 std::string to_string(Alternative a) {
-  switch (a) {
-    case Alternative::two_sided:
-      return "two-sided";
-    case Alternative::less:
-      return "less";
-    case Alternative::greater:
-      return "greater";
-  }
-  return "?";
+  return spelling(kAlternatives, a);
 }
-
 std::string to_string(Method m) {
-  switch (m) {
-    case Method::automatic:
-      return "auto";
-    case Method::exact:
-      return "exact";
-    case Method::approx:
-      return "approx";
-    case Method::conditional:
-      return "conditional";
-  }
-  return "?";
+  return spelling(kMethods, m);
 }
-
 std::string to_string(ZeroMethod z) {
-  switch (z) {
-    case ZeroMethod::wilcox:
-      return "wilcox";
-    case ZeroMethod::pratt:
-      return "pratt";
-    case ZeroMethod::zsplit:
-      return "zsplit";
-  }
-  return "?";
+  return spelling(kZeroMethods, z);
 }
 
 Alternative parse_alternative(const std::string& s) {
-  if (s == "two-sided" || s == "two.sided" || s == "two_sided") return Alternative::two_sided;
-  if (s == "less") return Alternative::less;
-  if (s == "greater") return Alternative::greater;
-  throw std::invalid_argument("unknown alternative '" + s +
-                              "' (expected two-sided, less or greater)");
+  // R's spelling and the enum's are accepted too.
+  if (s == "two.sided" || s == "two_sided") return Alternative::two_sided;
+  return parse(kAlternatives, s, "alternative");
 }
-
 Method parse_method(const std::string& s) {
-  if (s == "auto") return Method::automatic;
-  if (s == "exact") return Method::exact;
-  if (s == "approx") return Method::approx;
-  if (s == "conditional") return Method::conditional;
-  throw std::invalid_argument("unknown method '" + s +
-                              "' (expected auto, exact, approx or conditional)");
+  return parse(kMethods, s, "method");
 }
-
 ZeroMethod parse_zero_method(const std::string& s) {
-  if (s == "wilcox") return ZeroMethod::wilcox;
-  if (s == "pratt") return ZeroMethod::pratt;
-  if (s == "zsplit") return ZeroMethod::zsplit;
-  throw std::invalid_argument("unknown zero method '" + s + "' (expected wilcox, pratt or zsplit)");
+  return parse(kZeroMethods, s, "zero method");
 }
 
 }  // namespace mare::stats

@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/names.h"
 #include "kernels/ops/common.h"
 
 #if defined(__SSE__)
@@ -122,9 +123,19 @@ struct Prefetch {
   }
 };
 
-constexpr std::array kVariants = {AllocationVariant::sorted,         AllocationVariant::parallel,
-                                  AllocationVariant::parallel_eps,   AllocationVariant::rank,
-                                  AllocationVariant::parallel_block, AllocationVariant::network};
+constexpr Named<AllocationVariant> kVariantNames[] = {
+    {AllocationVariant::sorted, "sorted"},
+    {AllocationVariant::parallel, "parallel"},
+    {AllocationVariant::parallel_eps, "parallel-eps"},
+    {AllocationVariant::rank, "rank"},
+    {AllocationVariant::parallel_block, "parallel-block"},
+    {AllocationVariant::network, "network"}};
+
+constexpr auto kVariants = [] {
+  std::array<AllocationVariant, std::size(kVariantNames)> v{};
+  for (size_t i = 0; i < v.size(); ++i) v[i] = kVariantNames[i].value;
+  return v;
+}();
 
 void check_usage(const Tensor& usage, const char* op) {
   check_defined(usage, op);
@@ -1670,31 +1681,13 @@ std::span<const AllocationVariant> allocation_variants() {
 }
 
 std::string_view to_string(AllocationVariant v) {
-  switch (v) {
-    case AllocationVariant::sorted:
-      return "sorted";
-    case AllocationVariant::parallel:
-      return "parallel";
-    case AllocationVariant::parallel_eps:
-      return "parallel-eps";
-    case AllocationVariant::rank:
-      return "rank";
-    case AllocationVariant::parallel_block:
-      return "parallel-block";
-    case AllocationVariant::network:
-      return "network";
-  }
-  return "?";
+  return name_of(kVariantNames, v);
 }
 
 AllocationVariant parse_allocation_variant(std::string_view name) {
-  for (AllocationVariant v : kVariants)
-    if (to_string(v) == name) return v;
-  std::string known;
-  for (AllocationVariant v : kVariants)
-    known += std::string(known.empty() ? "" : ", ") + std::string(to_string(v));
+  if (const AllocationVariant* v = value_of(kVariantNames, name)) return *v;
   throw std::invalid_argument("unknown allocation variant '" + std::string(name) +
-                              "' (known: " + known + ")");
+                              "' (known: " + names_of(kVariantNames) + ")");
 }
 
 void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant) {
