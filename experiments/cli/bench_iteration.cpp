@@ -73,13 +73,12 @@ void run(const Options& o) {
 }  // namespace
 
 void add_bench_iteration_command(CLI::App& bench) {
-  auto o = std::make_shared<Options>();
-  auto* it = bench.add_subcommand(
-      "iteration",
+  auto [it, o] = add_command<Options>(
+      bench, "iteration",
       "Seconds per training iteration of UTRE, NTCRE, UTRE-CPD, NTCRE-CPD (or any relation model; "
       "--grpu: the GRPU) at the thesis Table 4.15 shapes, with the NTCRE-x / UTRE-x ratios and "
-      "each "
-      "iteration's GEMM flops, GEMM bound and time / bound");
+      "each iteration's GEMM flops, GEMM bound and time / bound",
+      run);
   it->add_option("--models", o->bench.models, "Models (registry names or aliases)")
       ->delimiter(',')
       ->capture_default_str();
@@ -104,7 +103,6 @@ void add_bench_iteration_command(CLI::App& bench) {
                "Also run every row at 1 thread (threads_1 in the JSON) and report the 1-thread / "
                "K-thread speedup (with --threads K > 1, or MARE_THREADS, or every core)");
   it->add_option("--json", o->json_path, "Write the rows as JSON to FILE");
-  it->callback([o] { run(*o); });
 }
 
 }  // namespace mare::cli

@@ -269,11 +269,15 @@ void add_bench_command(CLI::App& app) {
           "--threads", [](const int& k) { set_threads(k); },
           "Kernel threads (default: MARE_THREADS, else every core)")
       ->check(whole_number(1, kMaxThreads));
-  auto opts = std::make_shared<BenchAllocationOptions>();
-  auto* alloc = bench->add_subcommand(
-      "allocation",
+  auto [alloc, opts] = add_command<BenchAllocationOptions>(
+      *bench, "allocation",
       "Time the DNC allocation variants over sequence length x memory size (thesis Table 4.14), "
-      "against a copy of the same bytes");
+      "against a copy of the same bytes",
+      [](const BenchAllocationOptions& given, const CLI::App& cmd) {
+        BenchAllocationOptions o = given;
+        o.clock_given = cmd.count("--clock") > 0;
+        run_bench_allocation(o);
+      });
   alloc
       ->add_option(
           "--device", opts->device,
@@ -296,20 +300,15 @@ void add_bench_command(CLI::App& app) {
       ->add_option("--repetitions", opts->repetitions,
                    "Timed repetitions per point (the median is reported)")
       ->capture_default_str();
-  auto* clock_opt =
-      alloc
-          ->add_option("--clock", opts->clock,
-                       "Clock behind the medians and ratios: wall (steady_clock) or cpu (this "
-                       "thread's CPU time, for a shared machine); both go to JSON/CSV (cpu "
-                       "device only)")
-          ->capture_default_str();
+  alloc
+      ->add_option("--clock", opts->clock,
+                   "Clock behind the medians and ratios: wall (steady_clock) or cpu (this "
+                   "thread's CPU time, for a shared machine); both go to JSON/CSV (cpu "
+                   "device only)")
+      ->capture_default_str();
   alloc->add_flag("--no-backward", opts->no_backward, "Time the forward pass only");
   alloc->add_option("--json", opts->json_path, "Write the rows as JSON to FILE");
   alloc->add_option("--csv", opts->csv_path, "Write the rows as CSV to FILE");
-  alloc->callback([opts, clock_opt] {
-    opts->clock_given = clock_opt->count() > 0;
-    run_bench_allocation(*opts);
-  });
   add_bench_iteration_command(*bench);
 }
 

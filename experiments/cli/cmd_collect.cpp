@@ -39,17 +39,16 @@ void run_collect(const CollectArgs& a) {
 }  // namespace
 
 void add_collect_command(CLI::App& app) {
-  auto args = std::make_shared<CollectArgs>();
-  auto* cmd = app.add_subcommand(
-      "collect",
+  auto [cmd, args] = add_command<CollectArgs>(
+      app, "collect",
       "Merge sweep trees (shards) into one CSV, one row per run: cell, seed, status, params, "
-      "metrics");
+      "metrics",
+      run_collect);
   cmd->add_option("DIR", args->dirs, "Sweep roots, shard roots or run directories")->required();
   cmd->add_option("--out", args->out, "CSV file to write (atomically)")->required();
   cmd->add_flag("--all", args->all,
                 "Also take run directories that a sweep root's sweep.json does not list (runs of "
                 "an earlier version of the spec or of another profile)");
-  cmd->callback([args] { run_collect(*args); });
 }
 
 }  // namespace mare::cli

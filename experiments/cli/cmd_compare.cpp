@@ -45,11 +45,11 @@ void run_compare(const CompareArgs& a) {
 }  // namespace
 
 void add_compare_command(CLI::App& app) {
-  auto args = std::make_shared<CompareArgs>();
-  auto* cmd = app.add_subcommand(
-      "compare",
+  auto [cmd, args] = add_command<CompareArgs>(
+      app, "compare",
       "Wilcoxon signed-rank (paired by seed) and rank-sum tests between the cells of a "
-      "mare collect table, Holm-corrected per table (thesis Table 4.7's shape)");
+      "mare collect table, Holm-corrected per table (thesis Table 4.7's shape)",
+      run_compare);
   cmd->add_option("CSV", args->csv, "Table written by mare collect")->required();
   cmd->add_option("--metric", args->metric, "Metric column, e.g. test_f1 or test_mse")->required();
   cmd->add_option("--baseline", args->baseline,
@@ -60,7 +60,6 @@ void add_compare_command(CLI::App& app) {
                   "Level of the Hodges-Lehmann confidence interval")
       ->capture_default_str();
   cmd->add_option("--out", args->out, "Also write PREFIX.md, PREFIX.csv and PREFIX.json");
-  cmd->callback([args] { run_compare(*args); });
 }
 
 }  // namespace mare::cli

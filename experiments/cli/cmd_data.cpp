@@ -114,11 +114,11 @@ void add_data_command(CLI::App& app) {
   auto* data_cmd = app.add_subcommand("data", "Generate synthetic corpora; inspect data files");
   data_cmd->require_subcommand(1);
 
-  auto gen_args = std::make_shared<GenerateArgs>();
-  auto* gen = data_cmd->add_subcommand(
-      "generate",
+  auto [gen, gen_args] = add_command<GenerateArgs>(
+      *data_cmd, "generate",
       "Write a seeded synthetic corpus in the real format (synth-cdr, synth-ctd, "
-      "synth-semeval) and print the rule-based oracle's F1");
+      "synth-semeval) and print the rule-based oracle's F1",
+      run_generate);
   gen->add_option("name", gen_args->name, "Generator: synth-cdr, synth-ctd or synth-semeval")
       ->required();
   gen->add_option("--out", gen_args->out, "Output folder")->required();
@@ -127,24 +127,22 @@ void add_data_command(CLI::App& app) {
       ->check(whole_number(0));
   gen->add_option("--docs", gen_args->docs, "Training documents (default: the generator's)")
       ->check(whole_number(1, data::kMaxDocs));
-  gen->callback([gen_args] { run_generate(*gen_args); });
 
-  auto ins_args = std::make_shared<InspectArgs>();
-  auto* ins = data_cmd->add_subcommand(
-      "inspect", "Load a data file with the real loader and print counts and distributions");
+  auto [ins, ins_args] = add_command<InspectArgs>(
+      *data_cmd, "inspect",
+      "Load a data file with the real loader and print counts and distributions", run_inspect);
   ins->add_option("path", ins_args->path, "File to inspect")->required();
   ins->add_option("--format", ins_args->format, "pubtator, semeval, bran-tsv or word2vec")
       ->required();
   ins->add_option("--relations", ins_args->relations,
                   "SemEval relation file (default: PATH with .text.xml -> .relations.txt, if "
                   "it exists)");
-  ins->callback([ins_args] { run_inspect(*ins_args); });
 
-  auto st_args = std::make_shared<StatsArgs>();
-  auto* st = data_cmd->add_subcommand(
-      "stats",
+  auto [st, st_args] = add_command<StatsArgs>(
+      *data_cmd, "stats",
       "Corpus statistics through the trainer's loader: documents, tokens, entities, relations "
-      "per class, related-pair distances (thesis Tables 4.4/4.9/4.11, Figs 4.4/4.10)");
+      "per class, related-pair distances (thesis Tables 4.4/4.9/4.11, Figs 4.4/4.10)",
+      run_stats);
   st->add_option("source", st_args->source, "KIND:DIR (synth-cdr, pubtator, bran-tsv, semeval)")
       ->required();
   st->add_option("--json", st_args->json, "Also write the statistics as JSON (atomically)");
@@ -152,7 +150,6 @@ void add_data_command(CLI::App& app) {
                  "Cut documents as training does: 0 the corpus default (CTD 500), N > 0 that "
                  "many tokens (default -1: whole documents)")
       ->capture_default_str();
-  st->callback([st_args] { run_stats(*st_args); });
 }
 
 }  // namespace mare::cli

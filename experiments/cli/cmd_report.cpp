@@ -12,16 +12,42 @@
 
 namespace mare::cli {
 
+namespace {
+
+struct ReportArgs {
+  std::vector<std::string> inputs;
+  std::string out, paper;
+  bool no_figures = false;
+  std::vector<std::string> only;
+};
+
+void run_report(const ReportArgs& a) {
+  report::ReportOptions o;
+  for (const std::string& i : a.inputs) o.inputs.emplace_back(i);
+  o.out = a.out;
+  if (!a.paper.empty()) o.paper_dir = std::filesystem::path(a.paper);
+  o.figures = !a.no_figures;
+  o.only = a.only;
+  const report::ReportSummary s = report::write_report(o);
+  for (const std::string& n : s.notes) std::cerr << "mare: note: " << n << "\n";
+  int tables = 0, figures = 0;
+  for (const auto& t : s.tables) tables += t.missing.empty();
+  for (const auto& f : s.figures) figures += f.missing.empty();
+  std::cout << "mare report: " << s.runs << " runs, " << s.benchmarks << " benchmarks, "
+            << s.corpora << " corpus statistics, " << s.inspections << " inspections -> " << tables
+            << " of " << s.tables.size() << " tables, " << figures << " of " << s.figures.size()
+            << " figures; index: " << (std::filesystem::path(a.out) / "index.html").string()
+            << "\n";
+  for (const auto& t : s.tables)
+    if (!t.missing.empty()) std::cout << "  " << t.id << ": not made: " << t.missing << "\n";
+}
+
+}  // namespace
+
 void add_report_command(CLI::App& app) {
-  struct Args {
-    std::vector<std::string> inputs;
-    std::string out, paper;
-    bool no_figures = false;
-    std::vector<std::string> only;
-  };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand(
-      "report", "Tables (Markdown, CSV, LaTeX), figures and an index page from results");
+  auto [cmd, args] = add_command<ReportArgs>(
+      app, "report", "Tables (Markdown, CSV, LaTeX), figures and an index page from results",
+      run_report);
   cmd->add_option("RESULTS", args->inputs,
                   "Sweep trees, run directories, collect CSVs, benchmark JSON, data stats "
                   "JSON, memory inspection directories")
@@ -34,27 +60,6 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--only", args->only,
                   "Only these tables and figures (ids: table5.1,fig5.1,...); default: all")
       ->delimiter(',');
-  cmd->callback([args] {
-    report::ReportOptions o;
-    for (const std::string& i : args->inputs) o.inputs.emplace_back(i);
-    o.out = args->out;
-    if (!args->paper.empty()) o.paper_dir = std::filesystem::path(args->paper);
-    o.figures = !args->no_figures;
-    o.only = args->only;
-    const report::ReportSummary s = report::write_report(o);
-    for (const std::string& n : s.notes) std::cerr << "mare: note: " << n << "\n";
-    int tables = 0, figures = 0;
-    for (const auto& a : s.tables) tables += a.missing.empty();
-    for (const auto& a : s.figures) figures += a.missing.empty();
-    std::cout << "mare report: " << s.runs << " runs, " << s.benchmarks << " benchmarks, "
-              << s.corpora << " corpus statistics, " << s.inspections << " inspections -> "
-              << tables << " of " << s.tables.size() << " tables, " << figures << " of "
-              << s.figures.size()
-              << " figures; index: " << (std::filesystem::path(args->out) / "index.html").string()
-              << "\n";
-    for (const auto& a : s.tables)
-      if (!a.missing.empty()) std::cout << "  " << a.id << ": not made: " << a.missing << "\n";
-  });
 }
 
 }  // namespace mare::cli

@@ -293,26 +293,23 @@ void add_stats_command(CLI::App& app) {
       "stats", "Wilcoxon tests and summaries of result files (R's wilcox.test conventions)");
   stats_cmd->require_subcommand(1);
 
-  auto sr_args = std::make_shared<TestArgs>();
-  auto* sr = stats_cmd->add_subcommand(
-      "signed-rank", "Wilcoxon signed-rank test: paired A and B, or A against --mu");
+  auto [sr, sr_args] = add_command<TestArgs>(
+      *stats_cmd, "signed-rank", "Wilcoxon signed-rank test: paired A and B, or A against --mu",
+      [](const TestArgs& a, const CLI::App& cmd) { run_signed_rank(a, cmd.count("B") > 0); });
   sr->add_option("A", sr_args->a, "File of values (one per line, or CSV with --column)")
       ->required();
   sr->add_option("B", sr_args->b, "File of paired values (omit for a one-sample test)");
   add_test_options(sr, *sr_args, true);
-  sr->callback([sr_args, sr] { run_signed_rank(*sr_args, sr->count("B") > 0); });
 
-  auto rs_args = std::make_shared<TestArgs>();
-  auto* rs =
-      stats_cmd->add_subcommand("rank-sum", "Wilcoxon rank-sum (Mann-Whitney) test of A against B");
+  auto [rs, rs_args] = add_command<TestArgs>(
+      *stats_cmd, "rank-sum", "Wilcoxon rank-sum (Mann-Whitney) test of A against B", run_rank_sum);
   rs->add_option("A", rs_args->a, "File of values of the first sample")->required();
   rs->add_option("B", rs_args->b, "File of values of the second sample")->required();
   add_test_options(rs, *rs_args, false);
-  rs->callback([rs_args] { run_rank_sum(*rs_args); });
 
-  auto sm_args = std::make_shared<SummaryArgs>();
-  auto* sm = stats_cmd->add_subcommand(
-      "summary", "n, mean +- sd, median, range and a seeded percentile bootstrap interval");
+  auto [sm, sm_args] = add_command<SummaryArgs>(
+      *stats_cmd, "summary",
+      "n, mean +- sd, median, range and a seeded percentile bootstrap interval", run_summary);
   sm->add_option("A", sm_args->a, "File of values")->required();
   sm->add_option("--column", sm_args->column, "CSV column to read");
   sm->add_option("--conf-level", sm_args->conf_level, "Level of the bootstrap interval")
@@ -326,7 +323,6 @@ void add_stats_command(CLI::App& app) {
   sm->add_option("--statistic", sm_args->statistic, "Bootstrapped statistic: mean or median")
       ->capture_default_str();
   sm->add_flag("--json", sm_args->json, "Print one JSON object instead of text");
-  sm->callback([sm_args] { run_summary(*sm_args); });
 }
 
 }  // namespace mare::cli

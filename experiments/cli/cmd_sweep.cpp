@@ -88,11 +88,11 @@ void run(const SweepArgs& a, bool profile_given) {
 }  // namespace
 
 void add_sweep_command(CLI::App& app) {
-  auto a = std::make_shared<SweepArgs>();
-  auto* cmd = app.add_subcommand(
-      "sweep",
+  auto [cmd, a] = add_command<SweepArgs>(
+      app, "sweep",
       "Run every run of an experiment spec (one directory each under --out); resumes an "
-      "interrupted sweep");
+      "interrupted sweep",
+      [](const SweepArgs& args, const CLI::App& c) { run(args, c.count("--profile") > 0); });
   cmd->add_option("spec", a->spec, "Experiment spec (YAML), or a sweep.json written by a sweep")
       ->required();
   cmd->add_option("--out", a->out, "Sweep root directory")->required();
@@ -123,7 +123,6 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--slurm-arg", a->slurm_args,
                   "--emit slurm: another '#SBATCH ARG' line, e.g. --slurm-arg=--partition=gpu "
                   "(repeatable)");
-  cmd->callback([a, cmd] { run(*a, cmd->count("--profile") > 0); });
 }
 
 }  // namespace mare::cli

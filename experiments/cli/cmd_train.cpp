@@ -43,6 +43,19 @@ void say_if_finished_before(bool finished_before, const std::filesystem::path& o
               << " is the earlier run's (--force runs it again)\n";
 }
 
+// What every trainer of a run directory reads alike: the run's identity and device, and
+// the optimiser's options where they are given (each trainer keeps its own defaults).
+template <class Options>
+void take_common(Options& t, const TrainOptions& o, const CLI::App& cmd) {
+  t.seed = o.seed;
+  t.out = o.out;
+  t.force = o.force;
+  t.device = o.device;
+  if (cmd.count("--batch")) t.batch = o.batch;
+  if (cmd.count("--lr")) t.lr = o.lr;
+  if (cmd.count("--clip")) t.clip_norm = o.clip_norm;
+}
+
 struct SequenceExtras {
   int64_t samples = 1000;
   int64_t test_samples = 1000;
@@ -66,18 +79,12 @@ void run_sequence(const TrainOptions& o, const SequenceExtras& x, const CLI::App
   if (!x.neutral_one.empty()) spec.switches["neutral_one"] = x.neutral_one;
   s.model = spec.canonical();
   s.task = o.task;
-  s.seed = o.seed;
-  s.out = o.out;
-  s.force = o.force;
+  take_common(s, o, cmd);
   s.samples = x.samples;
   s.test_samples = x.test_samples;
   s.curriculum = x.curriculum;
   s.eval_every = x.eval_every;
-  s.clip_norm = o.clip_norm;
-  s.device = o.device;
   if (cmd.count("--epochs")) s.epochs = o.epochs;
-  if (cmd.count("--batch")) s.batch = o.batch;
-  if (cmd.count("--lr")) s.lr = o.lr;
   bool tty = ::isatty(STDERR_FILENO);
   {
     // The structure and size before the run starts.
@@ -143,9 +150,7 @@ void run_relation(const TrainOptions& o, RelationExtras x, const SequenceExtras&
   ReTrainOptions r;
   r.model = o.model;
   r.data = x.data;
-  r.seed = o.seed;
-  r.out = o.out;
-  r.force = o.force;
+  take_common(r, o, cmd);
   r.steps = x.steps;
   r.eval_every = x.eval_every;
   r.eval_batch = x.eval_batch;
@@ -155,12 +160,7 @@ void run_relation(const TrainOptions& o, RelationExtras x, const SequenceExtras&
   r.class_weights = x.class_weights;
   r.batching = x.batching;
   r.grad_norms = x.grad_norms;
-  r.device = o.device;
-  // Thesis Table 4.1 unless the options are given.
-  if (cmd.count("--batch")) r.batch = o.batch;
-  if (cmd.count("--lr")) r.lr = o.lr;
-  if (cmd.count("--clip")) r.clip_norm = o.clip_norm;
-  if (cmd.count("--l2")) r.l2 = o.l2;
+  if (cmd.count("--l2")) r.l2 = o.l2;  // thesis Table 4.1 unless given, as the others
   bool tty = ::isatty(STDERR_FILENO);
   const bool before = !o.force && std::filesystem::exists(o.out / "result.json");
   nlohmann::json res = train_re_model(r, &std::cerr, tty);
@@ -184,159 +184,164 @@ void run_relation(const TrainOptions& o, RelationExtras x, const SequenceExtras&
   std::cout << "\nrun directory: " << o.out.string() << "\n";
 }
 
+struct TrainArgs {
+  TrainOptions opt;  // the MLP's options, and those every kind of model reads
+  SequenceExtras seq;
+  RelationExtras rel;
+  std::string device = "cpu";
+  int threads = 0;  // 0: MARE_THREADS, else every core
+};
+
+void run_train(const TrainArgs& a, const CLI::App& cmd) {
+  TrainOptions o = a.opt;
+  o.device = parse_device(a.device);
+  require_training_device(o.device);  // before anything is built or printed
+  // --threads, else MARE_THREADS (a bad value is refused here, naming it), else every core.
+  if (a.threads > 0)
+    set_threads(a.threads);
+  else
+    threads();
+  // A model serves one kind of task: say so rather than "unknown model".
+  std::string base = resolve_model(o.model).base;
+  const ModelInfo* info = find_model(base);
+  if (info && info->task_kind == "relation") {
+    if (cmd.count("--task"))
+      throw std::invalid_argument("model '" + base +
+                                  "' reads a corpus: give --data KIND:DIR instead of --task");
+    refuse_foreign_options(cmd, "relation", base);
+    run_relation(o, a.rel, a.seq, cmd);
+    return;
+  }
+  if (cmd.count("--data"))
+    throw std::invalid_argument("--data is for relation models (cnn, bran, utre); model '" + base +
+                                "' takes --task");
+  std::string task_kind = is_sequence_task(o.task) ? "sequence" : "classification";
+  for (const ModelInfo& m : model_registry())
+    if (m.name == base && m.task_kind != task_kind)
+      throw std::invalid_argument("model '" + base + "' takes " + std::string(m.task_kind) +
+                                  " tasks; task '" + o.task + "' is a " + task_kind + " task");
+  refuse_foreign_options(cmd, task_kind, base);
+  if (is_sequence_task(o.task)) {
+    run_sequence(o, a.seq, cmd);
+    return;
+  }
+  bool tty = ::isatty(STDERR_FILENO);
+  const bool before = !o.force && std::filesystem::exists(o.out / "result.json");
+  nlohmann::json r = train_classifier(o, tty ? &std::cerr : nullptr);
+  say_if_finished_before(before, o.out);
+  const auto& f = r["final"];
+  std::cout << r["model"].get<std::string>() << " on " << r["task"].get<std::string>() << " (seed "
+            << r["seed"] << "): " << r["status"].get<std::string>() << ", " << r["steps"]
+            << " steps, train accuracy " << f["train_accuracy"] << ", test accuracy "
+            << f["test_accuracy"] << "\n"
+            << "run directory: " << o.out.string() << "\n";
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app) {
-  auto opt = std::make_shared<TrainOptions>();
-  auto extras = std::make_shared<SequenceExtras>();
-  auto rel = std::make_shared<RelationExtras>();
-  auto* cmd =
-      app.add_subcommand("train", "Train one model on one task and write its run directory");
-  cmd->add_option("--model", opt->model, "Model name from `mare list`, with +switches")
+  auto [cmd, a] = add_command<TrainArgs>(
+      app, "train", "Train one model on one task and write its run directory", run_train);
+  cmd->add_option("--model", a->opt.model, "Model name from `mare list`, with +switches")
       ->capture_default_str();
-  cmd->add_option("--task", opt->task, "Task name from `mare list`")->capture_default_str();
-  cmd->add_option("--seed", opt->seed, "Seed of data, initial weights, order and dropout")
+  cmd->add_option("--task", a->opt.task, "Task name from `mare list`")->capture_default_str();
+  cmd->add_option("--seed", a->opt.seed, "Seed of data, initial weights, order and dropout")
       ->capture_default_str()
       ->check(whole_number(0));
-  cmd->add_option("--out", opt->out, "Run directory to write")->required();
+  cmd->add_option("--out", a->opt.out, "Run directory to write")->required();
   // Options whose default depends on the kind of model say every default.
   const TrainOptions mlp;
   const SequenceTrainOptions seq;
   const ReTrainOptions re;
-  cmd->add_option("--epochs", opt->epochs,
+  cmd->add_option("--epochs", a->opt.epochs,
                   "Epochs (default: mlp " + num(mlp.epochs) + ", sequence models " +
                       num(seq.epochs) + "; relation models take --steps)")
       ->check(whole_number(1));
-  cmd->add_option("--batch", opt->batch,
+  cmd->add_option("--batch", a->opt.batch,
                   "Batch size (default: mlp " + num(mlp.batch) + ", sequence models " +
                       num(seq.batch) + ", relation models " + num(re.batch) + ", Table 4.1)")
       ->check(whole_number(1));
-  cmd->add_option("--lr", opt->lr,
+  cmd->add_option("--lr", a->opt.lr,
                   "Adam learning rate (default: mlp " + num(mlp.lr) + ", sequence models " +
                       num(seq.lr) + ", relation models " + num(re.lr) + ", Table 4.1)")
       ->check(number_above(0));
-  cmd->add_option("--schedule", opt->schedule,
+  cmd->add_option("--schedule", a->opt.schedule,
                   "mlp: learning-rate schedule, constant | warmup:STEPS | step:SIZE:GAMMA")
       ->capture_default_str();
-  cmd->add_option("--clip", opt->clip_norm,
+  cmd->add_option("--clip", a->opt.clip_norm,
                   "Global gradient-norm clip, 0: off (default: mlp " + num(mlp.clip_norm) +
                       ", sequence models " + num(seq.clip_norm) + ", relation models " +
                       num(re.clip_norm) + ", Table 4.1)")
       ->check(number_above(0, false));
-  cmd->add_option("--l2", opt->l2,
+  cmd->add_option("--l2", a->opt.l2,
                   "L2 regularisation λ, loss += λ·Σw² (default: mlp " + num(mlp.l2) +
                       ", relation models " + num(re.l2) + ", Table 4.1; not for sequence models)")
       ->check(number_above(0, false));
-  cmd->add_option("--samples", extras->samples, "Sequence tasks: training sequences")
+  cmd->add_option("--samples", a->seq.samples, "Sequence tasks: training sequences")
       ->capture_default_str()
       ->check(whole_number(1));
-  cmd->add_option("--test-samples", extras->test_samples, "Sequence tasks: test sequences")
+  cmd->add_option("--test-samples", a->seq.test_samples, "Sequence tasks: test sequences")
       ->capture_default_str()
       ->check(whole_number(1));
-  cmd->add_flag("--curriculum", extras->curriculum,
+  cmd->add_flag("--curriculum", a->seq.curriculum,
                 "Sequence tasks: lengths 10–15 … 50–55 in five equal phases of the epochs");
-  cmd->add_option("--hidden", extras->hidden,
+  cmd->add_option("--hidden", a->seq.hidden,
                   "Sequence models: hidden (controller) size, same as +hidden=H")
       ->check(whole_number(1));
-  cmd->add_option("--neutral-one", extras->neutral_one,
+  cmd->add_option("--neutral-one", a->seq.neutral_one,
                   "GRPU: neutral-element-one form, code (published runs) or text (eq. 4.16)")
       ->check(CLI::IsMember({"code", "text"}));
-  cmd->add_option("--eval-every", extras->eval_every,
+  cmd->add_option("--eval-every", a->seq.eval_every,
                   "Evaluate every N epochs (sequence models: train and test MSE; default " +
                       num(seq.eval_every) +
                       ") or N steps (relation models: the validation split; default " +
                       num(re.eval_every) + "), and at the end")
       ->check(whole_number(1));
-  cmd->add_option("--data", rel->data,
+  cmd->add_option("--data", a->rel.data,
                   "Relation models: corpus KIND:DIR, KIND in synth-cdr | pubtator | bran-tsv | "
                   "semeval");
-  cmd->add_option("--steps", rel->steps, "Relation models: training steps")
+  cmd->add_option("--steps", a->rel.steps, "Relation models: training steps")
       ->capture_default_str()
       ->check(whole_number(1));
-  cmd->add_option("--eval-batch", rel->eval_batch,
+  cmd->add_option("--eval-batch", a->rel.eval_batch,
                   "Relation models: documents per evaluation batch")
       ->capture_default_str()
       ->check(whole_number(1));
-  cmd->add_option("--patience", rel->patience,
+  cmd->add_option("--patience", a->rel.patience,
                   "Relation models: stop after N evaluations without a better validation F1 (0: "
                   "never)")
       ->capture_default_str()
       ->check(whole_number(0));
-  cmd->add_option("--max-tokens", rel->max_tokens,
+  cmd->add_option("--max-tokens", a->rel.max_tokens,
                   "Relation models: cut documents to N tokens (0: the corpus default, CTD 500)")
       ->capture_default_str()
       ->check(whole_number(0));
-  cmd->add_option("--word2vec", rel->word2vec,
+  cmd->add_option("--word2vec", a->rel.word2vec,
                   "Relation models: initialise word embeddings from this word2vec file (its "
                   "dimension must equal +d)");
-  cmd->add_option("--class-weights", rel->class_weights,
+  cmd->add_option("--class-weights", a->rel.class_weights,
                   "Relation models: eq. 4-2 class weights: auto (multiclass corpora), on, off")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
-  cmd->add_option("--batching", rel->batching,
+  cmd->add_option("--batching", a->rel.batching,
                   "Relation models: bran (each RE batch from the positive or the negative pool, "
                   "p = 0.5) or balanced (half of each batch from each pool)")
       ->capture_default_str()
       ->check(CLI::IsMember({"bran", "balanced"}));
-  cmd->add_flag("--grad-norms", rel->grad_norms,
+  cmd->add_flag("--grad-norms", a->rel.grad_norms,
                 "Relation models: metrics.jsonl also holds each parameter's mean gradient norm "
                 "(before L2 and clipping) over every evaluation window; a diagnostic, the "
                 "training is the same");
-  auto device = std::make_shared<std::string>("cpu");
-  cmd->add_option("--device", *device,
+  cmd->add_option("--device", a->device,
                   "cpu or cuda (every model; the data is made on the host, the model trains on "
                   "the device)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  cmd->add_flag("--force", opt->force, "Run again even if DIR/result.json exists");
-  auto thread_count = std::make_shared<int>(0);
-  cmd->add_option("--threads", *thread_count,
+  cmd->add_flag("--force", a->opt.force, "Run again even if DIR/result.json exists");
+  cmd->add_option("--threads", a->threads,
                   "Kernel threads (default: MARE_THREADS, else every core); the results are the "
                   "same bytes at any count, manifest.json and result.json record it")
       ->check(whole_number(1, kMaxThreads));
-  cmd->callback([opt, extras, rel, cmd, thread_count, device] {
-    opt->device = parse_device(*device);
-    require_training_device(opt->device);  // before anything is built or printed
-    // --threads, else MARE_THREADS (a bad value is refused here, naming it), else every core.
-    if (*thread_count > 0)
-      set_threads(*thread_count);
-    else
-      threads();
-    // A model serves one kind of task: say so rather than "unknown model".
-    std::string base = resolve_model(opt->model).base;
-    const ModelInfo* info = find_model(base);
-    if (info && info->task_kind == "relation") {
-      if (cmd->count("--task"))
-        throw std::invalid_argument("model '" + base +
-                                    "' reads a corpus: give --data KIND:DIR instead of --task");
-      refuse_foreign_options(*cmd, "relation", base);
-      run_relation(*opt, *rel, *extras, *cmd);
-      return;
-    }
-    if (cmd->count("--data"))
-      throw std::invalid_argument("--data is for relation models (cnn, bran, utre); model '" +
-                                  base + "' takes --task");
-    std::string task_kind = is_sequence_task(opt->task) ? "sequence" : "classification";
-    for (const ModelInfo& m : model_registry())
-      if (m.name == base && m.task_kind != task_kind)
-        throw std::invalid_argument("model '" + base + "' takes " + std::string(m.task_kind) +
-                                    " tasks; task '" + opt->task + "' is a " + task_kind + " task");
-    refuse_foreign_options(*cmd, task_kind, base);
-    if (is_sequence_task(opt->task)) {
-      run_sequence(*opt, *extras, *cmd);
-      return;
-    }
-    bool tty = ::isatty(STDERR_FILENO);
-    const bool before = !opt->force && std::filesystem::exists(opt->out / "result.json");
-    nlohmann::json r = train_classifier(*opt, tty ? &std::cerr : nullptr);
-    say_if_finished_before(before, opt->out);
-    const auto& f = r["final"];
-    std::cout << r["model"].get<std::string>() << " on " << r["task"].get<std::string>()
-              << " (seed " << r["seed"] << "): " << r["status"].get<std::string>() << ", "
-              << r["steps"] << " steps, train accuracy " << f["train_accuracy"]
-              << ", test accuracy " << f["test_accuracy"] << "\n"
-              << "run directory: " << opt->out.string() << "\n";
-  });
 }
 
 }  // namespace mare::cli

@@ -8,7 +8,33 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+
 namespace mare::cli {
+
+// The one shape of a sub-command: its options fill one Args, and `run` gets that
+// Args once CLI11 has parsed the line (with the sub-command itself where it asks
+// for it, to tell a given option from its default: cmd.count("--x")). Returns the
+// sub-command, to add options to, and the Args they bind to.
+//
+//   auto [cmd, args] = add_command<CollectArgs>(app, "collect", "Merge ...", run_collect);
+//   cmd->add_option("--out", args->out, "CSV file to write")->required();
+template <class Args, class Run>
+std::pair<CLI::App*, Args*> add_command(CLI::App& parent, std::string name, std::string description,
+                                        Run run) {
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = parent.add_subcommand(std::move(name), std::move(description));
+  cmd->callback([args, cmd, run] {
+    if constexpr (std::is_invocable_v<Run, const Args&, const CLI::App&>)
+      run(*args, *cmd);
+    else
+      run(*args);
+  });
+  return {cmd, args.get()};
+}
 
 void add_doctor_command(CLI::App& app);   // cmd_doctor.cpp
 void add_list_command(CLI::App& app);     // cmd_list.cpp
