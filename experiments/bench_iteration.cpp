@@ -189,12 +189,6 @@ std::string utre_partner(const std::string& model) {
   return out;
 }
 
-std::string fmt(double v, int precision = 3) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(precision) << v;
-  return s.str();
-}
-
 }  // namespace
 
 TimeSummary summarize_times(std::vector<double> s) {
@@ -347,19 +341,20 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
     }
     if (progress) {
       *progress << "bench iteration: " << r.name << " " << shape_name << " (T " << shape_T
-                << "): mean " << fmt(j["mean_s"].get<double>()) << " s, median "
-                << fmt(j["median_s"].get<double>()) << " s, sd " << fmt(j["sd_s"].get<double>())
-                << " s (CPU mean " << fmt(j["cpu_mean_s"].get<double>()) << " s) over "
-                << t.times.size() << " iterations";
+                << "): mean " << fixed(j["mean_s"].get<double>(), 3) << " s, median "
+                << fixed(j["median_s"].get<double>(), 3) << " s, sd "
+                << fixed(j["sd_s"].get<double>(), 3) << " s (CPU mean "
+                << fixed(j["cpu_mean_s"].get<double>(), 3) << " s) over " << t.times.size()
+                << " iterations";
       if (!j["bound_s"].is_null())
-        *progress << "; GEMM " << fmt(j["gemm_gflop"].get<double>(), 1) << " GFLOP at "
-                  << fmt(j["gemm_gflops_per_s"].get<double>(), 1) << " GFLOP/s: bound "
-                  << fmt(j["bound_s"].get<double>()) << " s, ratio "
-                  << fmt(j["bound_ratio"].get<double>(), 2);
+        *progress << "; GEMM " << fixed(j["gemm_gflop"].get<double>(), 1) << " GFLOP at "
+                  << fixed(j["gemm_gflops_per_s"].get<double>(), 1) << " GFLOP/s: bound "
+                  << fixed(j["bound_s"].get<double>(), 3) << " s, ratio "
+                  << fixed(j["bound_ratio"].get<double>(), 2);
       if (speedup)
-        *progress << "; 1 thread median " << fmt(j["threads_1"]["median_s"].get<double>())
-                  << " s (ratio " << fmt(j["threads_1"]["bound_ratio"].get<double>(), 2)
-                  << "), speedup " << fmt(j["speedup"].get<double>(), 2);
+        *progress << "; 1 thread median " << fixed(j["threads_1"]["median_s"].get<double>(), 3)
+                  << " s (ratio " << fixed(j["threads_1"]["bound_ratio"].get<double>(), 2)
+                  << "), speedup " << fixed(j["speedup"].get<double>(), 2);
       *progress << std::endl;
     }
     return j;

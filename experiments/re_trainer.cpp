@@ -203,12 +203,6 @@ nlohmann::json reference_scores(const ReCorpus& corpus) {
   return j;
 }
 
-std::string fmt(double v, int precision = 4) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(precision) << v;
-  return s.str();
-}
-
 }  // namespace
 
 nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress, bool tty) {
@@ -418,8 +412,8 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
       const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
       const double rate = step_seconds.size() / std::max(elapsed, 1e-9);
       *progress << (tty ? "\r" : "") << "step " << step << "/" << opt.steps << "  loss "
-                << fmt(value) << "  valid F1 " << fmt(last_valid_f1) << "  " << fmt(rate, 2)
-                << " steps/s  ETA "
+                << fixed(value, 4) << "  valid F1 " << fixed(last_valid_f1, 4) << "  "
+                << fixed(rate, 2) << " steps/s  ETA "
                 << static_cast<int64_t>((opt.steps - step) / std::max(rate, 1e-9)) << " s"
                 << (tty ? "   " : "\n") << std::flush;
     }

@@ -7,6 +7,8 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <iomanip>
+#include <sstream>
 #include <stdexcept>
 
 namespace mare {
@@ -84,6 +86,12 @@ double decimal(float v) {
   char buf[32];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
   return std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(digits) << v;
+  return s.str();
 }
 
 RunDir::RunDir(std::filesystem::path dir) : dir_(std::move(dir)) {

@@ -32,6 +32,8 @@ std::string json_text(const nlohmann::json& j);
 // A float as the double with the same shortest decimal form, so that JSON
 // shows 0.01 rather than 0.009999999776482582 for a float 0.01.
 double decimal(float v);
+// v with `digits` digits after the point, for progress lines ("0.125").
+std::string fixed(double v, int digits);
 
 class RunDir {
  public:

@@ -45,42 +45,40 @@ static bool check_f32_on_cuda(const Tensor& t, const char* what) {
   return t.device() == Device::cuda;
 }
 
-void fill_uniform(Tensor& t, uint64_t seed, uint32_t stream, float lo, float hi, uint64_t offset) {
+// A fill of a GPU tensor runs in kernels/cuda/random.cu (not counted among the
+// op dispatches); a host tensor's element j gets value(offset + j).
 #ifdef MARE_WITH_CUDA
-  if (check_f32_on_cuda(t, "fill_uniform"))
-    return cuda_backend().fill_uniform(t, seed, stream, lo, hi, offset);
+#define MARE_FILL_ON_CUDA(what, call) \
+  if (check_f32_on_cuda(t, what)) return cuda_backend().call
 #else
-  check_f32_on_cuda(t, "fill_uniform");
+#define MARE_FILL_ON_CUDA(what, call) check_f32_on_cuda(t, what)
 #endif
+
+template <class Value>
+static void fill_host(Tensor& t, uint64_t offset, Value value) {
   float* p = t.f32();
-  for (int64_t j = 0, n_j = t.numel(); j < n_j; ++j)
-    p[j] = lo + (hi - lo) * philox_uniform(seed, stream, offset + j);
+  for (int64_t j = 0, n_j = t.numel(); j < n_j; ++j) p[j] = value(offset + j);
+}
+
+void fill_uniform(Tensor& t, uint64_t seed, uint32_t stream, float lo, float hi, uint64_t offset) {
+  MARE_FILL_ON_CUDA("fill_uniform", fill_uniform(t, seed, stream, lo, hi, offset));
+  fill_host(t, offset,
+            [&](uint64_t i) { return lo + (hi - lo) * philox_uniform(seed, stream, i); });
 }
 
 void fill_normal(Tensor& t, uint64_t seed, uint32_t stream, float mean, float stddev,
                  uint64_t offset) {
-#ifdef MARE_WITH_CUDA
-  if (check_f32_on_cuda(t, "fill_normal"))
-    return cuda_backend().fill_normal(t, seed, stream, mean, stddev, offset);
-#else
-  check_f32_on_cuda(t, "fill_normal");
-#endif
-  float* p = t.f32();
-  for (int64_t j = 0, n_j = t.numel(); j < n_j; ++j)
-    p[j] = mean + stddev * philox_normal(seed, stream, offset + j);
+  MARE_FILL_ON_CUDA("fill_normal", fill_normal(t, seed, stream, mean, stddev, offset));
+  fill_host(t, offset, [&](uint64_t i) { return mean + stddev * philox_normal(seed, stream, i); });
 }
 
 void fill_bernoulli(Tensor& t, uint64_t seed, uint32_t stream, float prob, uint64_t offset) {
-#ifdef MARE_WITH_CUDA
-  if (check_f32_on_cuda(t, "fill_bernoulli"))
-    return cuda_backend().fill_bernoulli(t, seed, stream, prob, offset);
-#else
-  check_f32_on_cuda(t, "fill_bernoulli");
-#endif
-  float* p = t.f32();
-  for (int64_t j = 0, n_j = t.numel(); j < n_j; ++j)
-    p[j] = philox_uniform(seed, stream, offset + j) < prob ? 1.0f : 0.0f;
+  MARE_FILL_ON_CUDA("fill_bernoulli", fill_bernoulli(t, seed, stream, prob, offset));
+  fill_host(t, offset,
+            [&](uint64_t i) { return philox_uniform(seed, stream, i) < prob ? 1.0f : 0.0f; });
 }
+
+#undef MARE_FILL_ON_CUDA
 
 uint32_t PhiloxStream::below(uint32_t n) {
   uint64_t g = next_++;

@@ -109,30 +109,10 @@ class Tensor {
   // tensor's memory is the caller's business (the CUDA backend uses these too).
   // Inline (kernels call them per element); the checks' error path is out of line.
   // A mutable pointer drops what the host knew of the contents (Storage).
-  float* f32() {
-    if (!storage_ || dtype_ != DType::f32) [[unlikely]]
-      access_error(DType::f32);
-    if (storage_->host_knows.load(std::memory_order_relaxed)) [[unlikely]]
-      storage_->forget();
-    return static_cast<float*>(storage_->ptr);
-  }
-  const float* f32() const {
-    if (!storage_ || dtype_ != DType::f32) [[unlikely]]
-      access_error(DType::f32);
-    return static_cast<const float*>(storage_->ptr);
-  }
-  int32_t* i32() {
-    if (!storage_ || dtype_ != DType::i32) [[unlikely]]
-      access_error(DType::i32);
-    if (storage_->host_knows.load(std::memory_order_relaxed)) [[unlikely]]
-      storage_->forget();
-    return static_cast<int32_t*>(storage_->ptr);
-  }
-  const int32_t* i32() const {
-    if (!storage_ || dtype_ != DType::i32) [[unlikely]]
-      access_error(DType::i32);
-    return static_cast<const int32_t*>(storage_->ptr);
-  }
+  float* f32() { return data<float, DType::f32>(); }
+  const float* f32() const { return data<float, DType::f32>(); }
+  int32_t* i32() { return data<int32_t, DType::i32>(); }
+  const int32_t* i32() const { return data<int32_t, DType::i32>(); }
 
   // The smallest and largest element of an int32 tensor when the host knows
   // them without reading the device: a GPU tensor uploaded from host memory
@@ -164,6 +144,20 @@ class Tensor {
 
  private:
   [[noreturn]] void access_error(DType wanted) const;
+  template <class T, DType D>
+  T* data() {
+    if (!storage_ || dtype_ != D) [[unlikely]]
+      access_error(D);
+    if (storage_->host_knows.load(std::memory_order_relaxed)) [[unlikely]]
+      storage_->forget();
+    return static_cast<T*>(storage_->ptr);
+  }
+  template <class T, DType D>
+  const T* data() const {
+    if (!storage_ || dtype_ != D) [[unlikely]]
+      access_error(D);
+    return static_cast<const T*>(storage_->ptr);
+  }
   std::shared_ptr<Storage> storage_;
   Shape shape_;
   Device device_ = Device::cpu;

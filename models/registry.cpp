@@ -72,30 +72,36 @@ std::string ModelSpec::canonical() const {
   return out;
 }
 
-int64_t ModelSpec::get_int(const std::string& key, int64_t fallback) const {
+namespace {
+
+// A switch's value read as a whole string by `parse` (std::stoll or std::stod): the
+// fallback when the switch is absent, an error naming it when the value is not `what`.
+template <class T, class Parse>
+T switch_value(const std::map<std::string, std::string>& switches, const std::string& key,
+               T fallback, Parse parse, const char* what) {
   auto it = switches.find(key);
   if (it == switches.end()) return fallback;
   try {
     size_t used = 0;
-    int64_t v = std::stoll(it->second, &used);
-    if (used != it->second.size()) throw std::invalid_argument(key);
-    return v;
+    T v = parse(it->second, &used);
+    if (used == it->second.size()) return v;
   } catch (const std::logic_error&) {
-    throw std::invalid_argument("model switch " + key + "=" + it->second + ": expected an integer");
   }
+  throw std::invalid_argument("model switch " + key + "=" + it->second + ": expected " + what);
+}
+
+}  // namespace
+
+int64_t ModelSpec::get_int(const std::string& key, int64_t fallback) const {
+  return switch_value<int64_t>(
+      switches, key, fallback,
+      [](const std::string& s, size_t* used) { return std::stoll(s, used); }, "an integer");
 }
 
 double ModelSpec::get_double(const std::string& key, double fallback) const {
-  auto it = switches.find(key);
-  if (it == switches.end()) return fallback;
-  try {
-    size_t used = 0;
-    double v = std::stod(it->second, &used);
-    if (used != it->second.size()) throw std::invalid_argument(key);
-    return v;
-  } catch (const std::logic_error&) {
-    throw std::invalid_argument("model switch " + key + "=" + it->second + ": expected a number");
-  }
+  return switch_value<double>(
+      switches, key, fallback,
+      [](const std::string& s, size_t* used) { return std::stod(s, used); }, "a number");
 }
 
 namespace {

@@ -71,12 +71,7 @@ benchmark::internal::Benchmark* timed(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    setup_device(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "bench_allocation: " << e.what() << "\n";
-    return 2;
-  }
+  if (!setup_device(argc, argv, "bench_allocation")) return 2;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   for (AllocationVariant v : allocation_variants())

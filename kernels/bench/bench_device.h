@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -23,32 +24,44 @@ namespace mare::bench {
 inline Device g_device = Device::cpu;
 inline double g_copy_gbs = 0.0;  // cuda: the device's measured copy bandwidth, GB/s
 
-// Takes `--device X` / `--device=X` out of argv (the rest is Google Benchmark's).
-inline Device take_device_flag(int& argc, char** argv) {
-  std::string value = "cpu";
+// Takes `NAME VALUE` / `NAME=VALUE` out of argv (the rest is Google Benchmark's);
+// nullopt when absent. `expected` names the value in the error when it is missing.
+inline std::optional<std::string> take_flag(int& argc, char** argv, const std::string& name,
+                                            const std::string& expected) {
+  std::optional<std::string> value;
   int out = 1;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--device") == 0) {
-      if (i + 1 >= argc) throw std::invalid_argument("--device needs a value (cpu or cuda)");
+    if (argv[i] == name) {
+      if (i + 1 >= argc) throw std::invalid_argument(name + " needs a value (" + expected + ")");
       value = argv[++i];
-    } else if (std::strncmp(argv[i], "--device=", 9) == 0) {
-      value = argv[i] + 9;
+    } else if (std::strncmp(argv[i], (name + "=").c_str(), name.size() + 1) == 0) {
+      value = argv[i] + name.size() + 1;
     } else {
       argv[out++] = argv[i];
     }
   }
   argc = out;
   argv[argc] = nullptr;
-  return parse_device(value);
+  return value;
+}
+
+inline Device take_device_flag(int& argc, char** argv) {
+  return parse_device(take_flag(argc, argv, "--device", "cpu or cuda").value_or("cpu"));
 }
 
 // Parses the flag, refuses a device that cannot run here (with the reason),
 // and on the GPU measures the copy bandwidth and records the device in the
-// JSON context. Throws on failure (main prints it and exits 2).
-inline void setup_device(int& argc, char** argv) {
-  g_device = take_device_flag(argc, argv);
-  if (std::string why = device_unavailable(g_device); !why.empty())
-    throw std::runtime_error("--device cuda: " + why);
+// JSON context. On failure prints "PROGRAM: why" and returns false (main
+// exits 2).
+inline bool setup_device(int& argc, char** argv, const char* program) {
+  try {
+    g_device = take_device_flag(argc, argv);
+    if (std::string why = device_unavailable(g_device); !why.empty())
+      throw std::runtime_error("--device cuda: " + why);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return false;
+  }
 #ifdef MARE_WITH_CUDA
   if (g_device == Device::cuda) {
     g_copy_gbs = cuda::measured_copy_bandwidth_gbs();
@@ -59,6 +72,7 @@ inline void setup_device(int& argc, char** argv) {
     benchmark::AddCustomContext("cuda_copy_bandwidth_GBps", buf);
   }
 #endif
+  return true;
 }
 
 // The timed loop: Google Benchmark's clock on the host; on the GPU, CUDA

@@ -173,25 +173,12 @@ void register_benchmarks() {
 
 // Takes `--threads K` / `--threads=K` out of argv; 0 when absent.
 int take_threads_flag(int& argc, char** argv) {
-  std::string value;
-  int out = 1;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--threads") == 0) {
-      if (i + 1 >= argc) throw std::invalid_argument("--threads needs a value (a positive count)");
-      value = argv[++i];
-    } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
-      value = argv[i] + 10;
-    } else {
-      argv[out++] = argv[i];
-    }
-  }
-  argc = out;
-  argv[argc] = nullptr;
-  if (value.empty()) return 0;
+  const std::optional<std::string> value = take_flag(argc, argv, "--threads", "a positive count");
+  if (!value) return 0;
   char* end = nullptr;
-  const long k = std::strtol(value.c_str(), &end, 10);
-  if (*end != '\0' || k < 1)
-    throw std::invalid_argument("--threads: expected a positive count, got '" + value + "'");
+  const long k = std::strtol(value->c_str(), &end, 10);
+  if (value->empty() || *end != '\0' || k < 1)
+    throw std::invalid_argument("--threads: expected a positive count, got '" + *value + "'");
   return static_cast<int>(k);
 }
 
@@ -237,9 +224,9 @@ class SpeedupReporter : public benchmark::ConsoleReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!setup_device(argc, argv, "bench_ops")) return 2;
   int k = 1;
   try {
-    setup_device(argc, argv);
     const int flag = take_threads_flag(argc, argv);
     k = g_device == Device::cuda ? 1 : flag > 0 ? flag : threads();
   } catch (const std::exception& e) {

@@ -232,12 +232,7 @@ void register_benchmarks() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    setup_device(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "bench_re_iteration: " << e.what() << "\n";
-    return 2;
-  }
+  if (!setup_device(argc, argv, "bench_re_iteration")) return 2;
   bool filtered = false;
   for (int i = 1; i < argc; ++i)
     filtered = filtered || std::strncmp(argv[i], "--benchmark_filter", 18) == 0;
