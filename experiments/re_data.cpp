@@ -394,8 +394,7 @@ ReBatch make_batch(const ReSplit& split, const std::vector<BatchItem>& items) {
   std::vector<int32_t> words(B * T, 0), tags(B * T, 0), ner(B * T, -1), grams(B * T * G, 0),
       chars(B * T * K, 0);
   std::vector<float> mask(B * T, 0.0f);
-  std::vector<int32_t> pair_doc, labels, head_off{0}, tail_off{0}, head_rows, tail_rows, head_pos,
-      tail_pos;
+  RePairs pairs;
   for (int64_t b = 0; b < B; ++b) {
     const BatchItem& it = items[b];
     const ReDocFeatures& f = split.features[it.document];
@@ -425,10 +424,8 @@ ReBatch make_batch(const ReSplit& split, const std::vector<BatchItem>& items) {
       if (hs.empty() || ts.empty())
         throw std::logic_error("make_batch: example " + std::to_string(x) +
                                " has an entity without a mention inside the document");
-      for (int32_t i : hs) head_rows.push_back(static_cast<int32_t>(b * T + i));
-      for (int32_t i : ts) tail_rows.push_back(static_cast<int32_t>(b * T + i));
-      head_off.push_back(static_cast<int32_t>(head_rows.size()));
-      tail_off.push_back(static_cast<int32_t>(tail_rows.size()));
+      for (int32_t i : hs) pairs.head_rows.push_back(static_cast<int32_t>(b * T + i));
+      for (int32_t i : ts) pairs.tail_rows.push_back(static_cast<int32_t>(b * T + i));
       int best = INT_MAX, hp = 0, tp = 0;
       for (int32_t a : f.entity_starts[e.head])
         for (int32_t c : f.entity_starts[e.tail])
@@ -436,30 +433,18 @@ ReBatch make_batch(const ReSplit& split, const std::vector<BatchItem>& items) {
       if (best != e.distance)
         throw std::logic_error("make_batch: distance of example " + std::to_string(x) +
                                " disagrees with the example builder");
-      pair_doc.push_back(static_cast<int32_t>(b));
-      labels.push_back(split.labels[x]);
-      head_pos.push_back(hp);
-      tail_pos.push_back(tp);
+      pairs.close_pair(b, split.labels[x], hp, tp);
       r.distance.push_back(best);
       r.example_index.push_back(x);
     }
   }
-  const int64_t P = static_cast<int64_t>(labels.size());
-  r.P = P;
   r.words = indices(words, {B, T});
   r.mask = Tensor::from_vector(mask, {B, T});
   r.ngrams = indices(grams, {B * T, G});
   r.chars = indices(chars, {B * T, K});
   r.entity_tags = indices(tags, {B, T});
   r.ner_targets = indices(ner, {B * T});
-  r.pair_doc = indices(pair_doc, {P});
-  r.labels = indices(labels, {P});
-  r.head_offsets = indices(head_off, {P + 1});
-  r.head_rows = indices(head_rows, {static_cast<int64_t>(head_rows.size())});
-  r.tail_offsets = indices(tail_off, {P + 1});
-  r.tail_rows = indices(tail_rows, {static_cast<int64_t>(tail_rows.size())});
-  r.head_pos = indices(head_pos, {P});
-  r.tail_pos = indices(tail_pos, {P});
+  pairs.pairs_into(r);
   return r;
 }
 

@@ -62,4 +62,39 @@ struct ReBatch {
   std::vector<int64_t> example_index;  // [P]
 };
 
+// A batch's pairs as they are gathered on the host, one at a time: push the rows of
+// the pair's head and tail mention tokens onto head_rows and tail_rows, then
+// close_pair; pairs_into writes them as the batch's pair tensors (the CSR sets of
+// the layout above) on `device`. The data loader and the benchmarks' synthetic
+// batches build their pairs with it.
+struct RePairs {
+  std::vector<int32_t> pair_doc, labels, head_offsets{0}, head_rows, tail_offsets{0}, tail_rows,
+      head_pos, tail_pos;
+
+  void close_pair(int64_t doc, int32_t label, int64_t head_start, int64_t tail_start) {
+    head_offsets.push_back(static_cast<int32_t>(head_rows.size()));
+    tail_offsets.push_back(static_cast<int32_t>(tail_rows.size()));
+    pair_doc.push_back(static_cast<int32_t>(doc));
+    labels.push_back(label);
+    head_pos.push_back(static_cast<int32_t>(head_start));
+    tail_pos.push_back(static_cast<int32_t>(tail_start));
+  }
+
+  void pairs_into(ReBatch& b, Device device = Device::cpu) const {
+    auto ids = [device](const std::vector<int32_t>& v) {
+      Tensor t = Tensor::from_indices(v, {static_cast<int64_t>(v.size())});
+      return device == Device::cpu ? t : t.to(device);
+    };
+    b.P = static_cast<int64_t>(labels.size());
+    b.pair_doc = ids(pair_doc);
+    b.labels = ids(labels);
+    b.head_offsets = ids(head_offsets);
+    b.head_rows = ids(head_rows);
+    b.tail_offsets = ids(tail_offsets);
+    b.tail_rows = ids(tail_rows);
+    b.head_pos = ids(head_pos);
+    b.tail_pos = ids(tail_pos);
+  }
+};
+
 }  // namespace mare

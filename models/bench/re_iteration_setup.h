@@ -93,8 +93,7 @@ inline ReBatch synthetic_re_batch(const ReDataShape& s, const ReVocabSizes& v, D
     }
   }
   // Pairs: head of type 0, tail of type 1, each entity 1–2 mentions of 1–3 tokens.
-  std::vector<int32_t> pair_doc, labels, head_off{0}, head_rows, tail_off{0}, tail_rows, head_pos,
-      tail_pos;
+  RePairs pairs;
   auto mention_set = [&](int64_t d, int type, std::vector<int32_t>& rows,
                          std::vector<int64_t>& starts) {
     const int64_t m = 1 + below(2);
@@ -112,39 +111,25 @@ inline ReBatch synthetic_re_batch(const ReDataShape& s, const ReVocabSizes& v, D
   for (int64_t d = 0; d < B; ++d) {
     for (int64_t p = 0; p < kReBenchPairsPerDoc; ++p) {
       std::vector<int64_t> hs, ts;
-      mention_set(d, 0, head_rows, hs);
-      mention_set(d, 1, tail_rows, ts);
-      head_off.push_back(static_cast<int32_t>(head_rows.size()));
-      tail_off.push_back(static_cast<int32_t>(tail_rows.size()));
+      mention_set(d, 0, pairs.head_rows, hs);
+      mention_set(d, 1, pairs.tail_rows, ts);
       // Closest head/tail mention starts, as the data loader picks them.
       int64_t bh = hs[0], bt = ts[0];
       for (int64_t h : hs)
         for (int64_t t : ts)
           if (std::abs(h - t) < std::abs(bh - bt)) bh = h, bt = t;
-      pair_doc.push_back(static_cast<int32_t>(d));
-      labels.push_back(static_cast<int32_t>(below(s.relations)));
-      head_pos.push_back(static_cast<int32_t>(bh));
-      tail_pos.push_back(static_cast<int32_t>(bt));
+      pairs.close_pair(d, static_cast<int32_t>(below(s.relations)), bh, bt);
       b.distance.push_back(static_cast<int>(std::abs(bh - bt)));
       b.example_index.push_back(static_cast<int64_t>(b.example_index.size()));
     }
   }
-  const int64_t P = static_cast<int64_t>(pair_doc.size());
   b.words = ids(words, {B, T});
   b.mask = Tensor::from_vector(mask, {B, T}).to(device);
   b.ngrams = ids(grams, {N, G});
   b.chars = ids(chars, {N, C});
   b.entity_tags = ids(tags, {B, T});
   b.ner_targets = ids(ner, {N});
-  b.P = P;
-  b.pair_doc = ids(pair_doc, {P});
-  b.labels = ids(labels, {P});
-  b.head_offsets = ids(head_off, {P + 1});
-  b.head_rows = ids(head_rows, {static_cast<int64_t>(head_rows.size())});
-  b.tail_offsets = ids(tail_off, {P + 1});
-  b.tail_rows = ids(tail_rows, {static_cast<int64_t>(tail_rows.size())});
-  b.head_pos = ids(head_pos, {P});
-  b.tail_pos = ids(tail_pos, {P});
+  pairs.pairs_into(b, device);
   return b;
 }
 
