@@ -136,24 +136,29 @@ Var batch_norm(const Var& x, const Var& gamma, const Var& beta, Tensor& running_
   });
 }
 
-Var conv1d(const Var& x, const Var& w, const Var& bias) {
-  Tensor y = conv1d_forward(x->value, w->value, bias ? bias->value : Tensor());
+namespace {
+
+// A convolution with an optional bias (conv1d, depthwise_conv1d): the forward and
+// backward kernels of kernels/ops/conv.h, recorded with the inputs it has.
+template <class Forward, class Backward>
+Var record_conv(const Var& x, const Var& w, const Var& bias, Forward forward, Backward backward) {
+  Tensor y = forward(x->value, w->value, bias ? bias->value : Tensor());
   std::vector<Var> in = {x, w};
   if (bias) in.push_back(bias);
-  return record(y, in, [x, w, bias](Node& s) {
+  return record(y, in, [x, w, bias, backward](Node& s) {
     Tensor dx = grad_of(x), dw = grad_of(w), db = bias ? grad_of(bias) : Tensor();
-    conv1d_backward(dx, dw, db, g_of(s), x->value, w->value);
+    backward(dx, dw, db, g_of(s), x->value, w->value);
   });
 }
 
+}  // namespace
+
+Var conv1d(const Var& x, const Var& w, const Var& bias) {
+  return record_conv(x, w, bias, conv1d_forward, conv1d_backward);
+}
+
 Var depthwise_conv1d(const Var& x, const Var& w, const Var& bias) {
-  Tensor y = depthwise_conv1d_forward(x->value, w->value, bias ? bias->value : Tensor());
-  std::vector<Var> in = {x, w};
-  if (bias) in.push_back(bias);
-  return record(y, in, [x, w, bias](Node& s) {
-    Tensor dx = grad_of(x), dw = grad_of(w), db = bias ? grad_of(bias) : Tensor();
-    depthwise_conv1d_backward(dx, dw, db, g_of(s), x->value, w->value);
-  });
+  return record_conv(x, w, bias, depthwise_conv1d_forward, depthwise_conv1d_backward);
 }
 
 Var max(const Var& x, int axis) {

@@ -629,45 +629,49 @@ std::string format_sweep_tables(const SweepResult& result) {
     os << "copy bandwidth of the device: " << buf
        << " GB/s (best of 5 large device-to-device copies, bytes read + written)\n";
   }
+  // The tables of each pass, in order: what each shows, and where it applies.
+  enum class Where { always, one_thread_measured, cpu, gpu };
+  struct Metric {
+    const char* title;
+    bool with_copy;  // the copy floor has a row of its own
+    double SweepRow::*field;
+    double scale;
+    const char* format;
+    Where where;
+  };
+  static constexpr Metric kMetrics[] = {
+      {"milliseconds per call", true, &SweepRow::seconds, 1e3, " %10.4f", Where::always},
+      {"speedup over sorted (sorted time / variant time)", false, &SweepRow::speedup_vs_sorted, 1.0,
+       " %10.2f", Where::always},
+      {"ratio to the copy floor (variant time / copy time)", false, &SweepRow::floor_ratio, 1.0,
+       " %10.2f", Where::always},
+      {"milliseconds per call on 1 thread", true, &SweepRow::seconds_1thread, 1e3, " %10.4f",
+       Where::one_thread_measured},
+      {"1 thread: ratio to the 1-thread copy floor", false, &SweepRow::floor_ratio_1thread, 1.0,
+       " %10.2f", Where::one_thread_measured},
+      {"speedup of the threads over 1 thread (1-thread time / time)", false,
+       &SweepRow::thread_speedup, 1.0, " %10.2f", Where::one_thread_measured},
+      {"compute bound of one core, milliseconds (ops per memory x memories / peak)", false,
+       &SweepRow::bound_seconds, 1e3, " %10.4f", Where::cpu},
+      {"achieved / peak (bound / 1-thread time)", false, &SweepRow::peak_fraction, 1.0, " %10.3f",
+       Where::cpu},
+      {"fraction of the copy bandwidth (GB/s / ", true, &SweepRow::copy_bandwidth_fraction, 1.0,
+       " %10.3f", Where::gpu}};
+  bool have_1thread = false;
+  for (const SweepRow& r : result.rows) have_1thread = have_1thread || r.seconds_1thread > 0.0;
+  std::snprintf(buf, sizeof buf, "%.1f", result.copy_bandwidth_gbs);
+  const std::string copy_gbs = std::string(buf) + " GB/s)";
   std::vector<bool> passes{false};
   if (c.backward) passes.push_back(true);
   for (bool backward : passes) {
     const std::string pass = pass_name(backward);
-    table(
-        pass + ": milliseconds per call", pass, true,
-        [](const SweepRow& r) { return r.seconds * 1e3; }, " %10.4f");
-    table(
-        pass + ": speedup over sorted (sorted time / variant time)", pass, false,
-        [](const SweepRow& r) { return r.speedup_vs_sorted; }, " %10.2f");
-    table(
-        pass + ": ratio to the copy floor (variant time / copy time)", pass, false,
-        [](const SweepRow& r) { return r.floor_ratio; }, " %10.2f");
-    bool have_1thread = false;
-    for (const SweepRow& r : result.rows) have_1thread = have_1thread || r.seconds_1thread > 0.0;
-    if (have_1thread) {
+    for (const Metric& m : kMetrics) {
+      if ((m.where == Where::one_thread_measured && !have_1thread) ||
+          (m.where == Where::cpu && on_gpu) || (m.where == Where::gpu && !on_gpu))
+        continue;
       table(
-          pass + ": milliseconds per call on 1 thread", pass, true,
-          [](const SweepRow& r) { return r.seconds_1thread * 1e3; }, " %10.4f");
-      table(
-          pass + ": 1 thread: ratio to the 1-thread copy floor", pass, false,
-          [](const SweepRow& r) { return r.floor_ratio_1thread; }, " %10.2f");
-      table(
-          pass + ": speedup of the threads over 1 thread (1-thread time / time)", pass, false,
-          [](const SweepRow& r) { return r.thread_speedup; }, " %10.2f");
-    }
-    if (!on_gpu) {
-      table(
-          pass + ": compute bound of one core, milliseconds (ops per memory x memories / peak)",
-          pass, false, [](const SweepRow& r) { return r.bound_seconds * 1e3; }, " %10.4f");
-      table(
-          pass + ": achieved / peak (bound / 1-thread time)", pass, false,
-          [](const SweepRow& r) { return r.peak_fraction; }, " %10.3f");
-    }
-    if (on_gpu) {
-      std::snprintf(buf, sizeof buf, "%.1f", result.copy_bandwidth_gbs);
-      table(
-          pass + ": fraction of the copy bandwidth (GB/s / " + buf + " GB/s)", pass, true,
-          [](const SweepRow& r) { return r.copy_bandwidth_fraction; }, " %10.3f");
+          pass + ": " + m.title + (m.where == Where::gpu ? copy_gbs : ""), pass, m.with_copy,
+          [&m](const SweepRow& r) { return r.*m.field * m.scale; }, m.format);
     }
   }
   if (!result.disagreements.empty()) {

@@ -95,16 +95,26 @@ void bias_add_backward(Tensor& d_x, Tensor& d_bias, const Tensor& d_out) {
               });
 }
 
-Tensor add_forward(const Tensor& a, const Tensor& b) {
-  check_same_shape(a, b, "add_forward");
-  MARE_CUDA_DISPATCH("add_forward", add_forward(a, b), &a, &b);
+namespace {
+
+// out[i] = f(a[i], b[i]) over two host tensors of one shape.
+template <class F>
+Tensor zip_host(const Tensor& a, const Tensor& b, F f) {
   Tensor out = Tensor::empty(a.shape(), a.device());
   const float *pa = a.f32(), *pb = b.f32();
   float* po = out.f32();
-  for_items(a.numel(), 1.0, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) po[i] = pa[i] + pb[i];
+  for_items(a.numel(), 1.0, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) po[i] = f(pa[i], pb[i]);
   });
   return out;
+}
+
+}  // namespace
+
+Tensor add_forward(const Tensor& a, const Tensor& b) {
+  check_same_shape(a, b, "add_forward");
+  MARE_CUDA_DISPATCH("add_forward", add_forward(a, b), &a, &b);
+  return zip_host(a, b, [](float x, float y) { return x + y; });
 }
 
 void add_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out) {
@@ -118,13 +128,7 @@ void add_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out) {
 Tensor mul_forward(const Tensor& a, const Tensor& b) {
   check_same_shape(a, b, "mul_forward");
   MARE_CUDA_DISPATCH("mul_forward", mul_forward(a, b), &a, &b);
-  Tensor out = Tensor::empty(a.shape(), a.device());
-  const float *pa = a.f32(), *pb = b.f32();
-  float* po = out.f32();
-  for_items(a.numel(), 1.0, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) po[i] = pa[i] * pb[i];
-  });
-  return out;
+  return zip_host(a, b, [](float x, float y) { return x * y; });
 }
 
 void mul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a, const Tensor& b) {
