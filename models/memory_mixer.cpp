@@ -43,6 +43,18 @@ bool all_ones(const Tensor& running, const Tensor& mask) {
 
 }  // namespace
 
+MemoryState MemoryState::zeros(int64_t M, int64_t N, int64_t W, int64_t R, Device device) {
+  auto zero = [device](const Shape& s) { return ag::constant(Tensor::zeros(s, device)); };
+  MemoryState s;
+  s.memory = zero({M, N, W});
+  s.usage = zero({M, N});
+  s.write_weights = zero({M, N});
+  s.read_weights = zero({M, R, N});
+  s.precedence = zero({M, N});
+  s.links = zero({M, N, N});
+  return s;
+}
+
 MemoryController::MemoryController(ParameterSet& ps, Buffers& buffers, const std::string& name,
                                    const MemoryConfig& config)
     : name_(name), c_(checked(name, config)) {
@@ -82,14 +94,7 @@ ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const
                            ", ..]: call begin() once per forward pass");
   const Device dev = x->value.device();
   if (!started_) {
-    // Every memory starts at zero for every document (SPEC §4.5).
-    auto zero = [&](const Shape& s) { return ag::constant(Tensor::zeros(s, dev)); };
-    s_.memory = zero({M, N, W});
-    s_.usage = zero({M, N});
-    s_.write_weights = zero({M, N});
-    s_.read_weights = zero({M, R, N});
-    s_.precedence = zero({M, N});
-    s_.links = zero({M, N, N});
+    s_ = MemoryState::zeros(M, N, W, R, dev);
     started_ = true;
   }
 

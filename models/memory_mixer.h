@@ -62,6 +62,9 @@ struct MemoryState {
   ag::Var precedence;     // [M, N]
   ag::Var links;          // [M, N, N]
   ag::Var read_vectors;   // [M, R, W] (the latest reads; not part of the recurrence)
+
+  // Every memory at zero (SPEC §4.5: each document starts so), as constants on `device`.
+  static MemoryState zeros(int64_t M, int64_t N, int64_t W, int64_t R, Device device);
 };
 
 // The state of every memory after each call of a controller (one call per

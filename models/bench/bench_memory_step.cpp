@@ -147,14 +147,7 @@ void memory_bench(benchmark::State& st, int64_t d, int64_t T, Step step) {
   for (int c = 0; c < kCalls; ++c) xis.push_back(ag::leaf(random_tensor({M, width}, 10 + c)));
   const Tensor target = random_tensor({M, kReadHeads, W}, 20);
   timed(st, [&] {
-    nn::MemoryState s;
-    auto zero = [&](const Shape& sh) { return ag::constant(Tensor::zeros(sh)); };
-    s.memory = zero({M, kSlots, W});
-    s.usage = zero({M, kSlots});
-    s.write_weights = zero({M, kSlots});
-    s.read_weights = zero({M, kReadHeads, kSlots});
-    s.precedence = zero({M, kSlots});
-    s.links = zero({M, kSlots, kSlots});
+    nn::MemoryState s = nn::MemoryState::zeros(M, kSlots, W, kReadHeads, Device::cpu);
     ag::Var loss;
     for (int c = 0; c < kCalls; ++c) {
       s = step(xis[c], s);
