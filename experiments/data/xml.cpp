@@ -12,6 +12,26 @@ namespace mare::data::xml {
 
 namespace {
 
+// XML's five predefined entities: the reader decodes them, escape writes them.
+struct Entity {
+  char c;
+  const char* name;
+};
+constexpr Entity kEntities[] = {
+    {'&', "amp"}, {'<', "lt"}, {'>', "gt"}, {'"', "quot"}, {'\'', "apos"}};
+
+const char* named_character(std::string_view name) {
+  for (const Entity& e : kEntities)
+    if (name == e.name) return &e.c;
+  return nullptr;
+}
+
+const char* entity_name(char c) {
+  for (const Entity& e : kEntities)
+    if (c == e.c) return e.name;
+  return nullptr;
+}
+
 constexpr int kMaxDepth = 64;
 
 class Reader {
@@ -99,16 +119,8 @@ class Reader {
     if (end == std::string_view::npos || end - pos_ > 12)
       error("expected an entity reference such as '&amp;', found " + here());
     const std::string_view ref = s_.substr(pos_ + 1, end - pos_ - 1);
-    if (ref == "amp") {
-      out += '&';
-    } else if (ref == "lt") {
-      out += '<';
-    } else if (ref == "gt") {
-      out += '>';
-    } else if (ref == "quot") {
-      out += '"';
-    } else if (ref == "apos") {
-      out += '\'';
+    if (const char* c = named_character(ref)) {
+      out += *c;
     } else if (ref.size() >= 2 && ref[0] == '#') {
       std::uint32_t cp = 0;
       const bool hex = ref[1] == 'x';
@@ -275,17 +287,12 @@ std::string escape(std::string_view text, bool attribute) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
-    if (c == '&') {
-      out += "&amp;";
-    } else if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else if (attribute && c == '"') {
-      out += "&quot;";
-    } else {
+    // & < > always, " in attributes (written between double quotes), ' never.
+    const bool escaped = c != '\'' && (attribute || c != '"');
+    if (const char* name = escaped ? entity_name(c) : nullptr)
+      out.append("&").append(name).append(";");
+    else
       out += c;
-    }
   }
   return out;
 }
