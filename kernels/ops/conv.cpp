@@ -52,14 +52,21 @@ ConvDims check_conv(const Tensor& x, const Tensor& w, const std::string& op) {
   return d;
 }
 
+// f(k, t) for each tap k of the kernel that reaches the sequence: output rows
+// [t.begin, t.end) take input rows shifted by t.shift.
+template <class F>
+void for_each_tap(int64_t kernel, int64_t len, F f) {
+  for (int64_t k = 0; k < kernel; ++k) {
+    const TapRange t = tap_range(k, kernel, len);
+    if (t.end > t.begin) f(k, t);
+  }
+}
+
 // Rows that the kernel's taps multiply, summed over the taps (each tap is a
 // [rows, cin] × [cin, cout] product per batch item).
 int64_t tap_rows(int64_t kernel, int64_t len) {
   int64_t rows = 0;
-  for (int64_t k = 0; k < kernel; ++k) {
-    const TapRange t = tap_range(k, kernel, len);
-    rows += std::max<int64_t>(0, t.end - t.begin);
-  }
+  for_each_tap(kernel, len, [&](int64_t, const TapRange& t) { rows += t.end - t.begin; });
   return rows;
 }
 
@@ -76,13 +83,11 @@ Tensor conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& bias) {
     for (int64_t n = first; n < last; ++n) {
       CMapRM xb(x.f32() + n * len * cin, len, cin);
       MapRM ob(out.f32() + n * len * cout, len, cout);
-      for (int64_t k = 0; k < kernel; ++k) {
-        TapRange t = tap_range(k, kernel, len);
-        if (t.end <= t.begin) continue;
+      for_each_tap(kernel, len, [&](int64_t k, const TapRange& t) {
         CMapRM wk(w.f32() + k * cin * cout, cin, cout);
         ob.middleRows(t.begin, t.end - t.begin).noalias() +=
             xb.middleRows(t.begin + t.shift, t.end - t.begin) * wk;
-      }
+      });
       if (bias.defined()) ob.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bias.f32(), cout);
     }
   });
@@ -107,13 +112,11 @@ void conv1d_backward(Tensor& d_x, Tensor& d_w, Tensor& d_bias, const Tensor& d_o
       for (int64_t n = first; n < last; ++n) {
         CMapRM gb(d_out.f32() + n * len * cout, len, cout);
         MapRM dxb(d_x.f32() + n * len * cin, len, cin);
-        for (int64_t k = 0; k < kernel; ++k) {
-          TapRange t = tap_range(k, kernel, len);
-          if (t.end <= t.begin) continue;
+        for_each_tap(kernel, len, [&](int64_t k, const TapRange& t) {
           CMapRM wk(w.f32() + k * cin * cout, cin, cout);
           dxb.middleRows(t.begin + t.shift, t.end - t.begin).noalias() +=
               gb.middleRows(t.begin, t.end - t.begin) * wk.transpose();
-        }
+        });
       }
     });
   // d_w: a sum over batch items (at most 8 partials of the whole weight).
@@ -124,13 +127,11 @@ void conv1d_backward(Tensor& d_x, Tensor& d_w, Tensor& d_bias, const Tensor& d_o
           for (int64_t n = first; n < last; ++n) {
             CMapRM xb(x.f32() + n * len * cin, len, cin);
             CMapRM gb(d_out.f32() + n * len * cout, len, cout);
-            for (int64_t k = 0; k < kernel; ++k) {
-              TapRange t = tap_range(k, kernel, len);
-              if (t.end <= t.begin) continue;
+            for_each_tap(kernel, len, [&](int64_t k, const TapRange& t) {
               MapRM dwk(acc[0] + k * cin * cout, cin, cout);
               dwk.noalias() += xb.middleRows(t.begin + t.shift, t.end - t.begin).transpose() *
                                gb.middleRows(t.begin, t.end - t.begin);
-            }
+            });
           }
         },
         8);

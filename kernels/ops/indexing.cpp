@@ -199,6 +199,22 @@ void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& ids)
   }
 }
 
+// The pieces of a whole along one axis (concat's inputs, split's outputs): for piece
+// i, of extent `extents[i]` along the axis, and each outer index o, move(i, p, w, n)
+// with n contiguous floats at offset p of the piece and w of the whole; threaded
+// over o.
+template <class Extent, class Move>
+void for_each_piece_block(const AxisSplit& whole, size_t pieces, Extent extent, Move move) {
+  int64_t at = 0;
+  for (size_t i = 0; i < pieces; ++i) {
+    const int64_t size = extent(i), n = size * whole.inner;
+    for_items(whole.outer, static_cast<double>(n), [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) move(i, o * n, (o * whole.size + at) * whole.inner, n);
+    });
+    at += size;
+  }
+}
+
 Tensor concat_forward(const std::vector<Tensor>& xs, int axis) {
   if (xs.empty()) throw std::invalid_argument("concat_forward: nothing to concatenate");
   for (size_t i = 0; i < xs.size(); ++i)
@@ -220,16 +236,12 @@ Tensor concat_forward(const std::vector<Tensor>& xs, int axis) {
   MARE_CUDA_DISPATCH("concat_forward", concat_forward(xs, axis), &xs[0]);
   Tensor out = Tensor::empty(with_extent(xs[0].shape(), a, total));
   AxisSplit so = split_at_axis(out.shape(), a, "concat_forward");
-  int64_t at = 0;
-  for (const Tensor& x : xs) {
-    AxisSplit s = split_at_axis(x.shape(), a, "concat_forward");
-    for_items(s.outer, static_cast<double>(s.size * s.inner), [&](int64_t o0, int64_t o1) {
-      for (int64_t o = o0; o < o1; ++o)
-        std::memcpy(out.f32() + (o * so.size + at) * so.inner, x.f32() + o * s.size * s.inner,
-                    s.size * s.inner * sizeof(float));
-    });
-    at += s.size;
-  }
+  float* po = out.f32();
+  for_each_piece_block(
+      so, xs.size(), [&](size_t i) { return xs[i].dim(a); },
+      [&](size_t i, int64_t p, int64_t w, int64_t n) {
+        std::memcpy(po + w, xs[i].f32() + p, n * sizeof(float));
+      });
   return out;
 }
 
@@ -240,18 +252,13 @@ void concat_backward(std::vector<Tensor>& d_xs, const Tensor& d_out, int axis) {
   AxisSplit so = split_at_axis(d_out.shape(), a, "concat_backward");
   check_pieces_fit("concat_backward", d_xs, d_out, a);
   MARE_CUDA_DISPATCH("concat_backward", concat_backward(d_xs, d_out, axis), &d_out);
-  int64_t at = 0;
-  for (Tensor& dx : d_xs) {
-    AxisSplit s = split_at_axis(dx.shape(), a, "concat_backward");
-    for_items(s.outer, static_cast<double>(s.size * s.inner), [&](int64_t o0, int64_t o1) {
-      for (int64_t o = o0; o < o1; ++o) {
-        const float* src = d_out.f32() + (o * so.size + at) * so.inner;
-        float* dst = dx.f32() + o * s.size * s.inner;
-        for (int64_t j = 0; j < s.size * s.inner; ++j) dst[j] += src[j];
-      }
-    });
-    at += s.size;
-  }
+  const float* pg = d_out.f32();
+  for_each_piece_block(
+      so, d_xs.size(), [&](size_t i) { return d_xs[i].dim(a); },
+      [&](size_t i, int64_t p, int64_t w, int64_t n) {
+        float* dst = d_xs[i].f32() + p;
+        for (int64_t j = 0; j < n; ++j) dst[j] += pg[w + j];
+      });
 }
 
 std::vector<Tensor> split_forward(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
@@ -266,17 +273,13 @@ std::vector<Tensor> split_forward(const Tensor& x, const std::vector<int64_t>& s
                      std::to_string(sx.size));
   MARE_CUDA_DISPATCH("split_forward", split_forward(x, sizes, axis), &x);
   std::vector<Tensor> out;
-  int64_t at = 0;
-  for (int64_t size : sizes) {
-    Tensor piece = Tensor::empty(with_extent(x.shape(), a, size));
-    for_items(sx.outer, static_cast<double>(size * sx.inner), [&](int64_t o0, int64_t o1) {
-      for (int64_t o = o0; o < o1; ++o)
-        std::memcpy(piece.f32() + o * size * sx.inner, x.f32() + (o * sx.size + at) * sx.inner,
-                    size * sx.inner * sizeof(float));
-    });
-    out.push_back(piece);
-    at += size;
-  }
+  for (int64_t size : sizes) out.push_back(Tensor::empty(with_extent(x.shape(), a, size)));
+  const float* px = x.f32();
+  for_each_piece_block(
+      sx, sizes.size(), [&](size_t i) { return sizes[i]; },
+      [&](size_t i, int64_t p, int64_t w, int64_t n) {
+        std::memcpy(out[i].f32() + p, px + w, n * sizeof(float));
+      });
   return out;
 }
 
@@ -287,18 +290,13 @@ void split_backward(Tensor& d_x, const std::vector<Tensor>& d_outs, int axis) {
   AxisSplit sx = split_at_axis(d_x.shape(), a, "split_backward");
   check_pieces_fit("split_backward", d_outs, d_x, a);
   MARE_CUDA_DISPATCH("split_backward", split_backward(d_x, d_outs, axis), &d_x);
-  int64_t at = 0;
-  for (const Tensor& g : d_outs) {
-    AxisSplit s = split_at_axis(g.shape(), a, "split_backward");
-    for_items(sx.outer, static_cast<double>(s.size * s.inner), [&](int64_t o0, int64_t o1) {
-      for (int64_t o = o0; o < o1; ++o) {
-        const float* src = g.f32() + o * s.size * s.inner;
-        float* dst = d_x.f32() + (o * sx.size + at) * sx.inner;
-        for (int64_t j = 0; j < s.size * s.inner; ++j) dst[j] += src[j];
-      }
-    });
-    at += s.size;
-  }
+  float* pd = d_x.f32();
+  for_each_piece_block(
+      sx, d_outs.size(), [&](size_t i) { return d_outs[i].dim(a); },
+      [&](size_t i, int64_t p, int64_t w, int64_t n) {
+        const float* src = d_outs[i].f32() + p;
+        for (int64_t j = 0; j < n; ++j) pd[w + j] += src[j];
+      });
 }
 
 }  // namespace mare
