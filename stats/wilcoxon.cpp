@@ -346,6 +346,28 @@ std::vector<double> differences_sorted(std::span<const double> x, std::span<cons
 
 }  // namespace
 
+namespace {
+
+// What both tests check of their input, and their result before the test: no
+// statistic, estimate or interval yet (NaN).
+TestResult begin_test(const char* name, std::span<const double> x, std::span<const double> y,
+                      const TestOptions& o) {
+  check_finite(x, "x");
+  check_finite(y, "y");
+  if (!std::isfinite(o.mu)) throw std::invalid_argument("mu must be finite");
+  check_conf_level(o.conf_level);
+  TestResult r;
+  r.test = name;
+  r.alternative = o.alternative;
+  r.z = kNaN;
+  r.estimate = kNaN;
+  r.conf_int = {kNaN, kNaN};
+  r.conf_level = o.conf_level;
+  return r;
+}
+
+}  // namespace
+
 TestResult signed_rank_test(std::span<const double> x, std::span<const double> y,
                             const TestOptions& o) {
   if (x.empty()) throw std::invalid_argument("signed-rank test: empty sample");
@@ -354,19 +376,8 @@ TestResult signed_rank_test(std::span<const double> x, std::span<const double> y
                                 std::to_string(x.size()) + " and " + std::to_string(y.size()) +
                                 ")");
   }
-  check_finite(x, "x");
-  check_finite(y, "y");
-  if (!std::isfinite(o.mu)) throw std::invalid_argument("mu must be finite");
-  check_conf_level(o.conf_level);
-
-  TestResult r;
-  r.test = "signed-rank";
-  r.alternative = o.alternative;
+  TestResult r = begin_test("signed-rank", x, y, o);
   r.n = x.size();
-  r.z = kNaN;
-  r.estimate = kNaN;
-  r.conf_int = {kNaN, kNaN};
-  r.conf_level = o.conf_level;
 
   // d_i = x_i − y_i − mu.
   std::vector<double> d(x.size());
@@ -481,21 +492,10 @@ TestResult signed_rank_test(std::span<const double> x, std::span<const double> y
 TestResult rank_sum_test(std::span<const double> x, std::span<const double> y,
                          const TestOptions& o) {
   if (x.empty() || y.empty()) throw std::invalid_argument("rank-sum test: empty sample");
-  check_finite(x, "x");
-  check_finite(y, "y");
-  if (!std::isfinite(o.mu)) throw std::invalid_argument("mu must be finite");
-  check_conf_level(o.conf_level);
-
-  TestResult r;
-  r.test = "rank-sum";
-  r.alternative = o.alternative;
+  TestResult r = begin_test("rank-sum", x, y, o);
   r.n_x = x.size();
   r.n_y = y.size();
   r.n = r.n_used = x.size() + y.size();
-  r.z = kNaN;
-  r.estimate = kNaN;
-  r.conf_int = {kNaN, kNaN};
-  r.conf_level = o.conf_level;
 
   std::vector<double> pooled;
   pooled.reserve(r.n);
