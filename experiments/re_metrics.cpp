@@ -181,14 +181,7 @@ NerScores ner_scores(const std::vector<std::vector<int>>& gold,
 }
 
 nlohmann::json to_json(const PrfCounts& s) {
-  nlohmann::json j = nlohmann::json::object();
-  j["gold"] = s.gold;
-  j["predicted"] = s.predicted;
-  j["correct"] = s.correct;
-  j["precision"] = s.precision;
-  j["recall"] = s.recall;
-  j["f1"] = s.f1;
-  return j;
+  return s;  // the field list: NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE beside the struct
 }
 
 nlohmann::json to_json(const RelationScores& s) {

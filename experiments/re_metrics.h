@@ -29,6 +29,7 @@ struct PrfCounts {
   double gold = 0, predicted = 0, correct = 0;
   double precision = 0, recall = 0, f1 = 0;
 };
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PrfCounts, gold, predicted, correct, precision, recall, f1)
 // Fills precision/recall/f1 from the counts (0 for a zero denominator).
 PrfCounts prf(double gold, double predicted, double correct);
 
