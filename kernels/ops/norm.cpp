@@ -147,29 +147,25 @@ NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
     const int64_t n = active_rows(m, rows);
     std::vector<double> mu(c, 0.0), var(c, 0.0);
     const float* px = x.f32();
-    reduce_rows(rows, 1.0 * c, c, std::array<double*, 1>{mu.data()},
-                [&](int64_t begin, int64_t end, std::array<double*, 1> acc) {
-                  double* __restrict a = acc[0];
-                  for (int64_t i = begin; i < end; ++i)
-                    if (active(i)) {
-                      const float* xi = px + i * c;
-                      for (int64_t j = 0; j < c; ++j) a[j] += xi[j];
-                    }
-                });
+    // sums[j] += term(x[i, j], j) over the active rows i (reduce_rows' chunk order).
+    auto column_sums = [&](double cost, std::vector<double>& sums, auto term) {
+      reduce_rows(rows, cost * c, c, std::array<double*, 1>{sums.data()},
+                  [&](int64_t begin, int64_t end, std::array<double*, 1> acc) {
+                    double* __restrict a = acc[0];
+                    for (int64_t i = begin; i < end; ++i)
+                      if (active(i)) {
+                        const float* xi = px + i * c;
+                        for (int64_t j = 0; j < c; ++j) a[j] += term(xi[j], j);
+                      }
+                  });
+    };
+    column_sums(1.0, mu, [](float v, int64_t) { return static_cast<double>(v); });
     for (int64_t j = 0; j < c; ++j) mu[j] = n ? mu[j] / n : 0.0;
     const double* pmu = mu.data();
-    reduce_rows(rows, 3.0 * c, c, std::array<double*, 1>{var.data()},
-                [&](int64_t begin, int64_t end, std::array<double*, 1> acc) {
-                  double* __restrict a = acc[0];
-                  for (int64_t i = begin; i < end; ++i)
-                    if (active(i)) {
-                      const float* xi = px + i * c;
-                      for (int64_t j = 0; j < c; ++j) {
-                        double d = xi[j] - pmu[j];
-                        a[j] += d * d;
-                      }
-                    }
-                });
+    column_sums(3.0, var, [pmu](float v, int64_t j) {
+      double d = v - pmu[j];
+      return d * d;
+    });
     for (int64_t j = 0; j < c; ++j) {
       double biased = n ? var[j] / n : 0.0;
       r.mean.f32()[j] = static_cast<float>(mu[j]);
