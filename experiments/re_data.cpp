@@ -15,6 +15,7 @@
 
 #include "experiments/data/bran_tsv.h"
 #include "experiments/data/error.h"
+#include "experiments/data/generators.h"
 #include "experiments/data/pubtator.h"
 #include "experiments/data/semeval.h"
 #include "experiments/data/tokenizer.h"
@@ -148,10 +149,8 @@ ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
   c.options = options;
   const std::size_t colon = options.source.find(':');
   if (colon == std::string::npos || colon + 1 == options.source.size())
-    throw std::invalid_argument(
-        "relation corpus: expected a source KIND:DIR (KIND one of "
-        "synth-cdr, pubtator, bran-tsv, semeval), found '" +
-        options.source + "'");
+    throw std::invalid_argument("relation corpus: expected a source KIND:DIR (KIND one of " +
+                                names_of(kSourceKinds) + "), found '" + options.source + "'");
   c.kind = parse_re_source_kind(options.source.substr(0, colon));
   c.directory = options.source.substr(colon + 1);
   if (options.ngram < 1)
@@ -164,6 +163,7 @@ ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
   if (!fs::is_directory(dir))
     throw std::runtime_error("relation corpus: no directory " + c.directory + " (source '" +
                              options.source + "')");
+  c.generator = c.kind == ReSourceKind::synth_cdr ? "synth-cdr" : data::generator_of(c.directory);
 
   // Splits, as the generators name the files.
   std::string train_file;

@@ -120,7 +120,10 @@ class ReCorpus {
   ReCorpusOptions options;
   ReSourceKind kind = ReSourceKind::synth_cdr;
   std::string directory;  // where the files were read
-  int max_tokens = 0;     // resolved: 0 = no cut
+  // The generator that wrote the directory (synth-cdr, synth-ctd, synth-semeval: its
+  // generator.json), empty for other data; a synth-cdr source is always synth-cdr's.
+  std::string generator;
+  int max_tokens = 0;  // resolved: 0 = no cut
 
   ReSplit train, valid, test;
 

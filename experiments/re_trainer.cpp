@@ -175,8 +175,9 @@ nlohmann::json evaluation_json(const Evaluation& ev) {
 
 // What a model should be compared with on the test split: the majority class of
 // train for every pair (NULL: F1 0), the most frequent non-NULL class of train
-// for every pair, and, for synth-cdr, the rule-based oracle that reads the
-// generator's documented evidence (data::cdr_oracle).
+// for every pair, and, for a generated corpus (synth-cdr, synth-ctd, synth-semeval),
+// the rule-based oracle that reads the generator's documented evidence
+// (data::cdr_oracle, ctd_oracle, semeval_oracle) on the test documents as loaded.
 nlohmann::json reference_scores(const ReCorpus& corpus) {
   const size_t C = corpus.relation_names.size();
   std::vector<int> counts(C, 0);
@@ -195,9 +196,14 @@ nlohmann::json reference_scores(const ReCorpus& corpus) {
                       {"majority_f1", constant_f1(majority)},
                       {"constant_positive_class", corpus.relation_names[positive]},
                       {"constant_positive_f1", constant_f1(positive)}};
-  if (corpus.kind == ReSourceKind::synth_cdr) {
+  using Oracle = std::vector<data::Relation> (*)(const data::Document&);
+  const Oracle oracle = corpus.generator == "synth-cdr"       ? data::cdr_oracle
+                        : corpus.generator == "synth-ctd"     ? data::ctd_oracle
+                        : corpus.generator == "synth-semeval" ? data::semeval_oracle
+                                                              : nullptr;
+  if (oracle) {
     std::vector<std::vector<data::Relation>> predicted;
-    for (const data::Document& d : corpus.test.documents) predicted.push_back(data::cdr_oracle(d));
+    for (const data::Document& d : corpus.test.documents) predicted.push_back(oracle(d));
     j["oracle_f1"] = data::score_relations(corpus.test.documents, predicted).f1();
   }
   return j;

@@ -4,9 +4,15 @@
 // list entities in the same order.
 #include "experiments/data/generators.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <set>
 #include <stdexcept>
 #include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "experiments/data/error.h"
 
 namespace mare::data {
 
@@ -14,16 +20,73 @@ std::vector<std::string> generator_names() {
   return {"synth-cdr", "synth-ctd", "synth-semeval"};
 }
 
+namespace {
+
+// "unknown generator 'x' (expected synth-cdr, synth-ctd or synth-semeval)"
+std::string unknown_generator(const std::string& name) {
+  const std::vector<std::string> known = generator_names();
+  std::string list;
+  for (std::size_t i = 0; i < known.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == known.size() ? " or " : ", ") + known[i];
+  return "unknown generator '" + name + "' (expected " + list + ")";
+}
+
+}  // namespace
+
 GenerateReport generate_corpus(const std::string& name, const std::string& out_dir,
                                const GenerateOptions& options) {
   if (options.docs < 0 || options.docs > kMaxDocs)
     throw std::invalid_argument("--docs: expected a whole number from 1 to " +
                                 std::to_string(kMaxDocs) + ", got " + std::to_string(options.docs));
-  if (name == "synth-cdr") return generate_synth_cdr(out_dir, options);
-  if (name == "synth-ctd") return generate_synth_ctd(out_dir, options);
-  if (name == "synth-semeval") return generate_synth_semeval(out_dir, options);
-  throw std::invalid_argument("unknown generator '" + name +
-                              "' (expected synth-cdr, synth-ctd or synth-semeval)");
+  GenerateReport report;
+  if (name == "synth-cdr")
+    report = generate_synth_cdr(out_dir, options);
+  else if (name == "synth-ctd")
+    report = generate_synth_ctd(out_dir, options);
+  else if (name == "synth-semeval")
+    report = generate_synth_semeval(out_dir, options);
+  else
+    throw std::invalid_argument(unknown_generator(name));
+  // The marker goes into the corpus folder and into every sub-folder a loader reads
+  // as a corpus of its own (synth-semeval's subtask1.1, subtask1.2), each with the
+  // oracle's scores of the splits it holds ("subtask1.1/test" there is "test").
+  std::set<std::string> folders = {""};
+  for (const auto& [label, score] : report.oracle)
+    if (const auto slash = label.find('/'); slash != std::string::npos)
+      folders.insert(label.substr(0, slash));
+  std::vector<std::string> written;
+  for (const std::string& folder : folders) {
+    nlohmann::json oracle = nlohmann::json::object();
+    for (const auto& [label, score] : report.oracle)
+      if (folder.empty() || label.rfind(folder + "/", 0) == 0)
+        oracle[folder.empty() ? label : label.substr(folder.size() + 1)] = score.f1();
+    const nlohmann::json marker = {
+        {"generator", name}, {"seed", options.seed}, {"docs", options.docs}, {"oracle_f1", oracle}};
+    const std::string path = (std::filesystem::path(out_dir) / folder / kGeneratorFile).string();
+    write_file(path, marker.dump(2) + "\n");
+    written.push_back(path);
+  }
+  report.files.insert(report.files.end(), written.begin(), written.end());
+  return report;
+}
+
+std::string generator_of(const std::string& dir) {
+  const std::filesystem::path path = std::filesystem::path(dir) / kGeneratorFile;
+  if (!std::filesystem::exists(path)) return "";
+  const std::string file = path.string();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(file));
+  } catch (const nlohmann::json::exception& e) {
+    fail(file, 0, 0, std::string("expected the JSON `mare data generate` writes: ") + e.what());
+  }
+  if (!j.is_object() || !j.contains("generator") || !j["generator"].is_string())
+    fail(file, 0, 0, "expected an object with the generator's name (\"generator\": \"synth-ctd\")");
+  const std::string name = j["generator"].get<std::string>();
+  const std::vector<std::string> known = generator_names();
+  if (std::find(known.begin(), known.end(), name) == known.end())
+    fail(file, 0, 0, unknown_generator(name));
+  return name;
 }
 
 OracleScore score_relations(const std::vector<Document>& gold,

@@ -57,6 +57,13 @@ struct GenerateReport {
 };
 
 std::vector<std::string> generator_names();
+
+// Every generated corpus folder holds generator.json beside its files: the generator, its
+// seed and size, and the oracle's F1 per split as generation scored it. generator_of
+// reads the generator's name from a folder ("" when the folder has no generator.json;
+// a malformed one is an error naming it).
+inline constexpr const char* kGeneratorFile = "generator.json";
+std::string generator_of(const std::string& dir);
 // Writes the corpus under out_dir; throws std::invalid_argument for an unknown name.
 GenerateReport generate_corpus(const std::string& name, const std::string& out_dir,
                                const GenerateOptions& options);

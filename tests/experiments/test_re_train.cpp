@@ -292,6 +292,29 @@ TEST(ReTrain, ClassWeightsAutoOnOff) {
   EXPECT_EQ(weighted(s), true);
 }
 
+// A corpus written by `mare data generate` (generate_corpus: generator.json beside its
+// files) puts the generator's rule-based oracle beside every run on it; the same files
+// without the marker are data like any other, with no oracle.
+TEST(ReTrain, GeneratedCorporaPutTheirOracleBesideTheRun) {
+  const fs::path ctd = scratch() / "ctd_marked", bare = scratch() / "ctd_bare";
+  data::generate_corpus("synth-ctd", ctd.string(), {3, 6});
+  fs::create_directories(bare);
+  for (const char* f : {"train.tsv", "valid.tsv", "test.tsv"}) fs::copy_file(ctd / f, bare / f);
+  auto references = [](const std::string& data, const std::string& run) {
+    ReTrainOptions o = options("bran+iterations=1+d=8+heads=2+ner_prob=0", run);
+    o.data = data;
+    o.steps = 2;
+    o.eval_every = 2;
+    train_re_model(o, nullptr);
+    return nlohmann::json::parse(slurp(o.out / "result.json"))["test_references"];
+  };
+  const nlohmann::json marked = references("bran-tsv:" + ctd.string(), "oracle_marked");
+  ASSERT_TRUE(marked.contains("oracle_f1"));
+  EXPECT_GT(marked["oracle_f1"].get<double>(), 0.5);
+  EXPECT_LE(marked["oracle_f1"].get<double>(), 1.0);
+  EXPECT_FALSE(references("bran-tsv:" + bare.string(), "oracle_bare").contains("oracle_f1"));
+}
+
 TEST(ReTrain, DivergenceIsRecordedWithItsStep) {
   ReTrainOptions o = options("bran+iterations=1+d=8+heads=2+ner_prob=0", "diverge");
   // A NaN step size makes every updated weight NaN, and the next loss NaN.

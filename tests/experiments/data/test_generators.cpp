@@ -11,6 +11,8 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "experiments/data/bran_tsv.h"
 #include "experiments/data/error.h"
 #include "experiments/data/examples.h"
@@ -98,6 +100,42 @@ TEST_P(EachGenerator, OracleIsGoodButNotPerfectOnTest) {
     EXPECT_LT(s.f1(), 1.0) << split;
   }
   EXPECT_GE(tests, 1);
+  fs::remove_all(dir);
+}
+
+// generator.json names the generator in the corpus folder and in every folder a loader
+// reads as a corpus (synth-semeval's subtasks), with the oracle's F1 of the splits there.
+TEST_P(EachGenerator, MarkerNamesTheGeneratorWhereALoaderLooks) {
+  const std::string dir = temp_dir(GetParam() + "_mk");
+  const auto r = generate_corpus(GetParam(), dir, {3, 6});
+  std::vector<std::string> folders = {dir};
+  if (GetParam() == "synth-semeval")
+    folders = {(fs::path(dir) / "subtask1.1").string(), (fs::path(dir) / "subtask1.2").string()};
+  for (const std::string& f : folders) {
+    EXPECT_EQ(generator_of(f), GetParam()) << f;
+    const auto marker = nlohmann::json::parse(read_file((fs::path(f) / kGeneratorFile).string()));
+    const std::string prefix =
+        f == dir ? "" : fs::path(f).filename().string() + "/";  // the report's split label
+    EXPECT_DOUBLE_EQ(marker["oracle_f1"]["test"].get<double>(), r.oracle.at(prefix + "test").f1())
+        << f;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Generators, AFolderWithoutAMarkerIsNoGeneratorsAndABadOneIsAnError) {
+  const std::string dir = temp_dir("marker");
+  fs::create_directories(dir);
+  EXPECT_EQ(generator_of(dir), "");
+  const std::string path = (fs::path(dir) / kGeneratorFile).string();
+  for (const char* bad : {"{", "[]", "{\"generator\": \"synth-foo\"}"}) {
+    write_file(path, bad);
+    try {
+      generator_of(dir);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
   fs::remove_all(dir);
 }
 
