@@ -1488,7 +1488,8 @@ Table table_ceiling(const ReportInputs& in) {
            "the cell's completed runs; train is the whole training split (— for runs from "
            "before result.json held it). Every-pair: predicting the most frequent relation "
            "class for every candidate pair of the test split. Oracle: the generator's rule, "
-           "which reads the textual evidence that decided each relation (synth-cdr; — for "
+           "which reads the textual evidence that decided each relation (generated corpora: "
+           "synth-cdr, and synth-ctd and synth-semeval folders with their generator.json; — for "
            "other corpora). test / oracle: the mean test F1 over the oracle's. The thesis has "
            "no such table; it tells a model that learned from one that only trained.");
   add_note(t, not_completed_note(runs));
