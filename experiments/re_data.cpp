@@ -448,6 +448,42 @@ ReBatch make_batch(const ReSplit& split, const std::vector<BatchItem>& items) {
   return r;
 }
 
+std::vector<BatchItem> sample_natural_re_batch(const ReSplit& split, int batch, PhiloxStream& rng) {
+  if (batch < 1) throw std::invalid_argument("sample_natural_re_batch: batch size must be >= 1");
+  if (split.examples.empty())
+    throw std::invalid_argument("sample_natural_re_batch: the " + split.name +
+                                " split has no examples");
+  std::vector<BatchItem> items;
+  for (int i = 0; i < batch; ++i) {
+    const int x = static_cast<int>(rng.below(static_cast<uint32_t>(split.examples.size())));
+    items.push_back({split.examples[x].doc, {x}});
+  }
+  return items;
+}
+
+constexpr Named<ReBatching> kBatchings[] = {{ReBatching::bran, "bran"},
+                                            {ReBatching::balanced, "balanced"},
+                                            {ReBatching::natural, "natural"}};
+
+ReBatching parse_re_batching(const std::string& name) {
+  if (const ReBatching* b = value_of(kBatchings, name)) return *b;
+  throw std::invalid_argument("train: --batching " + name + ": expected " +
+                              names_of(kBatchings, " or "));
+}
+
+std::vector<BatchItem> sample_re_batch(ReBatching how, const ReSplit& split, int batch,
+                                       PhiloxStream& rng) {
+  switch (how) {
+    case ReBatching::balanced:
+      return sample_balanced_re_batch(split, batch, rng);
+    case ReBatching::natural:
+      return sample_natural_re_batch(split, batch, rng);
+    case ReBatching::bran:
+      break;
+  }
+  return sample_re_batch(split, batch, rng);
+}
+
 std::vector<BatchItem> sample_re_batch(const ReSplit& split, int batch, PhiloxStream& rng) {
   if (batch < 1) throw std::invalid_argument("sample_re_batch: batch size must be >= 1");
   if (split.positives.empty() && split.negatives.empty())

@@ -174,6 +174,17 @@ std::vector<BatchItem> sample_re_batch(const ReSplit& split, int batch, PhiloxSt
 // is empty). Single-class batches make a small model's bias swing from batch to batch;
 // this is the trainer's `--batching balanced`.
 std::vector<BatchItem> sample_balanced_re_batch(const ReSplit& split, int batch, PhiloxStream& rng);
+// B examples drawn uniformly with replacement from all of the split's examples, so that a
+// batch's classes come in the split's proportions (the other two draw half of them
+// positive, which teaches a prior of one positive pair in two: on a corpus with one in
+// ten, precision pays for it); the trainer's `--batching natural`.
+std::vector<BatchItem> sample_natural_re_batch(const ReSplit& split, int batch, PhiloxStream& rng);
+
+// The trainer's `--batching`: which of the three samplers above draws each RE batch.
+enum class ReBatching { bran, balanced, natural };
+ReBatching parse_re_batching(const std::string& name);  // std::invalid_argument naming them
+std::vector<BatchItem> sample_re_batch(ReBatching how, const ReSplit& split, int batch,
+                                       PhiloxStream& rng);
 // NER batch: B documents drawn uniformly with replacement, no pairs.
 std::vector<BatchItem> sample_ner_batch(const ReSplit& split, int batch, PhiloxStream& rng);
 // Evaluation: every document of the split in order, each with all its examples, in

@@ -218,9 +218,7 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
   if (opt.steps < 1 || opt.batch < 1 || opt.eval_every < 1 || opt.eval_batch < 1)
     throw std::invalid_argument(
         "train: --steps, --batch, --eval-every and --eval-batch must be ≥ 1");
-  if (opt.batching != "bran" && opt.batching != "balanced")
-    throw std::invalid_argument("train: --batching " + opt.batching +
-                                ": expected bran or balanced");
+  const ReBatching batching = parse_re_batching(opt.batching);
   if (opt.class_weights != "auto" && opt.class_weights != "on" && opt.class_weights != "off")
     throw std::invalid_argument("train: --class-weights " + opt.class_weights +
                                 ": expected auto, on or off");
@@ -340,11 +338,8 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
       if (out.aux_loss) loss = ag::add(loss, out.aux_loss);
     } else {
       ReBatch batch = to_device(
-          make_batch(
-              corpus.train,
-              opt.batching == "balanced"
-                  ? sample_balanced_re_batch(corpus.train, static_cast<int>(opt.batch), sampler)
-                  : sample_re_batch(corpus.train, static_cast<int>(opt.batch), sampler)),
+          make_batch(corpus.train,
+                     sample_re_batch(batching, corpus.train, static_cast<int>(opt.batch), sampler)),
           opt.device);
       ReOutput out = model->forward(batch, ReTask::relations, ctx);
       loss = ag::cross_entropy(out.pair_logits, batch.labels, class_weights);

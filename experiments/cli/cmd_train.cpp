@@ -325,9 +325,10 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--batching", a->rel.batching,
                   "Relation models: bran (each RE batch from the positive or the negative pool, "
-                  "p = 0.5) or balanced (half of each batch from each pool)")
+                  "p = 0.5), balanced (half of each batch from each pool) or natural (pairs "
+                  "drawn from all of them: the split's class proportions)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"bran", "balanced"}));
+      ->check(CLI::IsMember({"bran", "balanced", "natural"}));
   cmd->add_flag("--grad-norms", a->rel.grad_norms,
                 "Relation models: metrics.jsonl also holds each parameter's mean gradient norm "
                 "(before L2 and clipping) over every evaluation window; a diagnostic, the "

@@ -264,7 +264,7 @@ constexpr Opt kOptions[] = {
     {"max_tokens", Type::nonneg, kRelation, ""},
     {"word2vec", Type::string, kRelation, ""},
     {"class_weights", Type::choice, kRelation, "auto|on|off"},
-    {"batching", Type::choice, kRelation, "bran|balanced"},
+    {"batching", Type::choice, kRelation, "bran|balanced|natural"},
     {"shape", Type::choice, kIteration, "semeval|cdr|both"},
     {"size", Type::choice, kIteration, "paper|default"},
     {"iterations", Type::positive, kIteration, ""},

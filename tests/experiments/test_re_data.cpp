@@ -340,6 +340,25 @@ TEST_F(TinyCorpus, Samplers) {
     }
   }
   EXPECT_EQ(drawn.size(), c.train.examples.size());  // both pools, every example, in time
+  // --batching natural: examples from all of the split, in its proportions: over many
+  // draws the positive share is the split's, and the dispatcher draws what each names
+  PhiloxStream nat(7, kStreamData), nat2(7, kStreamData);
+  long positives = 0, total = 0;
+  for (int i = 0; i < 2000; ++i)
+    for (const BatchItem& it : sample_natural_re_batch(c.train, 4, nat)) {
+      ASSERT_EQ(it.examples.size(), 1u);
+      EXPECT_EQ(it.document, c.train.examples[it.examples[0]].doc);
+      positives += c.train.labels[it.examples[0]] != 0;
+      ++total;
+    }
+  const double share = static_cast<double>(c.train.positives.size()) / c.train.examples.size();
+  EXPECT_NEAR(static_cast<double>(positives) / total, share, 0.02);
+  PhiloxStream nat3(7, kStreamData);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(sample_re_batch(ReBatching::natural, c.train, 4, nat2)[0].examples,
+              sample_natural_re_batch(c.train, 4, nat3)[0].examples);
+  EXPECT_EQ(parse_re_batching("natural"), ReBatching::natural);
+  EXPECT_THROW(parse_re_batching("random"), std::invalid_argument);
   // a pool left empty: the test split has only negatives
   PhiloxStream t(1, kStreamData);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(sample_re_batch(c.test, 2, t)[0].examples[0], 0);
