@@ -1636,10 +1636,33 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
     }
     return rows;
   };
-  const auto ranges = panel_ranges(groups.size(), 4);
+  // Panels: a run of groups of one sweep and corpus (group_runs sorts them so) is split
+  // into panels of at most four cells; a panel never mixes sweeps or corpora. With more
+  // than one such run, each panel's title names its sweep and corpus and the keys name
+  // the cells alone.
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  std::vector<std::string> heads;
+  bool mixed = false;
+  for (std::size_t b = 0; b < groups.size();) {
+    std::size_t e = b;
+    while (e < groups.size() && groups[e].sweep == groups[b].sweep &&
+           groups[e].dataset == groups[b].dataset)
+      ++e;
+    mixed = mixed || b > 0;
+    const auto local = panel_ranges(e - b, 4);
+    for (const auto& [first, last] : local) {
+      ranges.emplace_back(b + first, b + last);
+      std::string head = groups[b].sweep;
+      if (!groups[b].dataset.empty()) head += (head.empty() ? "" : " on ") + groups[b].dataset;
+      if (local.size() > 1) head += " (" + panel_cells(first + 1, last) + ")";
+      heads.push_back(head);
+    }
+    b = e;
+  }
   const std::size_t panels = ranges.size();
+  auto key_name = [&](const Group& g) { return mixed ? g.label : g.display; };
   std::size_t longest = 0;
-  for (const Group& g : groups) longest = std::max(longest, g.display.size() + 10);
+  for (const Group& g : groups) longest = std::max(longest, key_name(g).size() + 10);
   f.width = 1100;
   const double right = plot_right_for(longest, f.width);
   std::string body = std::string(kAxes) +
@@ -1648,7 +1671,10 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
   if (panels > 1)
     body += "set multiplot layout " + std::to_string(panels) + ",1 title " +
             gp::quote((table.empty() ? std::string("Runs") : "Table " + table) +
-                      ": relation F1 against the step") +
+                      ": relation F1 against the step" +
+                      (mixed ? std::string(" (validation solid, band from the lowest to the "
+                                           "highest seed; training sample dashed)")
+                             : std::string())) +
             "\n";
   int style = 0;
   for (std::size_t p = 0; p < panels; ++p) {
@@ -1668,7 +1694,7 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
                  " using 1:3:4 with filledcurves ls " + std::to_string(ls) +
                  " fs transparent solid 0.15 noborder notitle, \\\n     " + sel +
                  " using 1:2 with linespoints ls " + std::to_string(ls) + " dt 1 title " +
-                 gp::quote(g.display + seeds);
+                 gp::quote(key_name(g) + seeds);
         ++entries;
       }
       if (!train.empty()) {
@@ -1681,11 +1707,13 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
       }
     }
     if (plots.empty()) continue;
-    body += plot_title((panels > 1 ? panel_cells(ranges[p].first + 1, ranges[p].second) + ": "
-                                   : std::string()) +
-                       "validation (solid; band: lowest to highest seed), training sample "
-                       "(dashed)") +
-            key_beside(entries, right) + plots + "\n";
+    body +=
+        plot_title(mixed ? heads[p]
+                         : (panels > 1 ? panel_cells(ranges[p].first + 1, ranges[p].second) + ": "
+                                       : std::string()) +
+                               "validation (solid; band: lowest to highest seed), training "
+                               "sample (dashed)") +
+        key_beside(entries, right) + plots + "\n";
   }
   if (panels > 1) body += "unset multiplot\n";
   f.styles = style;

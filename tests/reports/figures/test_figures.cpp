@@ -696,6 +696,42 @@ TEST(Figures, CrowdedTablesSplitIntoEvenPanelsInNumberOrder) {
   EXPECT_LT(at("config10"), at("config11"));
 }
 
+// The curves of runs from several sweeps or corpora: a panel never mixes two of them
+// (each is split into panels of at most four on its own), its title names the sweep and
+// the corpus, and its keys name the cells alone.
+TEST(Figures, CurvesGiveEachSweepAndCorpusPanelsOfTheirOwn) {
+  ReportInputs in;
+  auto add = [&](const std::string& sweep, const std::string& data, int cells) {
+    for (int c = 1; c <= cells; ++c) {
+      RunRecord r = relation_run("m" + std::to_string(c), 1, data, {0.5}, 0.1 * c);
+      r.sweep = sweep;
+      r.table = "";
+      r.dir = "/" + sweep + r.dir.string();
+      in.runs.push_back(r);
+    }
+  };
+  add("learning-curves", "synth-cdr", 5);
+  add("learning-curves-ctd", "synth-ctd", 2);
+  const fs::path dir = test::process_temp_dir() / "curves_mixed";
+  write_figures(in, dir, [](const std::string& id) { return id == "curves"; });
+  const std::string gp = read(dir / "figures" / "curves.gp");
+  std::vector<int> rows;
+  const std::regex maxrows("maxrows (\\d+)");
+  for (auto it = std::sregex_iterator(gp.begin(), gp.end(), maxrows); it != std::sregex_iterator();
+       ++it)
+    rows.push_back(std::stoi((*it)[1].str()));
+  EXPECT_EQ(rows, (std::vector<int>{3, 2, 2}));
+  const auto cdr1 = gp.find("learning-curves on synth-cdr (cells 1-3)"),
+             cdr2 = gp.find("learning-curves on synth-cdr (cells 4-5)"),
+             ctd = gp.find("learning-curves-ctd on synth-ctd");
+  ASSERT_NE(cdr1, std::string::npos);
+  ASSERT_NE(cdr2, std::string::npos);
+  ASSERT_NE(ctd, std::string::npos);
+  EXPECT_LT(cdr1, cdr2);
+  EXPECT_LT(cdr2, ctd);
+  EXPECT_EQ(gp.find("[synth-"), std::string::npos);  // keys: the cell, not sweep/cell [corpus]
+}
+
 // The .gp of a figure made to print, after every plot, gnuplot's record of where it drew
 // the plotting area (GPVAL_TERM_XMIN … YMAX, terminal pixels) and of the canvas
 // (GPVAL_TERM_XSIZE, YSIZE in units of GPVAL_TERM_SCALE), for the SVG only.
