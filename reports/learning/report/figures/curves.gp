@@ -5,10 +5,10 @@ DAT = "curves.dat"
 do for [fmt in "png svg"] {
 reset
 if (fmt eq "png") {
-  set terminal pngcairo size 2200,1440 font "DejaVu Sans,12" fontscale 2 linewidth 2 noenhanced
+  set terminal pngcairo size 2200,2120 font "DejaVu Sans,12" fontscale 2 linewidth 2 noenhanced
   set output "curves.png"
 } else {
-  set terminal svg size 1100,720 font "DejaVu Sans,12" linewidth 1 noenhanced
+  set terminal svg size 1100,1060 font "DejaVu Sans,12" linewidth 1 noenhanced
   set output "curves.svg"
 }
 set encoding utf8
@@ -18,6 +18,10 @@ set style line 3 lc rgb "#D55E00" lw 2 dt (2,4) pt 9 ps 1.3
 set style line 4 lc rgb "#009E73" lw 2 dt (10,4,2,4) pt 13 ps 1.3
 set style line 5 lc rgb "#CC79A7" lw 2 dt (18,6,4,6,4,6) pt 6 ps 1.3
 set style line 6 lc rgb "#E69F00" lw 2 dt 1 pt 4 ps 1.3
+set style line 7 lc rgb "#56B4E9" lw 2 dt (10,5) pt 8 ps 1.3
+set style line 8 lc rgb "#7F7F7F" lw 2 dt (2,4) pt 12 ps 1.3
+set style line 9 lc rgb "#000000" lw 2 dt (10,4,2,4) pt 2 ps 1.3
+set style line 10 lc rgb "#0072B2" lw 2 dt (18,6,4,6,4,6) pt 3 ps 1.3
 set border 3 lw 1
 set tics nomirror out
 set grid lc rgb "#d0d0d0" lw 1 dt 1
@@ -25,9 +29,9 @@ set key box lc rgb "#a0a0a0" samplen 3 spacing 1.1
 set xlabel "training step"
 set ylabel "relation F1 (micro)"
 set yrange [0:1]
-set multiplot layout 2,1 title "Runs: relation F1 against the step"
-set title "cells 1-3: validation (solid; band: lowest to highest seed), training sample (dashed)"
-set rmargin at screen 0.7363636363636363
+set multiplot layout 3,1 title "Runs: relation F1 against the step (validation solid, band from the lowest to the highest seed; training sample dashed)"
+set title "learning-curves on synth-cdr (cells 1-3)"
+set rmargin at screen 0.7
 set key outside right top vertical Left reverse maxrows 3 box lc rgb "#a0a0a0"
 plot DAT index 0 using 1:3:4 with filledcurves ls 1 fs transparent solid 0.15 noborder notitle, \
      DAT index 0 using 1:2 with linespoints ls 1 dt 1 title "NTCRE (1 seed)", \
@@ -38,8 +42,8 @@ plot DAT index 0 using 1:3:4 with filledcurves ls 1 fs transparent solid 0.15 no
      DAT index 4 using 1:3:4 with filledcurves ls 3 fs transparent solid 0.15 noborder notitle, \
      DAT index 4 using 1:2 with linespoints ls 3 dt 1 title "UTRE (1 seed)", \
      DAT index 5 using 1:2 with lines ls 3 dt 2 notitle
-set title "cells 4-6: validation (solid; band: lowest to highest seed), training sample (dashed)"
-set rmargin at screen 0.7363636363636363
+set title "learning-curves on synth-cdr (cells 4-6)"
+set rmargin at screen 0.7
 set key outside right top vertical Left reverse maxrows 3 box lc rgb "#a0a0a0"
 plot DAT index 6 using 1:3:4 with filledcurves ls 4 fs transparent solid 0.15 noborder notitle, \
      DAT index 6 using 1:2 with linespoints ls 4 dt 1 title "UTRE-CPD (1 seed)", \
@@ -50,6 +54,21 @@ plot DAT index 6 using 1:3:4 with filledcurves ls 4 fs transparent solid 0.15 no
      DAT index 10 using 1:3:4 with filledcurves ls 6 fs transparent solid 0.15 noborder notitle, \
      DAT index 10 using 1:2 with linespoints ls 6 dt 1 title "cnn (1 seed)", \
      DAT index 11 using 1:2 with lines ls 6 dt 2 notitle
+set title "learning-curves-ctd on synth-ctd"
+set rmargin at screen 0.7
+set key outside right top vertical Left reverse maxrows 4 box lc rgb "#a0a0a0"
+plot DAT index 12 using 1:3:4 with filledcurves ls 7 fs transparent solid 0.15 noborder notitle, \
+     DAT index 12 using 1:2 with linespoints ls 7 dt 1 title "NTCRE-CPD_d16 (1 seed)", \
+     DAT index 13 using 1:2 with lines ls 7 dt 2 notitle, \
+     DAT index 14 using 1:3:4 with filledcurves ls 8 fs transparent solid 0.15 noborder notitle, \
+     DAT index 14 using 1:2 with linespoints ls 8 dt 1 title "NTCRE-CPD_d32 (1 seed)", \
+     DAT index 15 using 1:2 with lines ls 8 dt 2 notitle, \
+     DAT index 16 using 1:3:4 with filledcurves ls 9 fs transparent solid 0.15 noborder notitle, \
+     DAT index 16 using 1:2 with linespoints ls 9 dt 1 title "bran_d16 (1 seed)", \
+     DAT index 17 using 1:2 with lines ls 9 dt 2 notitle, \
+     DAT index 18 using 1:3:4 with filledcurves ls 10 fs transparent solid 0.15 noborder notitle, \
+     DAT index 18 using 1:2 with linespoints ls 10 dt 1 title "bran_d32 (1 seed)", \
+     DAT index 19 using 1:2 with lines ls 10 dt 2 notitle
 unset multiplot
 unset output
 }
