@@ -1619,7 +1619,13 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
       "# Columns: training step, mean F1 over the cell's seeds that evaluated at this step, "
       "lowest, highest, seeds. Two blocks per cell: valid_f1 (the validation split) and "
       "train_f1 (a fixed sample of the training split; absent for runs from before it).\n";
-  const auto groups = group_runs(runs);
+  // A sweep's cells on one corpus next to each other (group_runs orders by sweep, then
+  // cell, then corpus): the panels below are cut from such runs of groups.
+  auto groups = group_runs(runs);
+  std::stable_sort(groups.begin(), groups.end(), [](const Group& x, const Group& y) {
+    if (x.sweep != y.sweep) return natural_less(x.sweep, y.sweep);
+    return natural_less(x.dataset, y.dataset);
+  });
   auto series = [](const std::vector<const RunRecord*>& rs, const char* key) {
     std::map<double, std::vector<double>> by_step;
     for (const RunRecord* r : rs)
@@ -1636,7 +1642,7 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
     }
     return rows;
   };
-  // Panels: a run of groups of one sweep and corpus (group_runs sorts them so) is split
+  // Panels: a run of groups of one sweep and corpus (sorted so above) is split
   // into panels of at most four cells; a panel never mixes sweeps or corpora. With more
   // than one such run, each panel's title names its sweep and corpus and the keys name
   // the cells alone.

@@ -730,6 +730,24 @@ TEST(Figures, CurvesGiveEachSweepAndCorpusPanelsOfTheirOwn) {
   EXPECT_LT(cdr1, cdr2);
   EXPECT_LT(cdr2, ctd);
   EXPECT_EQ(gp.find("[synth-"), std::string::npos);  // keys: the cell, not sweep/cell [corpus]
+
+  // One sweep, the same cells on two corpora: a panel a corpus, not one a cell.
+  ReportInputs two;
+  for (const char* data : {"synth-cdr", "synth-ctd"})
+    for (const char* cell : {"m1", "m2"}) {
+      RunRecord r = relation_run(cell, 1, data, {0.5}, 0.3);
+      r.table = "";
+      r.dir = std::string("/") + data + r.dir.string();
+      two.runs.push_back(r);
+    }
+  const fs::path dir2 = test::process_temp_dir() / "curves_two_corpora";
+  write_figures(two, dir2, [](const std::string& id) { return id == "curves"; });
+  const std::string gp2 = read(dir2 / "figures" / "curves.gp");
+  const auto on_cdr = gp2.find("table4.6 on synth-cdr"), on_ctd = gp2.find("table4.6 on synth-ctd");
+  ASSERT_NE(on_cdr, std::string::npos);
+  ASSERT_NE(on_ctd, std::string::npos);
+  EXPECT_EQ(gp2.find("table4.6 on synth-cdr", on_cdr + 1), std::string::npos);
+  EXPECT_LT(on_cdr, on_ctd);
 }
 
 // The .gp of a figure made to print, after every plot, gnuplot's record of where it drew
