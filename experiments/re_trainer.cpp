@@ -196,12 +196,7 @@ nlohmann::json reference_scores(const ReCorpus& corpus) {
                       {"majority_f1", constant_f1(majority)},
                       {"constant_positive_class", corpus.relation_names[positive]},
                       {"constant_positive_f1", constant_f1(positive)}};
-  using Oracle = std::vector<data::Relation> (*)(const data::Document&);
-  const Oracle oracle = corpus.generator == "synth-cdr"       ? data::cdr_oracle
-                        : corpus.generator == "synth-ctd"     ? data::ctd_oracle
-                        : corpus.generator == "synth-semeval" ? data::semeval_oracle
-                                                              : nullptr;
-  if (oracle) {
+  if (const data::Oracle oracle = data::oracle_of(corpus.generator)) {
     std::vector<std::vector<data::Relation>> predicted;
     for (const data::Document& d : corpus.test.documents) predicted.push_back(oracle(d));
     j["oracle_f1"] = data::score_relations(corpus.test.documents, predicted).f1();

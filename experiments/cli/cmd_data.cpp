@@ -119,8 +119,7 @@ void add_data_command(CLI::App& app) {
       "Write a seeded synthetic corpus in the real format (synth-cdr, synth-ctd, "
       "synth-semeval) and print the rule-based oracle's F1",
       run_generate);
-  gen->add_option("name", gen_args->name, "Generator: synth-cdr, synth-ctd or synth-semeval")
-      ->required();
+  gen->add_option("name", gen_args->name, "Generator: " + data::generator_list())->required();
   gen->add_option("--out", gen_args->out, "Output folder")->required();
   gen->add_option("--seed", gen_args->seed, "Seed (same seed, same bytes)")
       ->required()

@@ -4,8 +4,8 @@
 // list entities in the same order.
 #include "experiments/data/generators.h"
 
-#include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <set>
 #include <stdexcept>
 #include <tuple>
@@ -16,37 +16,57 @@
 
 namespace mare::data {
 
-std::vector<std::string> generator_names() {
-  return {"synth-cdr", "synth-ctd", "synth-semeval"};
-}
-
 namespace {
 
-// "unknown generator 'x' (expected synth-cdr, synth-ctd or synth-semeval)"
+// Every generator, once: its name, what writes its corpus and the oracle that reads it.
+struct Generator {
+  const char* name;
+  GenerateReport (*generate)(const std::string&, const GenerateOptions&);
+  Oracle oracle;
+};
+constexpr Generator kGenerators[] = {{"synth-cdr", generate_synth_cdr, cdr_oracle},
+                                     {"synth-ctd", generate_synth_ctd, ctd_oracle},
+                                     {"synth-semeval", generate_synth_semeval, semeval_oracle}};
+
+const Generator* find_generator(const std::string& name) {
+  for (const Generator& g : kGenerators)
+    if (name == g.name) return &g;
+  return nullptr;
+}
+
 std::string unknown_generator(const std::string& name) {
-  const std::vector<std::string> known = generator_names();
-  std::string list;
-  for (std::size_t i = 0; i < known.size(); ++i)
-    list += (i == 0 ? "" : i + 1 == known.size() ? " or " : ", ") + known[i];
-  return "unknown generator '" + name + "' (expected " + list + ")";
+  return "unknown generator '" + name + "' (expected " + generator_list() + ")";
 }
 
 }  // namespace
+
+std::vector<std::string> generator_names() {
+  std::vector<std::string> names;
+  for (const Generator& g : kGenerators) names.push_back(g.name);
+  return names;
+}
+
+std::string generator_list() {
+  std::string list;
+  const std::size_t n = std::size(kGenerators);
+  for (std::size_t i = 0; i < n; ++i)
+    list.append(i == 0 ? "" : i + 1 == n ? " or " : ", ").append(kGenerators[i].name);
+  return list;
+}
+
+Oracle oracle_of(const std::string& generator) {
+  const Generator* g = find_generator(generator);
+  return g ? g->oracle : nullptr;
+}
 
 GenerateReport generate_corpus(const std::string& name, const std::string& out_dir,
                                const GenerateOptions& options) {
   if (options.docs < 0 || options.docs > kMaxDocs)
     throw std::invalid_argument("--docs: expected a whole number from 1 to " +
                                 std::to_string(kMaxDocs) + ", got " + std::to_string(options.docs));
-  GenerateReport report;
-  if (name == "synth-cdr")
-    report = generate_synth_cdr(out_dir, options);
-  else if (name == "synth-ctd")
-    report = generate_synth_ctd(out_dir, options);
-  else if (name == "synth-semeval")
-    report = generate_synth_semeval(out_dir, options);
-  else
-    throw std::invalid_argument(unknown_generator(name));
+  const Generator* g = find_generator(name);
+  if (!g) throw std::invalid_argument(unknown_generator(name));
+  GenerateReport report = g->generate(out_dir, options);
   // The marker goes into the corpus folder and into every sub-folder a loader reads
   // as a corpus of its own (synth-semeval's subtask1.1, subtask1.2), each with the
   // oracle's scores of the splits it holds ("subtask1.1/test" there is "test").
@@ -83,9 +103,7 @@ std::string generator_of(const std::string& dir) {
   if (!j.is_object() || !j.contains("generator") || !j["generator"].is_string())
     fail(file, 0, 0, "expected an object with the generator's name (\"generator\": \"synth-ctd\")");
   const std::string name = j["generator"].get<std::string>();
-  const std::vector<std::string> known = generator_names();
-  if (std::find(known.begin(), known.end(), name) == known.end())
-    fail(file, 0, 0, unknown_generator(name));
+  if (!find_generator(name)) fail(file, 0, 0, unknown_generator(name));
   return name;
 }
 

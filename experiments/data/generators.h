@@ -56,7 +56,13 @@ struct GenerateReport {
   std::map<std::string, OracleScore> oracle;  // split label (e.g. "test") -> oracle score
 };
 
+// The generators, in one table (generators.cpp): their names, the names as an error
+// lists them ("synth-cdr, synth-ctd or synth-semeval"), and each one's oracle
+// (nullptr for a name that is no generator's, "" included).
 std::vector<std::string> generator_names();
+std::string generator_list();
+using Oracle = std::vector<Relation> (*)(const Document&);
+Oracle oracle_of(const std::string& generator);
 
 // Every generated corpus folder holds generator.json beside its files: the generator, its
 // seed and size, and the oracle's F1 per split as generation scored it. generator_of

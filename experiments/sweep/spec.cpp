@@ -558,7 +558,7 @@ DataRef parse_data(const Ctx& c, const Val& v) {
                        kind_name(v));
   check_keys(c, v, {"generator", "seed", "docs", "subset"}, "data");
   const Val* g = v.find("generator");
-  if (!g) c.fail(v.line, "expected 'generator' in data: (synth-cdr, synth-ctd or synth-semeval)");
+  if (!g) c.fail(v.line, "expected 'generator' in data: (" + data::generator_list() + ")");
   const std::string& gen = scalar(c, *g, "a generator name");
   const std::vector<std::string> names = data::generator_names();
   if (std::find(names.begin(), names.end(), gen) == names.end())
