@@ -5,9 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
-#include <iomanip>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 

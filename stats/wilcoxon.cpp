@@ -595,7 +595,8 @@ double hodges_lehmann(std::span<const double> x, std::span<const double> y) {
 
 namespace {
 
-// Each enum's spellings, once: printing, parsing and the error's list read them.
+// Each enum's spellings, once: printing, parsing and the error's list read them (the
+// same idea as kernels/names.h, which stats/ may not include: tests/layering.sh).
 template <class E>
 struct Spelling {
   E value;

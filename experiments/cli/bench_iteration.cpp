@@ -5,7 +5,6 @@
 // a table on stdout, the rows as JSON (written to a temporary file and renamed).
 #include <iomanip>
 #include <iostream>
-#include <memory>
 #include <sstream>
 
 #include "experiments/bench_iteration.h"

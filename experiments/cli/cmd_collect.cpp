@@ -3,7 +3,6 @@
 // arguments and prints; errors propagate as exceptions naming the file.
 #include <iostream>
 #include <map>
-#include <memory>
 
 #include "experiments/cli/commands.h"
 #include "experiments/run_dir.h"

@@ -3,7 +3,6 @@
 // experiments/sweep/compare.h describes. Prints the Markdown table; --out also writes
 // PREFIX.md, PREFIX.csv and PREFIX.json. This file only parses arguments and prints.
 #include <iostream>
-#include <memory>
 
 #include "experiments/cli/commands.h"
 #include "experiments/run_dir.h"

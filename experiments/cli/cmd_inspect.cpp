@@ -2,7 +2,6 @@
 // while it reads one document (experiments/inspect_memory.h says what is
 // written).
 #include <iostream>
-#include <memory>
 
 #include "experiments/cli/commands.h"
 #include "experiments/inspect_memory.h"

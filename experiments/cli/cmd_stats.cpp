@@ -14,7 +14,6 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
-#include <memory>
 #include <span>
 #include <sstream>
 #include <stdexcept>
