@@ -63,6 +63,7 @@
 #include <cub/warp/warp_merge_sort.cuh>
 
 #include <algorithm>
+#include <utility>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
@@ -500,8 +501,7 @@ void ordered_forward(const float* u, const int* order, float* a, int rows, int n
     MARE_LAUNCH_CHECK("ordered_forward_warp_kernel");
     return;
   }
-  ordered_forward_kernel<<<blocks_for(rows), kThreads, 0, stream()>>>(u, order, a, rows, n);
-  MARE_LAUNCH_CHECK("ordered_forward_kernel");
+  launch("ordered_forward_kernel", rows, ordered_forward_kernel, u, order, a, rows, n);
 }
 
 void ordered_backward(const float* u, const int* order, const float* g, float* du, int rows,
@@ -516,9 +516,8 @@ void ordered_backward(const float* u, const int* order, const float* g, float* d
     return;
   }
   Workspace prefix(sizeof(float) * int64_t(rows) * n);
-  ordered_backward_kernel<<<blocks_for(rows), kThreads, 0, stream()>>>(u, order, g, du,
-                                                                       prefix.as<float>(), rows, n);
-  MARE_LAUNCH_CHECK("ordered_backward_kernel");
+  launch("ordered_backward_kernel", rows, ordered_backward_kernel, u, order, g, du,
+         prefix.as<float>(), rows, n);
 }
 
 // ------------------------------------------------------------------ parallel, parallel-eps
@@ -586,23 +585,29 @@ __global__ void mask_backward_kernel(const float* __restrict__ u, const float* _
 // the same for the whole warp, so every lane takes part in every shuffle; lanes
 // past the last memory or slot carry û = 1 and write nothing, and no live lane
 // reads them (partners are k < N).
-template <int kWidth>
-__global__ void block_forward_kernel(const float* __restrict__ u, float* __restrict__ a,
-                                     int64_t rows, int n) {
+template <int kWidth, class Body>
+__device__ void for_each_block_slot(const float* __restrict__ u, int64_t rows, int n, Body body) {
   constexpr int kPerWarp = 32 / kWidth;
   const int lane = threadIdx.x & 31, x = lane % kWidth;
   for (int64_t m0 = grid_start() / 32 * kPerWarp; m0 < rows; m0 += grid_stride() / 32 * kPerWarp) {
     const int64_t m = m0 + lane / kWidth;
     const bool live = m < rows && x < n;
-    const float h = live ? hat(u[m * n + x]) : 1.0f;
+    body(m * n + x, x, live, live ? hat(u[m * n + x]) : 1.0f);  // the slot, x, live, û
+  }
+}
+
+template <int kWidth>
+__global__ void block_forward_kernel(const float* __restrict__ u, float* __restrict__ a,
+                                     int64_t rows, int n) {
+  for_each_block_slot<kWidth>(u, rows, n, [&](int64_t slot, int x, bool live, float h) {
     float prod = 1.0f - h;
     for (int k = 0; k < n; ++k) {
       const float hk = __shfl_sync(kFullMask, h, k, kWidth);
       const bool g = precedes<false>(hk, k, h, x);  // slot k precedes slot x
       prod = mul(prod, g ? hk : 1.0f);
     }
-    if (live) a[m * n + x] = prod;
-  }
+    if (live) a[slot] = prod;
+  });
 }
 
 // Lane x accumulates d û[x] over the rows i in ascending order, exactly as
@@ -611,13 +616,8 @@ __global__ void block_forward_kernel(const float* __restrict__ u, float* __restr
 template <int kWidth>
 __global__ void block_backward_kernel(const float* __restrict__ u, const float* __restrict__ d_a,
                                       float* __restrict__ d_u, int64_t rows, int n) {
-  constexpr int kPerWarp = 32 / kWidth;
-  const int lane = threadIdx.x & 31, x = lane % kWidth;
-  for (int64_t m0 = grid_start() / 32 * kPerWarp; m0 < rows; m0 += grid_stride() / 32 * kPerWarp) {
-    const int64_t m = m0 + lane / kWidth;
-    const bool live = m < rows && x < n;
-    const float h = live ? hat(u[m * n + x]) : 1.0f;
-    const float da = live ? d_a[m * n + x] : 0.0f;
+  for_each_block_slot<kWidth>(u, rows, n, [&](int64_t slot, int x, bool live, float h) {
+    const float da = live ? d_a[slot] : 0.0f;
     const float c = mul(da, 1.0f - h);
     float acc = 0.0f;
     for (int i = 0; i < n; ++i) {
@@ -640,8 +640,8 @@ __global__ void block_backward_kernel(const float* __restrict__ u, const float* 
       const float term = mul(c_i, mul(prefix, suffix));
       acc = x == i ? __fsub_rn(acc, mul(da_i, full)) : __fadd_rn(acc, g ? term : 0.0f);
     }
-    if (live) d_u[m * n + x] = __fadd_rn(d_u[m * n + x], mul(kOneMinusEps, acc));
-  }
+    if (live) d_u[slot] = __fadd_rn(d_u[slot], mul(kOneMinusEps, acc));
+  });
 }
 
 // ------------------------------------------------------------------ host helpers
@@ -651,31 +651,25 @@ void free_lists(const float* u, int rows, int n, AllocationVariant variant, int*
   const int64_t count = int64_t(rows) * n;
   if (variant == AllocationVariant::network) {
     Workspace keys(sizeof(float) * count);
-    network_order_kernel<<<blocks_for(rows), kThreads, 0, stream()>>>(u, keys.as<float>(), order,
-                                                                      rows, n);
-    MARE_LAUNCH_CHECK("network_order_kernel");
+    launch("network_order_kernel", rows, network_order_kernel, u, keys.as<float>(), order, rows, n);
     return;
   }
   if (variant == AllocationVariant::rank) {
-    rank_order_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(u, order, count, n);
-    MARE_LAUNCH_CHECK("rank_order_kernel");
+    launch("rank_order_kernel", count, rank_order_kernel, u, order, count, n);
     return;
   }
   if (n == 1) {  // one slot: the free list is {0}, nothing to sort
-    sort_inputs_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(u, nullptr, order, count, n);
-    MARE_LAUNCH_CHECK("sort_inputs_kernel");
+    launch("sort_inputs_kernel", count, sort_inputs_kernel, u, nullptr, order, count, n);
     return;
   }
   if (rows == 0 || warp_sorted_free_lists(u, rows, n, order)) return;
   // sorted, N > 256: (û, slot) pairs, one segment per memory, stable sort by û.
   Workspace keys_in(sizeof(float) * count), keys_out(sizeof(float) * count),
       slots(sizeof(int) * count), offsets(sizeof(int) * (rows + 1));
-  sort_inputs_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(u, keys_in.as<float>(),
-                                                                   slots.as<int>(), count, n);
-  MARE_LAUNCH_CHECK("sort_inputs_kernel");
-  segment_offsets_kernel<<<blocks_for(rows + 1), kThreads, 0, stream()>>>(offsets.as<int>(),
-                                                                          rows + 1, n);
-  MARE_LAUNCH_CHECK("segment_offsets_kernel");
+  launch("sort_inputs_kernel", count, sort_inputs_kernel, u, keys_in.as<float>(), slots.as<int>(),
+         count, n);
+  launch("segment_offsets_kernel", rows + 1, segment_offsets_kernel, offsets.as<int>(), rows + 1,
+         n);
   size_t temp_bytes = 0;
   MARE_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(
       nullptr, temp_bytes, keys_in.as<float>(), keys_out.as<float>(), slots.as<int>(), order,
@@ -696,21 +690,62 @@ int lane_width(int n) {
   return w;
 }
 
-template <int kWidth>
-void block_forward(const float* u, float* a, int rows, int n) {
-  constexpr int kPerWarp = 32 / kWidth;
-  const int64_t threads = (int64_t(rows) + kPerWarp - 1) / kPerWarp * 32;
-  block_forward_kernel<kWidth><<<blocks_for(threads), kThreads, 0, stream()>>>(u, a, rows, n);
-  MARE_LAUNCH_CHECK("block_forward_kernel");
+// One launch of a kernel pair: forward (a = allocation(û); g unused) or backward
+// (d_u += the gradient of ⟨g, allocation(û)⟩).
+template <bool kBackward, bool kEps>
+void mask_pass(const float* u, const float* g, float* out, int64_t count, int n) {
+  if constexpr (kBackward)
+    launch("mask_backward_kernel", count, mask_backward_kernel<kEps>, u, g, out, count, n);
+  else
+    launch("mask_forward_kernel", count, mask_forward_kernel<kEps>, u, out, count, n);
 }
 
-template <int kWidth>
-void block_backward(const float* u, const float* d_a, float* d_u, int rows, int n) {
+template <bool kBackward, int kWidth>
+void block_pass(const float* u, const float* g, float* out, int rows, int n) {
   constexpr int kPerWarp = 32 / kWidth;
   const int64_t threads = (int64_t(rows) + kPerWarp - 1) / kPerWarp * 32;
-  block_backward_kernel<kWidth>
-      <<<blocks_for(threads), kThreads, 0, stream()>>>(u, d_a, d_u, rows, n);
-  MARE_LAUNCH_CHECK("block_backward_kernel");
+  if constexpr (kBackward)
+    launch("block_backward_kernel", threads, block_backward_kernel<kWidth>, u, g, out, rows, n);
+  else
+    launch("block_forward_kernel", threads, block_forward_kernel<kWidth>, u, out, rows, n);
+}
+
+// block_pass<kBackward, width> for the one of kWidths that equals `width`; false when none.
+template <bool kBackward, int... kWidths>
+bool block_pass_of_width(int width, const float* u, const float* g, float* out, int rows, int n,
+                         std::integer_sequence<int, kWidths...>) {
+  return ((width == kWidths && (block_pass<kBackward, kWidths>(u, g, out, rows, n), true)) || ...);
+}
+
+// Every variant's forward or backward pass over [rows, n] usages (count = rows · n > 0).
+template <bool kBackward>
+void allocation_pass(const float* u, const float* g, float* out, int64_t count, int rows, int n,
+                     AllocationVariant variant) {
+  switch (variant) {
+    case AllocationVariant::sorted:
+    case AllocationVariant::rank:
+    case AllocationVariant::network: {
+      if (variant == AllocationVariant::sorted && sorted_fused_pass<kBackward>(u, g, out, rows, n))
+        return;
+      Workspace order(sizeof(int) * count);
+      free_lists(u, rows, n, variant, order.as<int>());
+      if constexpr (kBackward)
+        ordered_backward(u, order.as<int>(), g, out, rows, n);
+      else
+        ordered_forward(u, order.as<int>(), out, rows, n);
+      return;
+    }
+    case AllocationVariant::parallel:
+      return mask_pass<kBackward, false>(u, g, out, count, n);
+    case AllocationVariant::parallel_eps:
+      return mask_pass<kBackward, true>(u, g, out, count, n);
+    case AllocationVariant::parallel_block:
+      if (n > 32 ||
+          !block_pass_of_width<kBackward>(lane_width(n), u, g, out, rows, n,
+                                          std::integer_sequence<int, 1, 2, 4, 8, 16, 32>{}))
+        mask_pass<kBackward, false>(u, g, out, count, n);  // the slots no longer fit one warp
+      return;
+  }
 }
 
 }  // namespace
@@ -719,49 +754,9 @@ void block_backward(const float* u, const float* d_a, float* d_u, int rows, int 
 void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant) {
   require_cuda({&out, &usage}, "allocation_forward");
   const int64_t count = to_int(usage.numel(), "allocation_forward: usage");
-  const int rows = static_cast<int>(usage.dim(0)), n = static_cast<int>(usage.dim(1));
   if (count == 0) return;
-  const float* u = usage.f32();
-  float* a = out.f32();
-  switch (variant) {
-    case AllocationVariant::sorted:
-    case AllocationVariant::rank:
-    case AllocationVariant::network: {
-      if (variant == AllocationVariant::sorted && sorted_fused_pass<false>(u, nullptr, a, rows, n))
-        return;
-      Workspace order(sizeof(int) * count);
-      free_lists(u, rows, n, variant, order.as<int>());
-      ordered_forward(u, order.as<int>(), a, rows, n);
-      return;
-    }
-    case AllocationVariant::parallel:
-      mask_forward_kernel<false><<<blocks_for(count), kThreads, 0, stream()>>>(u, a, count, n);
-      MARE_LAUNCH_CHECK("mask_forward_kernel<parallel>");
-      return;
-    case AllocationVariant::parallel_eps:
-      mask_forward_kernel<true><<<blocks_for(count), kThreads, 0, stream()>>>(u, a, count, n);
-      MARE_LAUNCH_CHECK("mask_forward_kernel<parallel-eps>");
-      return;
-    case AllocationVariant::parallel_block:
-      switch (n <= 32 ? lane_width(n) : 0) {
-        case 1:
-          return block_forward<1>(u, a, rows, n);
-        case 2:
-          return block_forward<2>(u, a, rows, n);
-        case 4:
-          return block_forward<4>(u, a, rows, n);
-        case 8:
-          return block_forward<8>(u, a, rows, n);
-        case 16:
-          return block_forward<16>(u, a, rows, n);
-        case 32:
-          return block_forward<32>(u, a, rows, n);
-        default:  // N > 32: the slots no longer fit one warp; the `parallel` kernel
-          mask_forward_kernel<false><<<blocks_for(count), kThreads, 0, stream()>>>(u, a, count, n);
-          MARE_LAUNCH_CHECK("mask_forward_kernel<parallel-block>");
-          return;
-      }
-  }
+  allocation_pass<false>(usage.f32(), nullptr, out.f32(), count, static_cast<int>(usage.dim(0)),
+                         static_cast<int>(usage.dim(1)), variant);
 }
 
 void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usage,
@@ -769,51 +764,9 @@ void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usa
   if (!d_usage.defined()) return;
   require_cuda({&d_usage, &d_out, &usage}, "allocation_backward");
   const int64_t count = to_int(usage.numel(), "allocation_backward: usage");
-  const int rows = static_cast<int>(usage.dim(0)), n = static_cast<int>(usage.dim(1));
   if (count == 0) return;
-  const float* u = usage.f32();
-  const float* g = d_out.f32();
-  float* du = d_usage.f32();
-  switch (variant) {
-    case AllocationVariant::sorted:
-    case AllocationVariant::rank:
-    case AllocationVariant::network: {
-      if (variant == AllocationVariant::sorted && sorted_fused_pass<true>(u, g, du, rows, n))
-        return;
-      Workspace order(sizeof(int) * count);
-      free_lists(u, rows, n, variant, order.as<int>());
-      ordered_backward(u, order.as<int>(), g, du, rows, n);
-      return;
-    }
-    case AllocationVariant::parallel:
-      mask_backward_kernel<false><<<blocks_for(count), kThreads, 0, stream()>>>(u, g, du, count, n);
-      MARE_LAUNCH_CHECK("mask_backward_kernel<parallel>");
-      return;
-    case AllocationVariant::parallel_eps:
-      mask_backward_kernel<true><<<blocks_for(count), kThreads, 0, stream()>>>(u, g, du, count, n);
-      MARE_LAUNCH_CHECK("mask_backward_kernel<parallel-eps>");
-      return;
-    case AllocationVariant::parallel_block:
-      switch (n <= 32 ? lane_width(n) : 0) {
-        case 1:
-          return block_backward<1>(u, g, du, rows, n);
-        case 2:
-          return block_backward<2>(u, g, du, rows, n);
-        case 4:
-          return block_backward<4>(u, g, du, rows, n);
-        case 8:
-          return block_backward<8>(u, g, du, rows, n);
-        case 16:
-          return block_backward<16>(u, g, du, rows, n);
-        case 32:
-          return block_backward<32>(u, g, du, rows, n);
-        default:  // N > 32: the `parallel` kernel
-          mask_backward_kernel<false>
-              <<<blocks_for(count), kThreads, 0, stream()>>>(u, g, du, count, n);
-          MARE_LAUNCH_CHECK("mask_backward_kernel<parallel-block>");
-          return;
-      }
-  }
+  allocation_pass<true>(usage.f32(), d_out.f32(), d_usage.f32(), count,
+                        static_cast<int>(usage.dim(0)), static_cast<int>(usage.dim(1)), variant);
 }
 
 }  // namespace mare::cuda

@@ -19,7 +19,9 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <source_location>
 #include <string>
+#include <utility>
 
 #include "kernels/cuda/runtime.h"
 #include "kernels/tensor.h"
@@ -49,6 +51,30 @@ inline unsigned int blocks_for(int64_t n, int threads = kThreads) {
   if (b > 2097120) b = 2097120;
   return static_cast<unsigned int>(b);
 }
+
+#ifdef __CUDACC__
+// A kernel's name as a launch error shows it, with the launching line (taken where
+// the name is written, so errors point at the launcher, not at this header).
+struct KernelName {
+  KernelName(const char* name, std::source_location where = std::source_location::current())
+      : name(name), where(where) {}
+  const char* name;
+  std::source_location where;
+};
+
+// The one-dimensional launch of the backend: `kernel` over a grid-stride loop of
+// `count` items (blocks_for(count) blocks of kThreads threads) on `stream()`, then
+// the launch check (as MARE_LAUNCH_CHECK) under `name`:
+//   launch("scale_kernel", n, scale_kernel, out.f32(), x.f32(), s, n);
+template <class... Params, class... Args>
+void launch(KernelName name, int64_t count, void (*kernel)(Params...), Args&&... args) {
+  kernel<<<blocks_for(count), kThreads, 0, stream()>>>(std::forward<Args>(args)...);
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess)
+    check_cuda(status, (std::string("launch of ") + name.name).c_str(), name.where.file_name(),
+               static_cast<int>(name.where.line()));
+}
+#endif
 
 // Launches over the rows of a [rows, cols] matrix. A block is lanes × (kThreads / lanes)
 // threads: threadIdx.x walks a row's columns (lanes = the power of two ≥ cols, at

@@ -13,9 +13,10 @@
 // directly (beta = 1).
 //
 // depthwise conv1d is direct: one thread per output element loops over the
-// taps. Reductions over the B·I rows (d_bias, depthwise d_w) are two passes
-// with a fixed order and no atomics: pass 1 sums fixed chunks of kChunkRows
-// rows per column into scratch, pass 2 adds the chunk sums in chunk order.
+// taps. Reductions over the B·I rows (d_bias, depthwise d_w) are the two passes
+// of kernels/cuda/column_sums.cuh in float, as the CPU sums them; depthwise d_w's
+// pass 1 is its own kernel (a product per row), over the same chunks.
+#include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
 
@@ -24,8 +25,6 @@ namespace mare::cuda {
 // ------------------------------------------------------------------ kernels
 // File-local (internal linkage): other family files define kernels of the same names.
 namespace {
-
-constexpr int64_t kChunkRows = 64;  // rows per partial sum of the row reductions
 
 // cols [B·len, K·cin]: cols[r, k·cin + c] = x[b, i + k − K/2, c] or 0 past the ends.
 // A row launch over [rows, cin] (row_launch).
@@ -70,32 +69,6 @@ __global__ void add_bias_rows_kernel(float* __restrict__ out, const float* __res
   for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step())
     for (int64_t j = launch_col_begin(); j < cols; j += launch_col_step())
       out[r * cols + j] += bias[j];
-}
-
-// partial[chunk, c] = Σ of src[r, c] over the rows r of the chunk, in row order.
-__global__ void column_sum_partial_kernel(const float* __restrict__ src,
-                                          float* __restrict__ partial, int64_t rows, int64_t cols,
-                                          int64_t chunks) {
-  int64_t total = chunks * cols;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
-       t += int64_t(gridDim.x) * blockDim.x) {
-    int64_t chunk = t / cols, c = t % cols;
-    int64_t end = min(rows, (chunk + 1) * kChunkRows);
-    float acc = 0.0f;
-    for (int64_t r = chunk * kChunkRows; r < end; ++r) acc += src[r * cols + c];
-    partial[t] = acc;
-  }
-}
-
-// dst[c] += Σ_chunk partial[chunk, c], chunks in order (pass 2 of every row reduction).
-__global__ void add_chunk_sums_kernel(float* __restrict__ dst, const float* __restrict__ partial,
-                                      int64_t chunks, int64_t cols) {
-  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < cols;
-       c += int64_t(gridDim.x) * blockDim.x) {
-    float acc = 0.0f;
-    for (int64_t chunk = 0; chunk < chunks; ++chunk) acc += partial[chunk * cols + c];
-    dst[c] += acc;
-  }
 }
 
 // out[b, i, c] = bias[c] + Σ_k x[b, i + k − K/2, c] · w[k, c]   (a row launch over [rows, c])
@@ -146,11 +119,11 @@ __global__ void depthwise_backward_w_partial_kernel(const float* __restrict__ g,
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
        t += int64_t(gridDim.x) * blockDim.x) {
     int64_t chunk = t / cols, kc = t % cols, k = kc / c, j = kc % c;
-    int64_t shift = k - kernel / 2, end = min(rows, (chunk + 1) * kChunkRows);
+    int64_t shift = k - kernel / 2, end = min(rows, (chunk + 1) * kColumnChunkRows);
     float acc = 0.0f;
     // i: r's position in its sequence, stepped along instead of divided out for every row.
-    int64_t i = (chunk * kChunkRows) % len;
-    for (int64_t r = chunk * kChunkRows; r < end; ++r, i = i + 1 == len ? 0 : i + 1) {
+    int64_t i = (chunk * kColumnChunkRows) % len;
+    for (int64_t r = chunk * kColumnChunkRows; r < end; ++r, i = i + 1 == len ? 0 : i + 1) {
       const int64_t src = i + shift;
       if (src < 0 || src >= len) continue;
       acc += g[r * c + j] * x[(r + shift) * c + j];
@@ -163,23 +136,6 @@ __global__ void depthwise_backward_w_partial_kernel(const float* __restrict__ g,
 
 // ------------------------------------------------------------------ launchers
 namespace {
-
-int64_t chunks_for(int64_t rows) {
-  return (rows + kChunkRows - 1) / kChunkRows;
-}
-
-// dst [cols] += Σ_r src [rows, cols], in the fixed two-pass order.
-void add_column_sums(float* dst, const float* src, int64_t rows, int64_t cols) {
-  if (rows == 0 || cols == 0) return;
-  int64_t chunks = chunks_for(rows);
-  Workspace partial(static_cast<size_t>(chunks * cols) * sizeof(float));
-  column_sum_partial_kernel<<<blocks_for(chunks * cols), kThreads, 0, stream()>>>(
-      src, partial.as<float>(), rows, cols, chunks);
-  MARE_LAUNCH_CHECK("column_sum_partial_kernel");
-  add_chunk_sums_kernel<<<blocks_for(cols), kThreads, 0, stream()>>>(dst, partial.as<float>(),
-                                                                     chunks, cols);
-  MARE_LAUNCH_CHECK("add_chunk_sums_kernel");
-}
 
 // The column matrix of x [B, len, cin] for a kernel of size K, in `ws` (or x itself when K = 1).
 const float* im2col(const Tensor& x, int64_t kernel, Workspace& ws) {
@@ -251,7 +207,7 @@ void conv1d_backward(Tensor& d_x, Tensor& d_w, Tensor& d_bias, const Tensor& d_o
       MARE_LAUNCH_CHECK("col2im_add_kernel");
     }
   }
-  if (d_bias.defined()) add_column_sums(d_bias.f32(), d_out.f32(), rows, cout);
+  if (d_bias.defined()) add_column_sums<float>(d_bias.f32(), d_out.f32(), rows, cout);
 }
 
 Tensor depthwise_conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& bias) {
@@ -275,7 +231,7 @@ void depthwise_conv1d_backward(Tensor& d_x, Tensor& d_w, Tensor& d_bias, const T
   // Checked by the CPU entry point too; kept here because the kernels below would read past w.
   check_shape(w, {kernel, c}, "depthwise_conv1d_backward: w");
   if (rows * c == 0) return;  // nothing flows: every gradient gets + 0
-  if (d_bias.defined()) add_column_sums(d_bias.f32(), d_out.f32(), rows, c);
+  if (d_bias.defined()) add_column_sums<float>(d_bias.f32(), d_out.f32(), rows, c);
   if (d_x.defined()) {
     const RowLaunch l = row_launch(rows, c);
     depthwise_backward_x_kernel<<<l.grid, l.block, 0, stream()>>>(d_out.f32(), w.f32(), d_x.f32(),
@@ -283,14 +239,13 @@ void depthwise_conv1d_backward(Tensor& d_x, Tensor& d_w, Tensor& d_bias, const T
     MARE_LAUNCH_CHECK("depthwise_backward_x_kernel");
   }
   if (d_w.defined()) {
-    int64_t chunks = chunks_for(rows), cols = kernel * c;
+    int64_t chunks = column_chunks(rows), cols = kernel * c;
     Workspace partial(static_cast<size_t>(chunks * cols) * sizeof(float));
-    depthwise_backward_w_partial_kernel<<<blocks_for(chunks * cols), kThreads, 0, stream()>>>(
-        d_out.f32(), x.f32(), partial.as<float>(), rows, len, c, kernel, chunks);
-    MARE_LAUNCH_CHECK("depthwise_backward_w_partial_kernel");
-    add_chunk_sums_kernel<<<blocks_for(cols), kThreads, 0, stream()>>>(
-        d_w.f32(), partial.as<float>(), chunks, cols);
-    MARE_LAUNCH_CHECK("add_chunk_sums_kernel");
+    launch("depthwise_backward_w_partial_kernel", chunks * cols,
+           depthwise_backward_w_partial_kernel, d_out.f32(), x.f32(), partial.as<float>(), rows,
+           len, c, kernel, chunks);
+    launch("add_chunk_sums_kernel", cols, add_chunk_sums_kernel<float>, d_w.f32(),
+           partial.as<float>(), chunks, cols);
   }
 }
 

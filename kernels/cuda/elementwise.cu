@@ -12,10 +12,9 @@
 // Dropout's mask comes from the device Philox (kernels/cuda/philox.cuh): element
 // j keeps when philox_uniform(seed, stream, offset + j) >= p, the same bits as
 // the host; the keep scale 1/(1 − p) is computed on the host as the CPU does.
-// bias_add's d_bias is the one reduction: a column sum over all leading rows in
-// two passes with a fixed order (no atomics): pass 1 sums each chunk of
-// kRowChunk rows per column in double (one thread per chunk and column), pass 2
-// adds the chunk sums of a column in chunk order (one thread per column).
+// bias_add's d_bias is the one reduction: a column sum over all leading rows,
+// kernels/cuda/column_sums.cuh's two passes in double (as the CPU sums it).
+#include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/philox.cuh"
@@ -23,9 +22,6 @@
 namespace mare::cuda {
 
 namespace {
-
-// Rows per chunk of the column reduction of bias_add_backward.
-constexpr int64_t kRowChunk = 64;
 
 // ------------------------------------------------------------------ functors
 // Forward maps: out = f(x).
@@ -150,31 +146,6 @@ __global__ void mul_grad_kernel(float* __restrict__ d, const float* __restrict__
     d[i] = __fadd_rn(d[i], __fmul_rn(d_out[i], other[i]));
 }
 
-// Pass 1 of d_bias: partial[k, j] = Σ_{r in chunk k} d_out[r, j], rows in order.
-//   d_out: [rows, c]; partial: [chunks, c] (double)
-__global__ void column_chunk_sums_kernel(const float* __restrict__ d_out, int64_t rows, int64_t c,
-                                         int64_t chunks, double* __restrict__ partial) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < chunks * c;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t k = i / c, j = i % c;
-    int64_t end = min(rows, (k + 1) * kRowChunk);
-    double s = 0.0;
-    for (int64_t r = k * kRowChunk; r < end; ++r) s += d_out[r * c + j];
-    partial[i] = s;
-  }
-}
-
-// Pass 2: d_bias[j] += Σ_k partial[k, j], chunks in order.
-__global__ void column_finish_kernel(const double* __restrict__ partial, int64_t chunks, int64_t c,
-                                     float* __restrict__ d_bias) {
-  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < c;
-       j += int64_t(gridDim.x) * blockDim.x) {
-    double s = 0.0;
-    for (int64_t k = 0; k < chunks; ++k) s += partial[k * c + j];
-    d_bias[j] += static_cast<float>(s);
-  }
-}
-
 // mask[j] = u(seed, stream, offset + j) >= p ? keep_scale : 0;  out[j] = x[j] · mask[j]
 __global__ void dropout_kernel(const float* __restrict__ x, float* __restrict__ out,
                                float* __restrict__ mask, int64_t n, float p, float keep_scale,
@@ -194,8 +165,7 @@ Tensor map_unary(const Tensor& x, const char* op, F f) {
   Tensor out = Tensor::empty(x.shape(), Device::cuda);
   int64_t n = x.numel();
   if (n == 0) return out;
-  map_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(x.f32(), out.f32(), n, f);
-  MARE_LAUNCH_CHECK("map_kernel");
+  launch("map_kernel", n, map_kernel<F>, x.f32(), out.f32(), n, f);
   return out;
 }
 
@@ -205,17 +175,14 @@ void accumulate_unary(Tensor& d_x, const Tensor& d_out, const Tensor& saved, con
   require_cuda({&d_x, &d_out, &saved}, op);
   int64_t n = d_out.numel();
   if (n == 0) return;
-  accumulate_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(d_x.f32(), d_out.f32(), saved.f32(),
-                                                              n, g);
-  MARE_LAUNCH_CHECK("accumulate_kernel");
+  launch("accumulate_kernel", n, accumulate_kernel<G>, d_x.f32(), d_out.f32(), saved.f32(), n, g);
 }
 
 void accumulate(Tensor& d_x, const Tensor& d_out, float s) {
   if (!d_x.defined()) return;
   int64_t n = d_out.numel();
   if (n == 0) return;
-  accumulate_scaled_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(d_x.f32(), d_out.f32(), n, s);
-  MARE_LAUNCH_CHECK("accumulate_scaled_kernel");
+  launch("accumulate_scaled_kernel", n, accumulate_scaled_kernel, d_x.f32(), d_out.f32(), n, s);
 }
 
 }  // namespace
@@ -238,16 +205,7 @@ void bias_add_backward(Tensor& d_x, Tensor& d_bias, const Tensor& d_out) {
   if (!d_bias.defined()) return;
   int64_t c = d_out.dim(-1);
   if (c == 0) return;
-  int64_t rows = d_out.numel() / c;
-  int64_t chunks = (rows + kRowChunk - 1) / kRowChunk;
-  if (chunks == 0) return;  // no rows: d_bias gains nothing
-  Workspace partial(static_cast<size_t>(chunks * c) * sizeof(double));
-  column_chunk_sums_kernel<<<blocks_for(chunks * c), kThreads, 0, stream()>>>(
-      d_out.f32(), rows, c, chunks, partial.as<double>());
-  MARE_LAUNCH_CHECK("column_chunk_sums_kernel");
-  column_finish_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(partial.as<double>(), chunks, c,
-                                                                 d_bias.f32());
-  MARE_LAUNCH_CHECK("column_finish_kernel");
+  add_column_sums<double>(d_bias.f32(), d_out.f32(), d_out.numel() / c, c);
 }
 
 Tensor add_forward(const Tensor& a, const Tensor& b) {
@@ -255,8 +213,7 @@ Tensor add_forward(const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::empty(a.shape(), Device::cuda);
   int64_t n = a.numel();
   if (n == 0) return out;
-  add_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(a.f32(), b.f32(), out.f32(), n);
-  MARE_LAUNCH_CHECK("add_kernel");
+  launch("add_kernel", n, add_kernel, a.f32(), b.f32(), out.f32(), n);
   return out;
 }
 
@@ -271,8 +228,7 @@ Tensor mul_forward(const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::empty(a.shape(), Device::cuda);
   int64_t n = a.numel();
   if (n == 0) return out;
-  mul_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(a.f32(), b.f32(), out.f32(), n);
-  MARE_LAUNCH_CHECK("mul_kernel");
+  launch("mul_kernel", n, mul_kernel, a.f32(), b.f32(), out.f32(), n);
   return out;
 }
 
@@ -281,12 +237,10 @@ void mul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a
   int64_t n = d_out.numel();
   if (n == 0) return;
   if (d_a.defined()) {
-    mul_grad_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(d_a.f32(), d_out.f32(), b.f32(), n);
-    MARE_LAUNCH_CHECK("mul_grad_kernel");
+    launch("mul_grad_kernel", n, mul_grad_kernel, d_a.f32(), d_out.f32(), b.f32(), n);
   }
   if (d_b.defined()) {
-    mul_grad_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(d_b.f32(), d_out.f32(), a.f32(), n);
-    MARE_LAUNCH_CHECK("mul_grad_kernel");
+    launch("mul_grad_kernel", n, mul_grad_kernel, d_b.f32(), d_out.f32(), a.f32(), n);
   }
 }
 
@@ -298,47 +252,23 @@ void scale_backward(Tensor& d_x, const Tensor& d_out, float s) {
   accumulate(d_x, d_out, s);
 }
 
-Tensor relu_forward(const Tensor& x) {
-  return map_unary(x, "relu_forward", ReluOp{});
-}
-void relu_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
-  accumulate_unary(d_x, d_out, x, "relu_backward", ReluGrad{});
-}
+// The launchers of a pointwise op: forward y = Op(x); backward d_x += Grad(d_out, saved),
+// with `saved` the tensor the CPU op's backward takes (x, or y for sigmoid and tanh).
+#define MARE_CUDA_POINTWISE(op, Op, Grad, saved)                              \
+  Tensor op##_forward(const Tensor& x) {                                      \
+    return map_unary(x, #op "_forward", Op{});                                \
+  }                                                                           \
+  void op##_backward(Tensor& d_x, const Tensor& d_out, const Tensor& saved) { \
+    accumulate_unary(d_x, d_out, saved, #op "_backward", Grad{});             \
+  }
 
-Tensor relu6_forward(const Tensor& x) {
-  return map_unary(x, "relu6_forward", Relu6Op{});
-}
-void relu6_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
-  accumulate_unary(d_x, d_out, x, "relu6_backward", Relu6Grad{});
-}
-
-Tensor sigmoid_forward(const Tensor& x) {
-  return map_unary(x, "sigmoid_forward", SigmoidOp{});
-}
-void sigmoid_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out) {
-  accumulate_unary(d_x, d_out, out, "sigmoid_backward", SigmoidGrad{});
-}
-
-Tensor tanh_forward(const Tensor& x) {
-  return map_unary(x, "tanh_forward", TanhOp{});
-}
-void tanh_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out) {
-  accumulate_unary(d_x, d_out, out, "tanh_backward", TanhGrad{});
-}
-
-Tensor oneplus_forward(const Tensor& x) {
-  return map_unary(x, "oneplus_forward", OneplusOp{});
-}
-void oneplus_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
-  accumulate_unary(d_x, d_out, x, "oneplus_backward", OneplusGrad{});
-}
-
-Tensor hard_sigmoid_forward(const Tensor& x) {
-  return map_unary(x, "hard_sigmoid_forward", HardSigmoidOp{});
-}
-void hard_sigmoid_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x) {
-  accumulate_unary(d_x, d_out, x, "hard_sigmoid_backward", HardSigmoidGrad{});
-}
+MARE_CUDA_POINTWISE(relu, ReluOp, ReluGrad, x)
+MARE_CUDA_POINTWISE(relu6, Relu6Op, Relu6Grad, x)
+MARE_CUDA_POINTWISE(sigmoid, SigmoidOp, SigmoidGrad, out)
+MARE_CUDA_POINTWISE(tanh, TanhOp, TanhGrad, out)
+MARE_CUDA_POINTWISE(oneplus, OneplusOp, OneplusGrad, x)
+MARE_CUDA_POINTWISE(hard_sigmoid, HardSigmoidOp, HardSigmoidGrad, x)
+#undef MARE_CUDA_POINTWISE
 
 DropoutResult dropout_forward(const Tensor& x, float p, uint64_t seed, uint32_t stream,
                               uint64_t offset) {
@@ -347,9 +277,8 @@ DropoutResult dropout_forward(const Tensor& x, float p, uint64_t seed, uint32_t 
   const float keep_scale = 1.0f / (1.0f - p);  // on the host, exactly as the CPU
   int64_t n = x.numel();
   if (n == 0) return r;
-  dropout_kernel<<<blocks_for(n), kThreads, 0, cuda::stream()>>>(
-      x.f32(), r.out.f32(), r.mask.f32(), n, p, keep_scale, seed, stream, offset);
-  MARE_LAUNCH_CHECK("dropout_kernel");
+  launch("dropout_kernel", n, dropout_kernel, x.f32(), r.out.f32(), r.mask.f32(), n, p, keep_scale,
+         seed, stream, offset);
   return r;
 }
 

@@ -129,10 +129,8 @@ HaltingResult halting_forward(const Tensor& h, const Tensor& mask, int t_max, fl
   const float* m = mask.defined() ? mask.f32() : nullptr;
   Workspace term(static_cast<size_t>(n) * sizeof(double));
   if (n > 0) {
-    halting_forward_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(
-        h.f32(), m, k, n, t_max, 1.0f - eps, r.p.f32(), r.steps.i32(), r.remainder.f32(),
-        r.halted.f32(), term.as<double>());
-    MARE_LAUNCH_CHECK("halting_forward_kernel");
+    launch("halting_forward_kernel", n, halting_forward_kernel, h.f32(), m, k, n, t_max, 1.0f - eps,
+           r.p.f32(), r.steps.i32(), r.remainder.f32(), r.halted.f32(), term.as<double>());
   }
   // One block even when n = 0: it writes the ponder cost (0).
   ponder_kernel<<<1, kThreads, 0, stream()>>>(term.as<double>(), m, n, r.ponder.f32());
@@ -150,10 +148,9 @@ void halting_backward(Tensor& d_h, const Tensor& d_p, float d_ponder, const Tens
   Workspace real(sizeof(double));
   real_count_kernel<<<1, kThreads, 0, stream()>>>(m, n, real.as<double>());
   MARE_LAUNCH_CHECK("real_count_kernel");
-  halting_backward_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(
-      d_h.f32(), d_p.defined() ? d_p.f32() : nullptr, d_ponder, fwd.steps.i32(), fwd.halted.f32(),
-      m, real.as<double>(), n);
-  MARE_LAUNCH_CHECK("halting_backward_kernel");
+  launch("halting_backward_kernel", n, halting_backward_kernel, d_h.f32(),
+         d_p.defined() ? d_p.f32() : nullptr, d_ponder, fwd.steps.i32(), fwd.halted.f32(), m,
+         real.as<double>(), n);
 }
 
 }  // namespace mare::cuda

@@ -203,6 +203,20 @@ void copy_block(float* dst, int64_t dst_stride, const float* src, int64_t src_st
   }
 }
 
+// The pieces of a tensor cut along one axis (`whole`: its split there), piece i
+// extent(i) entries of the axis, in order: move(i, at, len) with `at` the offset of
+// the piece's first entry in a row of the whole and len = extent(i) · inner, the
+// length of a row of the piece. One copy_block a piece moves all its rows.
+template <class Extent, class Move>
+void for_each_piece(const AxisSplit& whole, size_t pieces, Extent extent, Move move) {
+  int64_t at = 0;
+  for (size_t i = 0; i < pieces; ++i) {
+    const int64_t size = extent(i);
+    move(i, at * whole.inner, size * whole.inner);
+    at += size;
+  }
+}
+
 // The first position n < count with values[n] outside [0, limit) (count if
 // none) and the value there: the device check behind the CPU's out_of_range
 // errors for ids and argmax indices. Waits for the stream (a few bytes come back).
@@ -258,9 +272,8 @@ MaxResult max_forward(const Tensor& x, int axis) {
   MaxResult r{Tensor::empty(os, Device::cuda), Tensor::empty(os, Device::cuda, DType::i32)};
   int64_t total = s.outer * s.inner;
   if (total == 0) return r;
-  max_forward_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(
-      x.f32(), r.out.f32(), r.argmax.i32(), s.outer, s.size, s.inner);
-  MARE_LAUNCH_CHECK("max_forward_kernel");
+  launch("max_forward_kernel", total, max_forward_kernel, x.f32(), r.out.f32(), r.argmax.i32(),
+         s.outer, s.size, s.inner);
   // Each thread writes a k of [0, size): max_backward checks it on the host.
   if (s.size > 0) r.argmax.vouch_index_range(0, static_cast<int32_t>(s.size - 1));
   return r;
@@ -279,17 +292,14 @@ void max_backward(Tensor& d_x, const Tensor& d_out, const Tensor& argmax, int ax
     throw std::out_of_range("max_backward: argmax " + std::to_string(bad.value) + " at position " +
                             std::to_string(bad.position) + " is outside axis " + std::to_string(a) +
                             " of d_x " + d_x.shape().str());
-  max_backward_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(
-      d_x.f32(), d_out.f32(), argmax.i32(), s.outer, s.size, s.inner);
-  MARE_LAUNCH_CHECK("max_backward_kernel");
+  launch("max_backward_kernel", total, max_backward_kernel, d_x.f32(), d_out.f32(), argmax.i32(),
+         s.outer, s.size, s.inner);
 }
 
 Tensor grid_ids(int64_t rows, int64_t cols, bool by_row) {
   Tensor out = Tensor::empty({rows, cols}, Device::cuda, DType::i32);
   if (rows * cols == 0) return out;
-  grid_ids_kernel<<<blocks_for(rows * cols), kThreads, 0, stream()>>>(out.i32(), rows, cols,
-                                                                      by_row);
-  MARE_LAUNCH_CHECK("grid_ids_kernel");
+  launch("grid_ids_kernel", rows * cols, grid_ids_kernel, out.i32(), rows, cols, by_row);
   out.vouch_index_range(0, static_cast<int32_t>((by_row ? rows : cols) - 1));
   return out;
 }
@@ -334,8 +344,7 @@ void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& ids)
   int32_t* sorted_ids = pairs.as<int32_t>();
   int32_t* positions_in = sorted_ids + n;
   int32_t* positions = positions_in + n;
-  iota_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(positions_in, n);
-  MARE_LAUNCH_CHECK("iota_kernel");
+  launch("iota_kernel", n, iota_kernel, positions_in, n);
   size_t temp_bytes = 0;
   MARE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, ids.i32(), sorted_ids,
                                                   positions_in, positions, items, 0, 32, stream()));
@@ -345,12 +354,10 @@ void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& ids)
   Workspace partial(static_cast<size_t>(n) * static_cast<size_t>(d) * sizeof(float));
   // Flat launches, a thread per (position, column): a long run (the padding id)
   // is then spread over d threads, where a row launch would give it one warp.
-  embedding_piece_sums_kernel<<<blocks_for(n * d), kThreads, 0, stream()>>>(
-      partial.as<float>(), d_out.f32(), sorted_ids, positions, n, d);
-  MARE_LAUNCH_CHECK("embedding_piece_sums_kernel");
-  embedding_scatter_add_kernel<<<blocks_for(n * d), kThreads, 0, stream()>>>(
-      d_table.f32(), partial.as<float>(), sorted_ids, n, d, rows);
-  MARE_LAUNCH_CHECK("embedding_scatter_add_kernel");
+  launch("embedding_piece_sums_kernel", n * d, embedding_piece_sums_kernel, partial.as<float>(),
+         d_out.f32(), sorted_ids, positions, n, d);
+  launch("embedding_scatter_add_kernel", n * d, embedding_scatter_add_kernel, d_table.f32(),
+         partial.as<float>(), sorted_ids, n, d, rows);
 }
 
 Tensor concat_forward(const std::vector<Tensor>& xs, int axis) {
@@ -360,14 +367,11 @@ Tensor concat_forward(const std::vector<Tensor>& xs, int axis) {
   for (const Tensor& x : xs) total += x.dim(a);
   Tensor out = Tensor::empty(with_extent(xs[0].shape(), a, total), Device::cuda);
   AxisSplit so = detail::split_at_axis(out.shape(), a, "concat_forward");
-  int64_t at = 0;
-  for (const Tensor& x : xs) {
-    AxisSplit s = detail::split_at_axis(x.shape(), a, "concat_forward");
-    // out[o, at + r, in] = x[o, r, in]: rows o, each s.size · inner contiguous floats.
-    copy_block(out.f32() + at * so.inner, so.size * so.inner, x.f32(), s.size * s.inner, s.outer,
-               s.size * s.inner, false);
-    at += s.size;
-  }
+  for_each_piece(
+      so, xs.size(), [&](size_t i) { return xs[i].dim(a); },
+      [&](size_t i, int64_t at, int64_t len) {  // out[o, at + r, in] = x[o, r, in]
+        copy_block(out.f32() + at, so.size * so.inner, xs[i].f32(), len, so.outer, len, false);
+      });
   return out;
 }
 
@@ -376,13 +380,11 @@ void concat_backward(std::vector<Tensor>& d_xs, const Tensor& d_out, int axis) {
   int a = detail::normalize_axis(axis, d_out.rank(), "concat_backward");
   check_pieces(d_xs, d_out, a, "concat_backward");
   AxisSplit so = detail::split_at_axis(d_out.shape(), a, "concat_backward");
-  int64_t at = 0;
-  for (Tensor& dx : d_xs) {
-    AxisSplit s = detail::split_at_axis(dx.shape(), a, "concat_backward");
-    copy_block(dx.f32(), s.size * s.inner, d_out.f32() + at * so.inner, so.size * so.inner, s.outer,
-               s.size * s.inner, true);
-    at += s.size;
-  }
+  for_each_piece(
+      so, d_xs.size(), [&](size_t i) { return d_xs[i].dim(a); },
+      [&](size_t i, int64_t at, int64_t len) {
+        copy_block(d_xs[i].f32(), len, d_out.f32() + at, so.size * so.inner, so.outer, len, true);
+      });
 }
 
 std::vector<Tensor> split_forward(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
@@ -390,15 +392,13 @@ std::vector<Tensor> split_forward(const Tensor& x, const std::vector<int64_t>& s
   int a = detail::normalize_axis(axis, x.rank(), "split_forward");
   AxisSplit sx = detail::split_at_axis(x.shape(), a, "split_forward");
   std::vector<Tensor> out;
-  int64_t at = 0;
-  for (int64_t size : sizes) {
-    Tensor piece = Tensor::empty(with_extent(x.shape(), a, size), Device::cuda);
-    // piece[o, r, in] = x[o, at + r, in]
-    copy_block(piece.f32(), size * sx.inner, x.f32() + at * sx.inner, sx.size * sx.inner, sx.outer,
-               size * sx.inner, false);
-    out.push_back(piece);
-    at += size;
-  }
+  for_each_piece(
+      sx, sizes.size(), [&](size_t i) { return sizes[i]; },
+      [&](size_t i, int64_t at, int64_t len) {  // piece[o, r, in] = x[o, at + r, in]
+        Tensor piece = Tensor::empty(with_extent(x.shape(), a, sizes[i]), Device::cuda);
+        copy_block(piece.f32(), len, x.f32() + at, sx.size * sx.inner, sx.outer, len, false);
+        out.push_back(piece);
+      });
   return out;
 }
 
@@ -408,13 +408,11 @@ void split_backward(Tensor& d_x, const std::vector<Tensor>& d_outs, int axis) {
   int a = detail::normalize_axis(axis, d_x.rank(), "split_backward");
   check_pieces(d_outs, d_x, a, "split_backward");
   AxisSplit sx = detail::split_at_axis(d_x.shape(), a, "split_backward");
-  int64_t at = 0;
-  for (const Tensor& g : d_outs) {
-    AxisSplit s = detail::split_at_axis(g.shape(), a, "split_backward");
-    copy_block(d_x.f32() + at * sx.inner, sx.size * sx.inner, g.f32(), s.size * s.inner, sx.outer,
-               s.size * s.inner, true);
-    at += s.size;
-  }
+  for_each_piece(
+      sx, d_outs.size(), [&](size_t i) { return d_outs[i].dim(a); },
+      [&](size_t i, int64_t at, int64_t len) {
+        copy_block(d_x.f32() + at, sx.size * sx.inner, d_outs[i].f32(), len, sx.outer, len, true);
+      });
 }
 
 }  // namespace mare::cuda

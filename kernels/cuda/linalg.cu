@@ -52,9 +52,8 @@ void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   if (k == 0) {  // op(A)·op(B) is zero: C = beta · C
     if (beta == 1.0f) return;
     int64_t total = count * m * n;
-    scale_matrices_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(c, total, m, n, ldc,
-                                                                        stride_c, beta);
-    MARE_LAUNCH_CHECK("scale_matrices_kernel");
+    launch("scale_matrices_kernel", total, scale_matrices_kernel, c, total, m, n, ldc, stride_c,
+           beta);
     return;
   }
   // Counted as the CPU counts its products (kernels/ops/gemm_count.h): every
@@ -128,41 +127,44 @@ void check_operands(const Tensor& a, const Tensor& b, int rank, bool ta, bool tb
                      " do not multiply");
 }
 
+// out (+)= op(a) · op(b) on rank-2 operands (one product) or rank-3 ones (a.dim(0) products).
+Tensor product_forward(const Tensor& a, const Tensor& b, bool ta, bool tb, int rank,
+                       const char* op) {
+  require_cuda({&a, &b}, op);
+  Dims d = dims_of(a, b, ta, tb);
+  const int64_t batch = rank == 3 ? a.dim(0) : 1;
+  Tensor out = Tensor::empty(rank == 3 ? Shape{batch, d.m, d.n} : Shape{d.m, d.n}, Device::cuda);
+  gemm(out.f32(), a.f32(), b.f32(), d, ta, tb, false, batch);
+  return out;
+}
+
+void product_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a,
+                      const Tensor& b, bool ta, bool tb, int rank, const char* op) {
+  require_cuda({&d_a, &d_b, &d_out, &a, &b}, op);
+  check_operands(a, b, rank, ta, tb, op);
+  backward_batch(d_a.defined() ? d_a.f32() : nullptr, d_b.defined() ? d_b.f32() : nullptr,
+                 d_out.f32(), a.f32(), b.f32(), dims_of(a, b, ta, tb), ta, tb,
+                 rank == 3 ? a.dim(0) : 1);
+}
+
 }  // namespace
 
 Tensor matmul_forward(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
-  require_cuda({&a, &b}, "matmul_forward");
-  Dims d = dims_of(a, b, trans_a, trans_b);
-  Tensor out = Tensor::empty({d.m, d.n}, Device::cuda);
-  gemm(out.f32(), a.f32(), b.f32(), d, trans_a, trans_b, false, 1);
-  return out;
+  return product_forward(a, b, trans_a, trans_b, 2, "matmul_forward");
 }
 
 void matmul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a,
                      const Tensor& b, bool trans_a, bool trans_b) {
-  require_cuda({&d_a, &d_b, &d_out, &a, &b}, "matmul_backward");
-  check_operands(a, b, 2, trans_a, trans_b, "matmul_backward");
-  Dims d = dims_of(a, b, trans_a, trans_b);
-  backward_batch(d_a.defined() ? d_a.f32() : nullptr, d_b.defined() ? d_b.f32() : nullptr,
-                 d_out.f32(), a.f32(), b.f32(), d, trans_a, trans_b, 1);
+  product_backward(d_a, d_b, d_out, a, b, trans_a, trans_b, 2, "matmul_backward");
 }
 
 Tensor batched_matmul_forward(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
-  require_cuda({&a, &b}, "batched_matmul_forward");
-  Dims d = dims_of(a, b, trans_a, trans_b);
-  int64_t batch = a.dim(0);
-  Tensor out = Tensor::empty({batch, d.m, d.n}, Device::cuda);
-  gemm(out.f32(), a.f32(), b.f32(), d, trans_a, trans_b, false, batch);
-  return out;
+  return product_forward(a, b, trans_a, trans_b, 3, "batched_matmul_forward");
 }
 
 void batched_matmul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a,
                              const Tensor& b, bool trans_a, bool trans_b) {
-  require_cuda({&d_a, &d_b, &d_out, &a, &b}, "batched_matmul_backward");
-  check_operands(a, b, 3, trans_a, trans_b, "batched_matmul_backward");
-  Dims d = dims_of(a, b, trans_a, trans_b);
-  backward_batch(d_a.defined() ? d_a.f32() : nullptr, d_b.defined() ? d_b.f32() : nullptr,
-                 d_out.f32(), a.f32(), b.f32(), d, trans_a, trans_b, a.dim(0));
+  product_backward(d_a, d_b, d_out, a, b, trans_a, trans_b, 3, "batched_matmul_backward");
 }
 
 }  // namespace mare::cuda

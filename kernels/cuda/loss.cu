@@ -155,8 +155,7 @@ void check_targets_on_device(const Tensor& targets, int64_t classes, const char*
   unsigned int* first = ws.as<unsigned int>();
   int* verdict = reinterpret_cast<int*>(first + 1);
   MARE_CUDA_CHECK(cudaMemsetAsync(first, 0xFF, sizeof(unsigned int), stream()));
-  scan_targets_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(targets.i32(), n, classes, first);
-  MARE_LAUNCH_CHECK("scan_targets_kernel");
+  launch("scan_targets_kernel", n, scan_targets_kernel, targets.i32(), n, classes, first);
   targets_verdict_kernel<<<1, 1, 0, stream()>>>(targets.i32(), first, verdict);
   MARE_LAUNCH_CHECK("targets_verdict_kernel");
   int v[3] = {0, 0, 0};
@@ -180,8 +179,7 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& tar
   CrossEntropyResult r{Tensor::empty({1}, Device::cuda),
                        Tensor::empty(logits.shape(), Device::cuda)};
   if (n * c > 0) {
-    exp_kernel<<<blocks_for(n * c), kThreads, 0, stream()>>>(logp.f32(), r.probs.f32(), n * c);
-    MARE_LAUNCH_CHECK("exp_kernel");
+    launch("exp_kernel", n * c, exp_kernel, logp.f32(), r.probs.f32(), n * c);
   }
   // One block even when n = 0: it writes the loss (0).
   cross_entropy_loss_kernel<<<1, kThreads, 0, stream()>>>(
@@ -201,9 +199,8 @@ void cross_entropy_backward(Tensor& d_logits, float d_loss, const Tensor& probs,
   Workspace wsum(sizeof(double));
   weight_sum_kernel<<<1, kThreads, 0, stream()>>>(targets.i32(), w, n, c, wsum.as<double>());
   MARE_LAUNCH_CHECK("weight_sum_kernel");
-  cross_entropy_grad_kernel<<<blocks_for(n * c), kThreads, 0, stream()>>>(
-      d_logits.f32(), probs.f32(), targets.i32(), w, wsum.as<double>(), d_loss, n, c);
-  MARE_LAUNCH_CHECK("cross_entropy_grad_kernel");
+  launch("cross_entropy_grad_kernel", n * c, cross_entropy_grad_kernel, d_logits.f32(), probs.f32(),
+         targets.i32(), w, wsum.as<double>(), d_loss, n, c);
 }
 
 Tensor mse_forward(const Tensor& pred, const Tensor& target) {
@@ -221,10 +218,8 @@ void mse_backward(Tensor& d_pred, Tensor& d_target, float d_loss, const Tensor& 
   const int64_t n = pred.numel();
   if (n == 0 || (!d_pred.defined() && !d_target.defined())) return;
   const float k = 2.0f * d_loss / n;  // on the host, exactly as the CPU
-  mse_grad_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(
-      d_pred.defined() ? d_pred.f32() : nullptr, d_target.defined() ? d_target.f32() : nullptr,
-      pred.f32(), target.f32(), n, k);
-  MARE_LAUNCH_CHECK("mse_grad_kernel");
+  launch("mse_grad_kernel", n, mse_grad_kernel, d_pred.defined() ? d_pred.f32() : nullptr,
+         d_target.defined() ? d_target.f32() : nullptr, pred.f32(), target.f32(), n, k);
 }
 
 }  // namespace mare::cuda

@@ -158,6 +158,22 @@ __global__ void interface_backward_kernel(float* __restrict__ d_xi, const float*
 }
 
 // ------------------------------------------------------------------ content weighting
+// Σ_j k[j]·m[j] and Σ_j m[j]² over j < w in double, summed by one warp (lane l takes
+// j = l, l + 32, …; the totals are in every lane).
+struct DotSquares {
+  double dot, squares;
+};
+__device__ DotSquares warp_dot_squares(const float* __restrict__ k, const float* __restrict__ m,
+                                       int w, int lane) {
+  double dot = 0.0, squares = 0.0;
+  for (int j = lane; j < w; j += 32) {
+    const double mj = m[j];
+    dot += double(k[j]) * mj;
+    squares += mj * mj;
+  }
+  return {warp_sum(dot), warp_sum(squares)};
+}
+
 // One block per row (memory b, head hh), rows = M·H. Shared: logits [N] (dynamic).
 __global__ void content_forward_kernel(const float* __restrict__ memory,
                                        const float* __restrict__ keys,
@@ -172,22 +188,13 @@ __global__ void content_forward_kernel(const float* __restrict__ memory,
     const float* mem = memory + int64_t(b) * n * w;
     const double beta = strengths[row];
     if (warp == 0) {
-      double kk = 0.0;
-      for (int j = lane; j < w; j += 32) kk += double(k[j]) * k[j];
-      kk = warp_sum(kk);
+      const double kk = warp_dot_squares(k, k, w, lane).squares;
       if (lane == 0) s_norm_k = sqrt(kk + kContentEpsilon);
     }
     __syncthreads();
     const double nk = s_norm_k;
     for (int s = warp; s < n; s += warps) {
-      double dot = 0.0, mm = 0.0;
-      for (int j = lane; j < w; j += 32) {
-        const double ms = mem[int64_t(s) * w + j];
-        dot += double(k[j]) * ms;
-        mm += ms * ms;
-      }
-      dot = warp_sum(dot);
-      mm = warp_sum(mm);
+      const auto [dot, mm] = warp_dot_squares(k, mem + int64_t(s) * w, w, lane);
       if (lane == 0) logits[s] = beta * (dot / (nk * sqrt(mm + kContentEpsilon) + kContentEpsilon));
     }
     __syncthreads();
@@ -227,9 +234,7 @@ __global__ void content_backward_rows_kernel(
     const float* g = d_out + int64_t(row) * n;
     const double beta = strengths[row];
     if (warp == 0) {
-      double kk = 0.0;
-      for (int j = lane; j < w; j += 32) kk += double(k[j]) * k[j];
-      kk = warp_sum(kk);
+      const double kk = warp_dot_squares(k, k, w, lane).squares;
       if (lane == 0) {
         s_norm_k = sqrt(kk + kContentEpsilon);
         double gy = 0.0;
@@ -240,14 +245,7 @@ __global__ void content_backward_rows_kernel(
     __syncthreads();
     const double nk = s_norm_k, gy = s_gy;
     for (int s = warp; s < n; s += warps) {
-      double dot = 0.0, mm = 0.0;
-      for (int j = lane; j < w; j += 32) {
-        const double ms = mem[int64_t(s) * w + j];
-        dot += double(k[j]) * ms;
-        mm += ms * ms;
-      }
-      dot = warp_sum(dot);
-      mm = warp_sum(mm);
+      const auto [dot, mm] = warp_dot_squares(k, mem + int64_t(s) * w, w, lane);
       if (lane == 0) {
         const double nm = sqrt(mm + kContentEpsilon);
         const double den = nk * nm + kContentEpsilon;
@@ -650,6 +648,18 @@ float* maybe(Tensor& t) {
   return t.defined() ? t.f32() : nullptr;
 }
 
+// The output of an element-wise forward kernel: a new GPU tensor of `shape` and its
+// element count, checked to fit the kernels' int indices (`what` names it in errors).
+struct NewOutput {
+  Tensor out;
+  int64_t count;
+};
+NewOutput new_output(const Shape& shape, const char* what) {
+  Tensor out = Tensor::empty(shape, Device::cuda);
+  const int64_t count = to_int(out.numel(), what);
+  return {out, count};
+}
+
 // Row-major batched GEMM on the memory axis: for every b < batch,
 //   C[b] = op(A[b]) · op(B[b]) + beta · C[b],  C: [rows, cols], op(A): [rows, k], op(B): [k, cols],
 // A, B, C row-major with their stored row lengths lda, ldb (ldc = cols). cuBLAS is
@@ -752,9 +762,8 @@ InterfaceParts interface_split_forward(const Tensor& xi, int64_t read_heads, int
     parts.*kFields[p] = out;
   }
   if (count == 0) return parts;
-  interface_forward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(xi.f32(), t, ptr, count,
-                                                                         static_cast<int>(x));
-  MARE_LAUNCH_CHECK("interface_forward_kernel");
+  launch("interface_forward_kernel", count, interface_forward_kernel, xi.f32(), t, ptr, count,
+         static_cast<int>(x));
   return parts;
 }
 
@@ -777,9 +786,8 @@ void interface_split_backward(Tensor& d_xi, const InterfaceParts& d_parts, const
     any = true;
   }
   if (!any || count == 0) return;
-  interface_backward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-      d_xi.f32(), xi.f32(), t, ptr, count, static_cast<int>(x));
-  MARE_LAUNCH_CHECK("interface_backward_kernel");
+  launch("interface_backward_kernel", count, interface_backward_kernel, d_xi.f32(), xi.f32(), t,
+         ptr, count, static_cast<int>(x));
 }
 
 // ------------------------------------------------------------------ content weighting
@@ -826,16 +834,14 @@ void content_weighting_backward(Tensor& d_memory, Tensor& d_keys, Tensor& d_stre
       c_norm, norm_k, norm_m, rows, static_cast<int>(h), static_cast<int>(n), static_cast<int>(w));
   MARE_LAUNCH_CHECK("content_backward_rows_kernel");
   if (d_keys.defined() && keys.numel() > 0) {
-    content_backward_keys_kernel<<<blocks_for(keys.numel()), kThreads, 0, stream()>>>(
-        memory.f32(), keys.f32(), c_dot, c_norm, norm_k, norm_m, d_keys.f32(), keys.numel(),
-        static_cast<int>(h), static_cast<int>(n), static_cast<int>(w));
-    MARE_LAUNCH_CHECK("content_backward_keys_kernel");
+    launch("content_backward_keys_kernel", keys.numel(), content_backward_keys_kernel, memory.f32(),
+           keys.f32(), c_dot, c_norm, norm_k, norm_m, d_keys.f32(), keys.numel(),
+           static_cast<int>(h), static_cast<int>(n), static_cast<int>(w));
   }
   if (d_memory.defined() && memory.numel() > 0) {
-    content_backward_memory_kernel<<<blocks_for(memory.numel()), kThreads, 0, stream()>>>(
-        memory.f32(), keys.f32(), c_dot, c_norm, norm_k, norm_m, d_memory.f32(), memory.numel(),
-        static_cast<int>(h), static_cast<int>(n), static_cast<int>(w));
-    MARE_LAUNCH_CHECK("content_backward_memory_kernel");
+    launch("content_backward_memory_kernel", memory.numel(), content_backward_memory_kernel,
+           memory.f32(), keys.f32(), c_dot, c_norm, norm_k, norm_m, d_memory.f32(), memory.numel(),
+           static_cast<int>(h), static_cast<int>(n), static_cast<int>(w));
   }
 }
 
@@ -848,10 +854,8 @@ Tensor retention_forward(const Tensor& free_gates, const Tensor& read_weights_pr
   Tensor out = Tensor::empty({m, n}, Device::cuda);
   const int64_t count = out.numel();
   if (count == 0) return out;
-  retention_forward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-      free_gates.f32(), read_weights_prev.f32(), out.f32(), count, static_cast<int>(r),
-      static_cast<int>(n));
-  MARE_LAUNCH_CHECK("retention_forward_kernel");
+  launch("retention_forward_kernel", count, retention_forward_kernel, free_gates.f32(),
+         read_weights_prev.f32(), out.f32(), count, static_cast<int>(r), static_cast<int>(n));
   return out;
 }
 
@@ -863,16 +867,14 @@ void retention_backward(Tensor& d_free_gates, Tensor& d_read_weights_prev, const
                 n = read_weights_prev.dim(2);
   const int64_t count = to_int(read_weights_prev.numel(), "retention_backward: read_weights_prev");
   if (d_read_weights_prev.defined() && count > 0) {
-    retention_backward_weights_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-        free_gates.f32(), read_weights_prev.f32(), d_out.f32(), d_read_weights_prev.f32(), count,
-        static_cast<int>(r), static_cast<int>(n));
-    MARE_LAUNCH_CHECK("retention_backward_weights_kernel");
+    launch("retention_backward_weights_kernel", count, retention_backward_weights_kernel,
+           free_gates.f32(), read_weights_prev.f32(), d_out.f32(), d_read_weights_prev.f32(), count,
+           static_cast<int>(r), static_cast<int>(n));
   }
   if (d_free_gates.defined() && m * r > 0) {
-    retention_backward_gates_kernel<<<blocks_for(m * r), kThreads, 0, stream()>>>(
-        free_gates.f32(), read_weights_prev.f32(), d_out.f32(), d_free_gates.f32(), m * r,
-        static_cast<int>(r), static_cast<int>(n));
-    MARE_LAUNCH_CHECK("retention_backward_gates_kernel");
+    launch("retention_backward_gates_kernel", m * r, retention_backward_gates_kernel,
+           free_gates.f32(), read_weights_prev.f32(), d_out.f32(), d_free_gates.f32(), m * r,
+           static_cast<int>(r), static_cast<int>(n));
   }
 }
 
@@ -880,12 +882,10 @@ void retention_backward(Tensor& d_free_gates, Tensor& d_read_weights_prev, const
 Tensor usage_forward(const Tensor& usage_prev, const Tensor& write_weights_prev,
                      const Tensor& retention) {
   require_cuda({&usage_prev, &write_weights_prev, &retention}, "usage_forward");
-  Tensor out = Tensor::empty(usage_prev.shape(), Device::cuda);
-  const int64_t count = to_int(out.numel(), "usage_forward: usage_prev");
-  if (count == 0) return out;
-  usage_forward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-      usage_prev.f32(), write_weights_prev.f32(), retention.f32(), out.f32(), count);
-  MARE_LAUNCH_CHECK("usage_forward_kernel");
+  auto [out, count] = new_output(usage_prev.shape(), "usage_forward: usage_prev");
+  if (count > 0)
+    launch("usage_forward_kernel", count, usage_forward_kernel, usage_prev.f32(),
+           write_weights_prev.f32(), retention.f32(), out.f32(), count);
   return out;
 }
 
@@ -896,10 +896,9 @@ void usage_backward(Tensor& d_usage_prev, Tensor& d_retention, const Tensor& d_o
                "usage_backward");
   const int64_t count = to_int(usage_prev.numel(), "usage_backward: usage_prev");
   if (count == 0 || (!d_usage_prev.defined() && !d_retention.defined())) return;
-  usage_backward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-      usage_prev.f32(), write_weights_prev.f32(), retention.f32(), d_out.f32(), maybe(d_usage_prev),
-      maybe(d_retention), count);
-  MARE_LAUNCH_CHECK("usage_backward_kernel");
+  launch("usage_backward_kernel", count, usage_backward_kernel, usage_prev.f32(),
+         write_weights_prev.f32(), retention.f32(), d_out.f32(), maybe(d_usage_prev),
+         maybe(d_retention), count);
 }
 
 // ------------------------------------------------------------------ write weighting
@@ -908,13 +907,11 @@ Tensor write_weighting_forward(const Tensor& allocation, const Tensor& write_con
   require_cuda({&allocation, &write_content, &allocation_gate, &write_gate},
                "write_weighting_forward");
   const int64_t n = allocation.dim(1);
-  Tensor out = Tensor::empty(allocation.shape(), Device::cuda);
-  const int64_t count = to_int(out.numel(), "write_weighting_forward: allocation");
-  if (count == 0) return out;
-  write_weighting_forward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-      allocation.f32(), write_content.f32(), allocation_gate.f32(), write_gate.f32(), out.f32(),
-      count, static_cast<int>(n));
-  MARE_LAUNCH_CHECK("write_weighting_forward_kernel");
+  auto [out, count] = new_output(allocation.shape(), "write_weighting_forward: allocation");
+  if (count > 0)
+    launch("write_weighting_forward_kernel", count, write_weighting_forward_kernel,
+           allocation.f32(), write_content.f32(), allocation_gate.f32(), write_gate.f32(),
+           out.f32(), count, static_cast<int>(n));
   return out;
 }
 
@@ -928,16 +925,14 @@ void write_weighting_backward(Tensor& d_allocation, Tensor& d_write_content,
   const int64_t m = allocation.dim(0), n = allocation.dim(1);
   const int64_t count = to_int(allocation.numel(), "write_weighting_backward: allocation");
   if ((d_allocation.defined() || d_write_content.defined()) && count > 0) {
-    write_weighting_backward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-        allocation_gate.f32(), write_gate.f32(), d_out.f32(), maybe(d_allocation),
-        maybe(d_write_content), count, static_cast<int>(n));
-    MARE_LAUNCH_CHECK("write_weighting_backward_kernel");
+    launch("write_weighting_backward_kernel", count, write_weighting_backward_kernel,
+           allocation_gate.f32(), write_gate.f32(), d_out.f32(), maybe(d_allocation),
+           maybe(d_write_content), count, static_cast<int>(n));
   }
   if ((d_allocation_gate.defined() || d_write_gate.defined()) && m > 0) {
-    write_weighting_backward_gates_kernel<<<blocks_for(m), kThreads, 0, stream()>>>(
-        allocation.f32(), write_content.f32(), allocation_gate.f32(), write_gate.f32(), d_out.f32(),
-        maybe(d_allocation_gate), maybe(d_write_gate), m, static_cast<int>(n));
-    MARE_LAUNCH_CHECK("write_weighting_backward_gates_kernel");
+    launch("write_weighting_backward_gates_kernel", m, write_weighting_backward_gates_kernel,
+           allocation.f32(), write_content.f32(), allocation_gate.f32(), write_gate.f32(),
+           d_out.f32(), maybe(d_allocation_gate), maybe(d_write_gate), m, static_cast<int>(n));
   }
 }
 
@@ -946,13 +941,11 @@ Tensor memory_update_forward(const Tensor& memory, const Tensor& write_weights, 
                              const Tensor& write_vector) {
   require_cuda({&memory, &write_weights, &erase, &write_vector}, "memory_update_forward");
   const int64_t n = memory.dim(1), w = memory.dim(2);
-  Tensor out = Tensor::empty(memory.shape(), Device::cuda);
-  const int64_t count = to_int(out.numel(), "memory_update_forward: memory");
-  if (count == 0) return out;
-  memory_update_forward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-      memory.f32(), write_weights.f32(), erase.f32(), write_vector.f32(), out.f32(), count,
-      static_cast<int>(n), static_cast<int>(w));
-  MARE_LAUNCH_CHECK("memory_update_forward_kernel");
+  auto [out, count] = new_output(memory.shape(), "memory_update_forward: memory");
+  if (count > 0)
+    launch("memory_update_forward_kernel", count, memory_update_forward_kernel, memory.f32(),
+           write_weights.f32(), erase.f32(), write_vector.f32(), out.f32(), count,
+           static_cast<int>(n), static_cast<int>(w));
   return out;
 }
 
@@ -967,22 +960,19 @@ void memory_update_backward(Tensor& d_memory, Tensor& d_write_weights, Tensor& d
   const int64_t count = to_int(memory.numel(), "memory_update_backward: memory");
   if (count == 0) return;
   if (d_memory.defined()) {
-    memory_update_backward_memory_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-        write_weights.f32(), erase.f32(), d_out.f32(), d_memory.f32(), count, static_cast<int>(n),
-        static_cast<int>(w));
-    MARE_LAUNCH_CHECK("memory_update_backward_memory_kernel");
+    launch("memory_update_backward_memory_kernel", count, memory_update_backward_memory_kernel,
+           write_weights.f32(), erase.f32(), d_out.f32(), d_memory.f32(), count,
+           static_cast<int>(n), static_cast<int>(w));
   }
   if (d_erase.defined() || d_write_vector.defined()) {
-    memory_update_backward_vectors_kernel<<<blocks_for(m * w), kThreads, 0, stream()>>>(
-        memory.f32(), write_weights.f32(), d_out.f32(), maybe(d_erase), maybe(d_write_vector),
-        m * w, static_cast<int>(n), static_cast<int>(w));
-    MARE_LAUNCH_CHECK("memory_update_backward_vectors_kernel");
+    launch("memory_update_backward_vectors_kernel", m * w, memory_update_backward_vectors_kernel,
+           memory.f32(), write_weights.f32(), d_out.f32(), maybe(d_erase), maybe(d_write_vector),
+           m * w, static_cast<int>(n), static_cast<int>(w));
   }
   if (d_write_weights.defined()) {
-    memory_update_backward_weights_kernel<<<blocks_for(m * n * 32), kThreads, 0, stream()>>>(
-        memory.f32(), erase.f32(), write_vector.f32(), d_out.f32(), d_write_weights.f32(), m * n,
-        static_cast<int>(n), static_cast<int>(w));
-    MARE_LAUNCH_CHECK("memory_update_backward_weights_kernel");
+    launch("memory_update_backward_weights_kernel", m * n * 32,
+           memory_update_backward_weights_kernel, memory.f32(), erase.f32(), write_vector.f32(),
+           d_out.f32(), d_write_weights.f32(), m * n, static_cast<int>(n), static_cast<int>(w));
   }
 }
 
@@ -991,13 +981,10 @@ Tensor link_update_forward(const Tensor& links_prev, const Tensor& precedence_pr
                            const Tensor& write_weights) {
   require_cuda({&links_prev, &precedence_prev, &write_weights}, "link_update_forward");
   const int64_t n = write_weights.dim(1);
-  Tensor out = Tensor::empty(links_prev.shape(), Device::cuda);
-  const int64_t count = to_int(out.numel(), "link_update_forward: links_prev");
-  if (count == 0) return out;
-  link_update_forward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-      links_prev.f32(), precedence_prev.f32(), write_weights.f32(), out.f32(), count,
-      static_cast<int>(n));
-  MARE_LAUNCH_CHECK("link_update_forward_kernel");
+  auto [out, count] = new_output(links_prev.shape(), "link_update_forward: links_prev");
+  if (count > 0)
+    launch("link_update_forward_kernel", count, link_update_forward_kernel, links_prev.f32(),
+           precedence_prev.f32(), write_weights.f32(), out.f32(), count, static_cast<int>(n));
   return out;
 }
 
@@ -1012,20 +999,17 @@ void link_update_backward(Tensor& d_links_prev, Tensor& d_precedence_prev, Tenso
   const int64_t slots = write_weights.numel();
   if (count == 0) return;
   if (d_links_prev.defined()) {
-    link_update_backward_links_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-        write_weights.f32(), d_out.f32(), d_links_prev.f32(), count, static_cast<int>(n));
-    MARE_LAUNCH_CHECK("link_update_backward_links_kernel");
+    launch("link_update_backward_links_kernel", count, link_update_backward_links_kernel,
+           write_weights.f32(), d_out.f32(), d_links_prev.f32(), count, static_cast<int>(n));
   }
   if (d_precedence_prev.defined()) {
-    link_update_backward_precedence_kernel<<<blocks_for(slots), kThreads, 0, stream()>>>(
-        write_weights.f32(), d_out.f32(), d_precedence_prev.f32(), slots, static_cast<int>(n));
-    MARE_LAUNCH_CHECK("link_update_backward_precedence_kernel");
+    launch("link_update_backward_precedence_kernel", slots, link_update_backward_precedence_kernel,
+           write_weights.f32(), d_out.f32(), d_precedence_prev.f32(), slots, static_cast<int>(n));
   }
   if (d_write_weights.defined()) {
-    link_update_backward_weights_kernel<<<blocks_for(slots), kThreads, 0, stream()>>>(
-        links_prev.f32(), precedence_prev.f32(), d_out.f32(), d_write_weights.f32(), slots,
-        static_cast<int>(n));
-    MARE_LAUNCH_CHECK("link_update_backward_weights_kernel");
+    launch("link_update_backward_weights_kernel", slots, link_update_backward_weights_kernel,
+           links_prev.f32(), precedence_prev.f32(), d_out.f32(), d_write_weights.f32(), slots,
+           static_cast<int>(n));
   }
 }
 
@@ -1037,14 +1021,10 @@ Tensor precedence_update_forward(const Tensor& precedence_prev, const Tensor& wr
   const int64_t count = to_int(out.numel(), "precedence_update_forward: write_weights");
   if (count == 0) return out;
   Workspace sums(sizeof(float) * 2 * static_cast<size_t>(m));
-  precedence_sums_kernel<<<blocks_for(m), kThreads, 0, stream()>>>(
-      write_weights.f32(), precedence_prev.f32(), nullptr, sums.as<float>(), m,
-      static_cast<int>(n));
-  MARE_LAUNCH_CHECK("precedence_sums_kernel");
-  precedence_forward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-      precedence_prev.f32(), write_weights.f32(), sums.as<float>(), out.f32(), count,
-      static_cast<int>(n));
-  MARE_LAUNCH_CHECK("precedence_forward_kernel");
+  launch("precedence_sums_kernel", m, precedence_sums_kernel, write_weights.f32(),
+         precedence_prev.f32(), nullptr, sums.as<float>(), m, static_cast<int>(n));
+  launch("precedence_forward_kernel", count, precedence_forward_kernel, precedence_prev.f32(),
+         write_weights.f32(), sums.as<float>(), out.f32(), count, static_cast<int>(n));
   return out;
 }
 
@@ -1057,14 +1037,11 @@ void precedence_update_backward(Tensor& d_precedence_prev, Tensor& d_write_weigh
   const int64_t count = to_int(write_weights.numel(), "precedence_update_backward: write_weights");
   if (count == 0 || (!d_precedence_prev.defined() && !d_write_weights.defined())) return;
   Workspace sums(sizeof(float) * 2 * static_cast<size_t>(m));
-  precedence_sums_kernel<<<blocks_for(m), kThreads, 0, stream()>>>(
-      write_weights.f32(), precedence_prev.f32(), d_out.f32(), sums.as<float>(), m,
-      static_cast<int>(n));
-  MARE_LAUNCH_CHECK("precedence_sums_kernel");
-  precedence_backward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-      d_out.f32(), sums.as<float>(), maybe(d_precedence_prev), maybe(d_write_weights), count,
-      static_cast<int>(n));
-  MARE_LAUNCH_CHECK("precedence_backward_kernel");
+  launch("precedence_sums_kernel", m, precedence_sums_kernel, write_weights.f32(),
+         precedence_prev.f32(), d_out.f32(), sums.as<float>(), m, static_cast<int>(n));
+  launch("precedence_backward_kernel", count, precedence_backward_kernel, d_out.f32(),
+         sums.as<float>(), maybe(d_precedence_prev), maybe(d_write_weights), count,
+         static_cast<int>(n));
 }
 
 // ------------------------------------------------------------------ link weights
@@ -1126,13 +1103,11 @@ Tensor read_weights_forward(const Tensor& read_modes, const Tensor& backward_wei
   require_cuda({&read_modes, &backward_weights, &read_content, &forward_weights},
                "read_weights_forward");
   const int64_t n = read_content.dim(2);
-  Tensor out = Tensor::empty(read_content.shape(), Device::cuda);
-  const int64_t count = to_int(out.numel(), "read_weights_forward: read_content");
-  if (count == 0) return out;
-  read_weights_forward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-      read_modes.f32(), backward_weights.f32(), read_content.f32(), forward_weights.f32(),
-      out.f32(), count, static_cast<int>(n));
-  MARE_LAUNCH_CHECK("read_weights_forward_kernel");
+  auto [out, count] = new_output(read_content.shape(), "read_weights_forward: read_content");
+  if (count > 0)
+    launch("read_weights_forward_kernel", count, read_weights_forward_kernel, read_modes.f32(),
+           backward_weights.f32(), read_content.f32(), forward_weights.f32(), out.f32(), count,
+           static_cast<int>(n));
   return out;
 }
 
@@ -1147,16 +1122,14 @@ void read_weights_backward(Tensor& d_read_modes, Tensor& d_backward_weights, Ten
   const int64_t count = to_int(read_content.numel(), "read_weights_backward: read_content");
   if ((d_backward_weights.defined() || d_read_content.defined() || d_forward_weights.defined()) &&
       count > 0) {
-    read_weights_backward_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(
-        read_modes.f32(), d_out.f32(), maybe(d_backward_weights), maybe(d_read_content),
-        maybe(d_forward_weights), count, static_cast<int>(n));
-    MARE_LAUNCH_CHECK("read_weights_backward_kernel");
+    launch("read_weights_backward_kernel", count, read_weights_backward_kernel, read_modes.f32(),
+           d_out.f32(), maybe(d_backward_weights), maybe(d_read_content), maybe(d_forward_weights),
+           count, static_cast<int>(n));
   }
   if (d_read_modes.defined() && m * r > 0) {
-    read_weights_backward_modes_kernel<<<blocks_for(m * r), kThreads, 0, stream()>>>(
-        backward_weights.f32(), read_content.f32(), forward_weights.f32(), d_out.f32(),
-        d_read_modes.f32(), m * r, static_cast<int>(n));
-    MARE_LAUNCH_CHECK("read_weights_backward_modes_kernel");
+    launch("read_weights_backward_modes_kernel", m * r, read_weights_backward_modes_kernel,
+           backward_weights.f32(), read_content.f32(), forward_weights.f32(), d_out.f32(),
+           d_read_modes.f32(), m * r, static_cast<int>(n));
   }
 }
 

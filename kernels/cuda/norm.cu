@@ -331,9 +331,8 @@ template <class F>
 void column_chunk_sums(F f, int64_t rows, int64_t c, double2* partial,
                        const float* row_mask = nullptr) {
   const int64_t n = chunks_for(rows) * c;
-  column_chunk_sums_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(f, rows, c, chunks_for(rows),
-                                                                     row_mask, partial);
-  MARE_LAUNCH_CHECK("column_chunk_sums_kernel");
+  launch("column_chunk_sums_kernel", n, column_chunk_sums_kernel<F>, f, rows, c, chunks_for(rows),
+         row_mask, partial);
 }
 
 float* ptr_or_null(Tensor& t) {
@@ -378,9 +377,8 @@ void layer_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Ten
     Workspace partial(static_cast<size_t>(chunks_for(rows) * c) * sizeof(double2));
     column_chunk_sums(LayerNormParamTerms{d_out.f32(), x.f32(), mean.f32(), rstd.f32(), c}, rows, c,
                       partial.as<double2>());
-    ln_param_grads_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(
-        partial.as<double2>(), chunks_for(rows), c, ptr_or_null(d_gamma), ptr_or_null(d_beta));
-    MARE_LAUNCH_CHECK("ln_param_grads_kernel");
+    launch("ln_param_grads_kernel", c, ln_param_grads_kernel, partial.as<double2>(),
+           chunks_for(rows), c, ptr_or_null(d_gamma), ptr_or_null(d_beta));
   }
   if (d_x.defined()) {
     ln_dx_kernel<<<blocks_for(rows, kRowsPerBlock), kThreads, 0, stream()>>>(
@@ -405,19 +403,16 @@ NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
     Workspace count_ws(mask ? sizeof(double) : 0);
     const double* count = count_active_rows(row_mask, rows, count_ws);
     column_chunk_sums(ColumnValue{x.f32(), c}, rows, c, partial.as<double2>(), mask);
-    bn_mean_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(partial.as<double2>(), chunks, c, rows,
-                                                             count, mu.as<double>());
-    MARE_LAUNCH_CHECK("bn_mean_kernel");
+    launch("bn_mean_kernel", c, bn_mean_kernel, partial.as<double2>(), chunks, c, rows, count,
+           mu.as<double>());
     column_chunk_sums(ColumnSquaredDeviation{x.f32(), mu.as<double>(), c}, rows, c,
                       partial.as<double2>(), mask);
-    bn_stats_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(
-        partial.as<double2>(), chunks, c, rows, count, mu.as<double>(), momentum, eps, r.mean.f32(),
-        r.rstd.f32(), running_mean.f32(), running_var.f32());
-    MARE_LAUNCH_CHECK("bn_stats_kernel");
+    launch("bn_stats_kernel", c, bn_stats_kernel, partial.as<double2>(), chunks, c, rows, count,
+           mu.as<double>(), momentum, eps, r.mean.f32(), r.rstd.f32(), running_mean.f32(),
+           running_var.f32());
   } else {
-    bn_eval_stats_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(
-        running_mean.f32(), running_var.f32(), c, eps, r.mean.f32(), r.rstd.f32());
-    MARE_LAUNCH_CHECK("bn_eval_stats_kernel");
+    launch("bn_eval_stats_kernel", c, bn_eval_stats_kernel, running_mean.f32(), running_var.f32(),
+           c, eps, r.mean.f32(), r.rstd.f32());
   }
   const int64_t n = x.numel();
   if (n == 0) return r;
@@ -447,10 +442,9 @@ void batch_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Ten
                       partial.as<double2>(), mask);
     Workspace count_ws(mask && dx_means ? sizeof(double) : 0);
     const double* count = dx_means ? count_active_rows(row_mask, rows, count_ws) : nullptr;
-    bn_grad_sums_kernel<<<blocks_for(c), kThreads, 0, stream()>>>(
-        partial.as<double2>(), chunks, c, count, rows, dx_means ? means.as<float2>() : nullptr,
-        ptr_or_null(d_gamma), ptr_or_null(d_beta));
-    MARE_LAUNCH_CHECK("bn_grad_sums_kernel");
+    launch("bn_grad_sums_kernel", c, bn_grad_sums_kernel, partial.as<double2>(), chunks, c, count,
+           rows, dx_means ? means.as<float2>() : nullptr, ptr_or_null(d_gamma),
+           ptr_or_null(d_beta));
   }
   if (!d_x.defined()) return;
   const RowLaunch l = row_launch(rows, c);

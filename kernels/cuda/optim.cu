@@ -246,17 +246,14 @@ void l2_grad_add(Tensor& grad, const Tensor& w, float lambda) {
   require_cuda({&grad, &w}, "l2_grad_add");
   const int64_t n = w.numel();
   if (n == 0) return;
-  l2_grad_add_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(grad.f32(), w.f32(), n,
-                                                               2.0f * lambda);
-  MARE_LAUNCH_CHECK("l2_grad_add_kernel");
+  launch("l2_grad_add_kernel", n, l2_grad_add_kernel, grad.f32(), w.f32(), n, 2.0f * lambda);
 }
 
 void scale_inplace(Tensor& x, float s) {
   require_cuda({&x}, "scale_inplace");
   const int64_t n = x.numel();
   if (n == 0) return;
-  scale_inplace_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(x.f32(), n, s);
-  MARE_LAUNCH_CHECK("scale_inplace_kernel");
+  launch("scale_inplace_kernel", n, scale_inplace_kernel, x.f32(), n, s);
 }
 
 double sum_squares(std::span<const Tensor> xs) {
@@ -274,15 +271,13 @@ double sum_squares(std::span<const Tensor> xs) {
     Workspace a(c0 > 1 ? static_cast<size_t>(c0) * sizeof(double) : 0);
     Workspace b(c0 > 1 ? static_cast<size_t>(chunks_of(c0)) * sizeof(double) : 0);
     double* out = c0 == 1 ? slot : a.as<double>();
-    chunk_squares_kernel<<<blocks_for(c0), kThreads, 0, stream()>>>(x.f32(), x.numel(), c0, out);
-    MARE_LAUNCH_CHECK("chunk_squares_kernel");
+    launch("chunk_squares_kernel", c0, chunk_squares_kernel, x.f32(), x.numel(), c0, out);
     const double* in = out;
     bool in_a = true;
     for (int64_t count = c0; count > 1;) {
       const int64_t next = chunks_of(count);
       double* dst = next == 1 ? slot : (in_a ? b.as<double>() : a.as<double>());
-      chunk_sums_kernel<<<blocks_for(next), kThreads, 0, stream()>>>(in, count, next, dst);
-      MARE_LAUNCH_CHECK("chunk_sums_kernel");
+      launch("chunk_sums_kernel", next, chunk_sums_kernel, in, count, next, dst);
       in = dst;
       in_a = !in_a;
       count = next;
@@ -302,9 +297,8 @@ void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, flo
   if (n == 0) return;
   const AdamBiasCorrection c = adam_bias_correction(beta1, beta2, step);
   const float omb1 = 1 - beta1, omb2 = 1 - beta2;
-  adam_update_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(
-      w.f32(), g.f32(), m.f32(), v.f32(), n, lr, beta1, beta2, omb1, omb2, eps, c.c1, c.c2);
-  MARE_LAUNCH_CHECK("adam_update_kernel");
+  launch("adam_update_kernel", n, adam_update_kernel, w.f32(), g.f32(), m.f32(), v.f32(), n, lr,
+         beta1, beta2, omb1, omb2, eps, c.c1, c.c2);
 }
 
 Tensor adam_step(std::span<Tensor> ws, std::span<Tensor> gs, std::span<Tensor> ms,

@@ -40,9 +40,7 @@ void fill_uniform(Tensor& t, uint64_t seed, uint32_t stream, float lo, float hi,
   require_cuda({&t}, "fill_uniform");
   int64_t n = t.numel();
   if (n == 0) return;
-  fill_uniform_kernel<<<blocks_for(n), kThreads, 0, cuda::stream()>>>(t.f32(), n, seed, stream, lo,
-                                                                      hi, offset);
-  MARE_LAUNCH_CHECK("fill_uniform_kernel");
+  launch("fill_uniform_kernel", n, fill_uniform_kernel, t.f32(), n, seed, stream, lo, hi, offset);
 }
 
 void fill_normal(Tensor& t, uint64_t seed, uint32_t stream, float mean, float stddev,
@@ -50,18 +48,15 @@ void fill_normal(Tensor& t, uint64_t seed, uint32_t stream, float mean, float st
   require_cuda({&t}, "fill_normal");
   int64_t n = t.numel();
   if (n == 0) return;
-  fill_normal_kernel<<<blocks_for(n), kThreads, 0, cuda::stream()>>>(t.f32(), n, seed, stream, mean,
-                                                                     stddev, offset);
-  MARE_LAUNCH_CHECK("fill_normal_kernel");
+  launch("fill_normal_kernel", n, fill_normal_kernel, t.f32(), n, seed, stream, mean, stddev,
+         offset);
 }
 
 void fill_bernoulli(Tensor& t, uint64_t seed, uint32_t stream, float p, uint64_t offset) {
   require_cuda({&t}, "fill_bernoulli");
   int64_t n = t.numel();
   if (n == 0) return;
-  fill_bernoulli_kernel<<<blocks_for(n), kThreads, 0, cuda::stream()>>>(t.f32(), n, seed, stream, p,
-                                                                        offset);
-  MARE_LAUNCH_CHECK("fill_bernoulli_kernel");
+  launch("fill_bernoulli_kernel", n, fill_bernoulli_kernel, t.f32(), n, seed, stream, p, offset);
 }
 
 }  // namespace mare::cuda

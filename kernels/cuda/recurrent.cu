@@ -34,9 +34,6 @@ namespace mare::cuda {
 
 namespace {
 
-// The machine has read, sum, [prod], [cond]: at most four fields.
-constexpr int kMaxFields = 4;
-
 // GrpuConfig in the form the kernels take (plain values).
 struct Alu {
   int h = 0, k = 0, s = 0;  // controller size, machine fields, state size h + k
@@ -49,17 +46,6 @@ struct Alu {
 // ------------------------------------------------------------------ kernels
 __device__ __forceinline__ float sigmoid(float z) {
   return 1.0f / (1.0f + expf(-z));
-}
-
-// The same forms as grpu_neutral_zero / grpu_neutral_one / grpu_cond_gate (grpu.h).
-__device__ __forceinline__ float neutral_zero(float i, float r) {
-  return i * r;
-}
-__device__ __forceinline__ float neutral_one(float i, float r, bool code) {
-  return code ? 1.0f - r + 2.0f * i * r - i * r * r : 1.0f - r + i * r * r;
-}
-__device__ __forceinline__ float cond_gate(float u_op, float u_cond, float h_cond) {
-  return u_op * (1.0f + u_cond * (h_cond - 1.0f));
 }
 
 __device__ __forceinline__ bool row_active(const float* mask, int b) {
@@ -102,16 +88,16 @@ __global__ void grpu_machine_forward_kernel(float* __restrict__ args, float* __r
     const int b = static_cast<int>(row);
     const float* r = gates + int64_t(b) * 2 * S + H;  // r^vm
     const float* xv = x_vm + int64_t(b) * alu.iv;
-    float p[kMaxFields], m[kMaxFields];
+    float p[kGrpuMaxFields], m[kGrpuMaxFields];
     for (int k = 0; k < K; ++k) p[k] = h_prev[int64_t(b) * S + H + k];
     p[0] = xv[0];  // read runs first
     m[0] = xv[0];
     float sum = 0.0f;
-    for (int k = 0; k < K; ++k) sum += neutral_zero(p[k], r[k]);
+    for (int k = 0; k < K; ++k) sum += grpu_neutral_zero(p[k], r[k]);
     m[1] = sum;  // the sum field
     if (alu.prod_field >= 0) {
       float prod = 1.0f;
-      for (int k = 0; k < K; ++k) prod *= neutral_one(p[k], r[k], alu.neutral_code);
+      for (int k = 0; k < K; ++k) prod *= grpu_neutral_one(p[k], r[k], alu.neutral_code);
       m[alu.prod_field] = prod;
     }
     if (alu.cond_field >= 0) {
@@ -151,7 +137,7 @@ __global__ void grpu_update_kernel(float* __restrict__ h, float* __restrict__ u,
     float uj = gb[S + j];
     if (alu.cond_field >= 0 && j >= H && j - H != alu.cond_field) {
       const int cf = H + alu.cond_field;
-      uj = cond_gate(gb[S + j], gb[S + cf], cand[int64_t(b) * S + cf]);
+      uj = grpu_cond_gate(gb[S + j], gb[S + cf], cand[int64_t(b) * S + cf]);
     }
     u[idx] = uj;
     const float prev = h_prev[idx];
@@ -211,7 +197,7 @@ __global__ void grpu_machine_backward_kernel(
     }
     const float* gb = gates + int64_t(b) * 2 * S;
     // h = (1 − u) h_prev + u h̃
-    float d_u[kMaxFields], d_cand[kMaxFields], d_u0[kMaxFields];
+    float d_u[kGrpuMaxFields], d_cand[kGrpuMaxFields], d_u0[kGrpuMaxFields];
     for (int k = 0; k < K; ++k) {
       const float dh = d_h[o + k], uk = u[o + k];
       if (d_h_prev) d_h_prev[o + k] += (1.0f - uk) * dh;
@@ -235,7 +221,7 @@ __global__ void grpu_machine_backward_kernel(
     const float* r = gb + H;
     const float* p = args + int64_t(b) * K;
     const float* m = machine + int64_t(b) * K;
-    float d_m[kMaxFields], d_p[kMaxFields], d_r[kMaxFields];
+    float d_m[kGrpuMaxFields], d_p[kGrpuMaxFields], d_r[kGrpuMaxFields];
     for (int k = 0; k < K; ++k) {
       d_m[k] = (m[k] >= -alu.clip && m[k] <= alu.clip) ? d_cand[k] : 0.0f;
       d_p[k] = 0.0f;
@@ -246,26 +232,8 @@ __global__ void grpu_machine_backward_kernel(
       d_p[k] += ds * r[k];
       d_r[k] += ds * p[k];
     }
-    if (alu.prod_field >= 0) {
-      const float dprod = d_m[alu.prod_field];
-      float q[kMaxFields], prefix[kMaxFields + 1], suffix[kMaxFields + 1];
-      for (int k = 0; k < K; ++k) q[k] = neutral_one(p[k], r[k], alu.neutral_code);
-      prefix[0] = 1.0f;
-      for (int k = 0; k < K; ++k) prefix[k + 1] = prefix[k] * q[k];
-      suffix[K] = 1.0f;
-      for (int k = K - 1; k >= 0; --k) suffix[k] = suffix[k + 1] * q[k];
-      for (int k = 0; k < K; ++k) {
-        const float dq = dprod * prefix[k] * suffix[k + 1];
-        const float pk = p[k], rk = r[k];
-        if (alu.neutral_code) {
-          d_p[k] += dq * (2.0f * rk - rk * rk);
-          d_r[k] += dq * (-1.0f + 2.0f * pk - 2.0f * pk * rk);
-        } else {
-          d_p[k] += dq * rk * rk;
-          d_r[k] += dq * (-1.0f + 2.0f * pk * rk);
-        }
-      }
-    }
+    if (alu.prod_field >= 0)
+      grpu_prod_backward(d_m[alu.prod_field], p, r, K, alu.neutral_code, d_p, d_r);
     // p[0] is the machine input (data); the other arguments are the previous fields.
     if (d_h_prev)
       for (int k = 1; k < K; ++k) d_h_prev[o + k] += d_p[k];
@@ -395,8 +363,23 @@ Alu alu_of(const GrpuConfig& cfg, int64_t h) {
   alu.neutral_code = cfg.neutral_one == NeutralOne::code;
   alu.clip = cfg.clip;
   alu.cond_eps = cfg.cond_eps;
-  if (alu.k > kMaxFields) throw std::invalid_argument("grpu_cell: more than four machine fields");
+  if (alu.k > kGrpuMaxFields)
+    throw std::invalid_argument("grpu_cell: more than four machine fields");
   return alu;
+}
+
+// The cell's sizes (batch, input, state) and its ALU, checked to fit the kernels' int indices.
+struct GrpuSizes {
+  int B, Ic, S;
+  Alu alu;
+};
+GrpuSizes grpu_sizes(const Tensor& x_c, const Tensor& h_prev, const GrpuConfig& cfg) {
+  const int B = to_int(x_c.dim(0), "grpu_cell batch"), Ic = to_int(x_c.dim(1), "grpu_cell x_c");
+  const int S = to_int(h_prev.dim(1), "grpu_cell state");
+  const Alu alu = alu_of(cfg, S - cfg.fields());
+  to_int(int64_t(B) * 2 * S, "grpu_cell gates");
+  to_int(int64_t(Ic + alu.h) * 2 * S, "grpu_cell w_gates");
+  return {B, Ic, S, alu};
 }
 
 }  // namespace
@@ -406,12 +389,8 @@ GrpuCellResult grpu_cell_forward(const Tensor& x_c, const Tensor& x_vm, const Te
                                  const Tensor& b_cand, const Tensor& mask, const GrpuConfig& cfg) {
   require_cuda({&x_c, &x_vm, &h_prev, &w_gates, &b_gates, &w_cand, &b_cand, &mask},
                "grpu_cell_forward");
-  const int B = to_int(x_c.dim(0), "grpu_cell batch"), Ic = to_int(x_c.dim(1), "grpu_cell x_c");
-  const int S = to_int(h_prev.dim(1), "grpu_cell state");
-  const Alu alu = alu_of(cfg, S - cfg.fields());
+  const auto [B, Ic, S, alu] = grpu_sizes(x_c, h_prev, cfg);
   const int H = alu.h, K = alu.k;
-  to_int(int64_t(B) * 2 * S, "grpu_cell gates");
-  to_int(int64_t(Ic + H) * 2 * S, "grpu_cell w_gates");
 
   GrpuCellResult out;
   out.h = Tensor::empty({B, S}, Device::cuda);
@@ -431,16 +410,14 @@ GrpuCellResult grpu_cell_forward(const Tensor& x_c, const Tensor& x_vm, const Te
   // Gates (eqs. 4.5, 4.6): [x_c, h^c] · W_g = x_c · W_g[:Ic] + h^c · W_g[Ic:].
   gemm_rm(false, false, B, 2 * S, Ic, 1.0f, x, Ic, wg, 2 * S, 0.0f, g, 2 * S);
   gemm_rm(false, false, B, 2 * S, H, 1.0f, hp, S, wg + int64_t(Ic) * 2 * S, 2 * S, 1.0f, g, 2 * S);
-  sigmoid_bias_kernel<<<blocks_for(int64_t(B) * 2 * S), kThreads, 0, stream()>>>(g, b_gates.f32(),
-                                                                                 B, 2 * S);
-  MARE_LAUNCH_CHECK("sigmoid_bias_kernel");
+  launch("sigmoid_bias_kernel", int64_t(B) * 2 * S, sigmoid_bias_kernel, g, b_gates.f32(), B,
+         2 * S);
 
   // Controller candidate pre-activation (eq. 4.7): [x_c, r^c ⊙ h^c] · W_c.
   Workspace zc(size_t(B) * H * sizeof(float)), rh(size_t(B) * H * sizeof(float));
   if (H > 0) {
-    reset_hidden_kernel<<<blocks_for(int64_t(B) * H), kThreads, 0, stream()>>>(rh.as<float>(), hp,
-                                                                               g, B, H, S);
-    MARE_LAUNCH_CHECK("reset_hidden_kernel");
+    launch("reset_hidden_kernel", int64_t(B) * H, reset_hidden_kernel, rh.as<float>(), hp, g, B, H,
+           S);
     gemm_rm(false, false, B, H, Ic, 1.0f, x, Ic, wc, H, 0.0f, zc.as<float>(), H);
     gemm_rm(false, false, B, H, H, 1.0f, rh.as<float>(), H, wc + int64_t(Ic) * H, H, 1.0f,
             zc.as<float>(), H);
@@ -448,14 +425,11 @@ GrpuCellResult grpu_cell_forward(const Tensor& x_c, const Tensor& x_vm, const Te
 
   // The ALU (eq. 4.8), then the candidate, the conditional and the update (eqs. 4.7, 4.19, 4.9).
   if (K > 0) {
-    grpu_machine_forward_kernel<<<blocks_for(B), kThreads, 0, stream()>>>(
-        out.args.f32(), out.machine.f32(), out.cand.f32(), hp, x_vm.f32(), g, B, alu);
-    MARE_LAUNCH_CHECK("grpu_machine_forward_kernel");
+    launch("grpu_machine_forward_kernel", B, grpu_machine_forward_kernel, out.args.f32(),
+           out.machine.f32(), out.cand.f32(), hp, x_vm.f32(), g, B, alu);
   }
-  grpu_update_kernel<<<blocks_for(int64_t(B) * S), kThreads, 0, stream()>>>(
-      out.h.f32(), out.u.f32(), out.cand.f32(), zc.as<float>(), ptr_or_null(b_cand), g, hp,
-      ptr_or_null(mask), B, alu);
-  MARE_LAUNCH_CHECK("grpu_update_kernel");
+  launch("grpu_update_kernel", int64_t(B) * S, grpu_update_kernel, out.h.f32(), out.u.f32(),
+         out.cand.f32(), zc.as<float>(), ptr_or_null(b_cand), g, hp, ptr_or_null(mask), B, alu);
   return out;
 }
 
@@ -467,12 +441,8 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
       {&d_x_c, &d_h_prev, &d_w_gates, &d_b_gates, &d_w_cand, &d_b_cand, &d_h, &x_c, &h_prev,
        &w_gates, &w_cand, &mask, &fwd.gates, &fwd.cand, &fwd.machine, &fwd.args, &fwd.u},
       "grpu_cell_backward");
-  const int B = to_int(x_c.dim(0), "grpu_cell batch"), Ic = to_int(x_c.dim(1), "grpu_cell x_c");
-  const int S = to_int(h_prev.dim(1), "grpu_cell state");
-  const Alu alu = alu_of(cfg, S - cfg.fields());
+  const auto [B, Ic, S, alu] = grpu_sizes(x_c, h_prev, cfg);
   const int H = alu.h, K = alu.k;
-  to_int(int64_t(B) * 2 * S, "grpu_cell gates");
-  to_int(int64_t(Ic + H) * 2 * S, "grpu_cell w_gates");
   if (B == 0 || S == 0) return;
 
   const float* x = ptr_or_null(x_c);
@@ -489,43 +459,38 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
   Workspace rh(size_t(B) * H * sizeof(float)), dv(size_t(B) * H * sizeof(float));
   float* dz = d_z.as<float>();
   if (H > 0) {
-    grpu_controller_backward_kernel<<<blocks_for(int64_t(B) * H), kThreads, 0, stream()>>>(
-        dz, d_zc.as<float>(), dhp, d_h.f32(), hp, fwd.u.f32(), fwd.cand.f32(), ptr_or_null(mask), B,
-        H, S);
-    MARE_LAUNCH_CHECK("grpu_controller_backward_kernel");
+    launch("grpu_controller_backward_kernel", int64_t(B) * H, grpu_controller_backward_kernel, dz,
+           d_zc.as<float>(), dhp, d_h.f32(), hp, fwd.u.f32(), fwd.cand.f32(), ptr_or_null(mask), B,
+           H, S);
   }
   if (K > 0) {
-    grpu_machine_backward_kernel<<<blocks_for(B), kThreads, 0, stream()>>>(
-        dz, dhp, d_h.f32(), hp, g, fwd.u.f32(), fwd.cand.f32(), fwd.machine.f32(), fwd.args.f32(),
-        ptr_or_null(mask), B, alu);
-    MARE_LAUNCH_CHECK("grpu_machine_backward_kernel");
+    launch("grpu_machine_backward_kernel", B, grpu_machine_backward_kernel, dz, dhp, d_h.f32(), hp,
+           g, fwd.u.f32(), fwd.cand.f32(), fwd.machine.f32(), fwd.args.f32(), ptr_or_null(mask), B,
+           alu);
   }
 
   // Back through the candidate GEMM: a2 = [x_c, r^c ⊙ h^c].
   if (H > 0) {
     const float* wc = w_cand.f32();
     if (d_w_cand.defined()) {
-      reset_hidden_kernel<<<blocks_for(int64_t(B) * H), kThreads, 0, stream()>>>(rh.as<float>(), hp,
-                                                                                 g, B, H, S);
-      MARE_LAUNCH_CHECK("reset_hidden_kernel");
+      launch("reset_hidden_kernel", int64_t(B) * H, reset_hidden_kernel, rh.as<float>(), hp, g, B,
+             H, S);
       float* dwc = d_w_cand.f32();
       gemm_rm(true, false, Ic, H, B, 1.0f, x, Ic, d_zc.as<float>(), H, 1.0f, dwc, H);
       gemm_rm(true, false, H, H, B, 1.0f, rh.as<float>(), H, d_zc.as<float>(), H, 1.0f,
               dwc + int64_t(Ic) * H, H);
     }
     if (d_b_cand.defined()) {
-      column_sum_add_kernel<<<blocks_for(H), kThreads, 0, stream()>>>(d_b_cand.f32(),
-                                                                      d_zc.as<float>(), B, H, true);
-      MARE_LAUNCH_CHECK("column_sum_add_kernel");
+      launch("column_sum_add_kernel", H, column_sum_add_kernel, d_b_cand.f32(), d_zc.as<float>(), B,
+             H, true);
     }
     if (dx) gemm_rm(false, true, B, Ic, H, 1.0f, d_zc.as<float>(), H, wc, H, 1.0f, dx, Ic);
     // dv: the gradient of r^c ⊙ h^c, [B, H].
     gemm_rm(false, true, B, H, H, 1.0f, d_zc.as<float>(), H, wc + int64_t(Ic) * H, H, 0.0f,
             dv.as<float>(), H);
   }
-  grpu_gate_backward_kernel<<<blocks_for(int64_t(B) * 2 * S), kThreads, 0, stream()>>>(
-      dz, dhp, dv.as<float>(), hp, g, B, H, S);
-  MARE_LAUNCH_CHECK("grpu_gate_backward_kernel");
+  launch("grpu_gate_backward_kernel", int64_t(B) * 2 * S, grpu_gate_backward_kernel, dz, dhp,
+         dv.as<float>(), hp, g, B, H, S);
 
   // Back through the gate GEMM: a = [x_c, h^c].
   const float* wg = w_gates.f32();
@@ -536,9 +501,8 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
             2 * S);
   }
   if (d_b_gates.defined()) {
-    column_sum_add_kernel<<<blocks_for(2 * S), kThreads, 0, stream()>>>(d_b_gates.f32(), dz, B,
-                                                                        2 * S, true);
-    MARE_LAUNCH_CHECK("column_sum_add_kernel");
+    launch("column_sum_add_kernel", 2 * S, column_sum_add_kernel, d_b_gates.f32(), dz, B, 2 * S,
+           true);
   }
   if (dx) gemm_rm(false, true, B, Ic, 2 * S, 1.0f, dz, 2 * S, wg, 2 * S, 1.0f, dx, Ic);
   if (dhp)
@@ -581,10 +545,8 @@ LstmCellResult lstm_cell_forward(const Tensor& x, const Tensor& h_prev, const Te
   gemm_rm(false, false, B, 4 * H, I, 1.0f, ptr_or_null(x), I, pw, 4 * H, 0.0f, g, 4 * H);
   gemm_rm(false, false, B, 4 * H, H, 1.0f, h_prev.f32(), H, pw + int64_t(I) * 4 * H, 4 * H, 1.0f, g,
           4 * H);
-  lstm_forward_kernel<<<blocks_for(int64_t(B) * H), kThreads, 0, stream()>>>(
-      out.h.f32(), out.c.f32(), out.tanh_c.f32(), g, b.f32(), h_prev.f32(), c_prev.f32(),
-      ptr_or_null(mask), B, H);
-  MARE_LAUNCH_CHECK("lstm_forward_kernel");
+  launch("lstm_forward_kernel", int64_t(B) * H, lstm_forward_kernel, out.h.f32(), out.c.f32(),
+         out.tanh_c.f32(), g, b.f32(), h_prev.f32(), c_prev.f32(), ptr_or_null(mask), B, H);
   return out;
 }
 
@@ -604,10 +566,9 @@ void lstm_cell_backward(Tensor& d_x, Tensor& d_h_prev, Tensor& d_c_prev, Tensor&
   float* dhp = ptr_or_null(d_h_prev);
   Workspace d_z(size_t(B) * 4 * H * sizeof(float));
   float* dz = d_z.as<float>();
-  lstm_backward_kernel<<<blocks_for(int64_t(B) * H), kThreads, 0, stream()>>>(
-      dz, dhp, ptr_or_null(d_c_prev), d_h.f32(), ptr_or_null(d_c), fwd.gates.f32(),
-      fwd.tanh_c.f32(), c_prev.f32(), ptr_or_null(mask), B, H);
-  MARE_LAUNCH_CHECK("lstm_backward_kernel");
+  launch("lstm_backward_kernel", int64_t(B) * H, lstm_backward_kernel, dz, dhp,
+         ptr_or_null(d_c_prev), d_h.f32(), ptr_or_null(d_c), fwd.gates.f32(), fwd.tanh_c.f32(),
+         c_prev.f32(), ptr_or_null(mask), B, H);
 
   const float* pw = w.f32();
   if (d_w.defined()) {
@@ -617,9 +578,7 @@ void lstm_cell_backward(Tensor& d_x, Tensor& d_h_prev, Tensor& d_c_prev, Tensor&
             dw + int64_t(I) * 4 * H, 4 * H);
   }
   if (d_b.defined()) {
-    column_sum_add_kernel<<<blocks_for(4 * H), kThreads, 0, stream()>>>(d_b.f32(), dz, B, 4 * H,
-                                                                        false);
-    MARE_LAUNCH_CHECK("column_sum_add_kernel");
+    launch("column_sum_add_kernel", 4 * H, column_sum_add_kernel, d_b.f32(), dz, B, 4 * H, false);
   }
   if (d_x.defined() && I > 0)
     gemm_rm(false, true, B, I, 4 * H, 1.0f, dz, 4 * H, pw, 4 * H, 1.0f, d_x.f32(), I);

@@ -285,9 +285,8 @@ void check_sets_on_device(const Tensor& offsets, const Tensor& rows, int64_t num
   unsigned int* first = ws.as<unsigned int>();
   int* verdict = reinterpret_cast<int*>(first + 2);
   MARE_CUDA_CHECK(cudaMemsetAsync(first, 0xFF, 2 * sizeof(unsigned int), stream()));
-  scan_sets_kernel<<<blocks_for(std::max(num_sets, num_idx)), kThreads, 0, stream()>>>(
-      offsets.i32(), rows.i32(), num_sets, num_idx, num_rows, first);
-  MARE_LAUNCH_CHECK("scan_sets_kernel");
+  launch("scan_sets_kernel", std::max(num_sets, num_idx), scan_sets_kernel, offsets.i32(),
+         rows.i32(), num_sets, num_idx, num_rows, first);
   sets_verdict_kernel<<<1, 1, 0, stream()>>>(offsets.i32(), rows.i32(), num_sets, num_idx, first,
                                              verdict);
   MARE_LAUNCH_CHECK("sets_verdict_kernel");
@@ -367,9 +366,8 @@ Tensor logsumexp_sets_forward(const Tensor& x, const Tensor& offsets, const Tens
   int64_t s = offsets.numel() - 1, c = x.dim(1);
   Tensor out = Tensor::empty({s, c}, Device::cuda);
   if (s * c == 0) return out;
-  logsumexp_sets_kernel<<<blocks_for(s * c), kThreads, 0, stream()>>>(x.f32(), offsets.i32(),
-                                                                      rows.i32(), out.f32(), s, c);
-  MARE_LAUNCH_CHECK("logsumexp_sets_kernel");
+  launch("logsumexp_sets_kernel", s * c, logsumexp_sets_kernel, x.f32(), offsets.i32(), rows.i32(),
+         out.f32(), s, c);
   return out;
 }
 
@@ -386,8 +384,7 @@ void logsumexp_sets_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x, 
   // row come out in increasing order.
   Workspace pos(num_idx * sizeof(int32_t)), sorted_rows(num_idx * sizeof(int32_t)),
       sorted_pos(num_idx * sizeof(int32_t));
-  iota_kernel<<<blocks_for(num_idx), kThreads, 0, stream()>>>(pos.as<int32_t>(), num_idx);
-  MARE_LAUNCH_CHECK("iota_kernel");
+  launch("iota_kernel", num_idx, iota_kernel, pos.as<int32_t>(), num_idx);
   size_t temp_bytes = 0;
   MARE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
       nullptr, temp_bytes, rows.i32(), sorted_rows.as<int32_t>(), pos.as<int32_t>(),
@@ -397,10 +394,9 @@ void logsumexp_sets_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x, 
       temp.get(), temp_bytes, rows.i32(), sorted_rows.as<int32_t>(), pos.as<int32_t>(),
       sorted_pos.as<int32_t>(), num_idx, 0, 32, stream()));
 
-  logsumexp_sets_backward_kernel<<<blocks_for(num_rows * c), kThreads, 0, stream()>>>(
-      d_x.f32(), d_out.f32(), x.f32(), out.f32(), offsets.i32(), sorted_rows.as<int32_t>(),
-      sorted_pos.as<int32_t>(), num_rows, c, num_sets, num_idx);
-  MARE_LAUNCH_CHECK("logsumexp_sets_backward_kernel");
+  launch("logsumexp_sets_backward_kernel", num_rows * c, logsumexp_sets_backward_kernel, d_x.f32(),
+         d_out.f32(), x.f32(), out.f32(), offsets.i32(), sorted_rows.as<int32_t>(),
+         sorted_pos.as<int32_t>(), num_rows, c, num_sets, num_idx);
 }
 
 }  // namespace mare::cuda

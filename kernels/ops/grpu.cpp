@@ -199,8 +199,7 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
   // The products' inputs, kept for the weights' gradients (only when wanted).
   MatRM a(d_w_gates.defined() ? d.b : 0, w), a2(d_w_cand.defined() ? d.b : 0, w);
   for_cell_rows(d.b, row_work(d), [&](int64_t b0, int64_t b1) {
-    std::vector<float> prefix(K + 1), suffix(K + 1), q(K), d_u(S), d_cand(S), d_u0(S), d_m(K),
-        d_p(K), d_r(K);
+    std::vector<float> d_u(S), d_cand(S), d_u0(S), d_m(K), d_p(K), d_r(K);
     for (int64_t b = b0; b < b1; ++b) {
       bool active = !mask.defined() || mask.f32()[b] != 0.0f;
       const float* dhb = dh + b * S;
@@ -247,25 +246,9 @@ void grpu_cell_backward(Tensor& d_x_c, Tensor& d_h_prev, Tensor& d_w_gates, Tens
           d_p[k] += ds * r[k];
           d_r[k] += ds * p[k];
         }
-        if (cfg.prod) {
-          float dprod = d_m[cfg.prod_field()];
-          for (int64_t k = 0; k < K; ++k) q[k] = grpu_neutral_one(p[k], r[k], cfg.neutral_one);
-          prefix[0] = 1.0f;
-          for (int64_t k = 0; k < K; ++k) prefix[k + 1] = prefix[k] * q[k];
-          suffix[K] = 1.0f;
-          for (int64_t k = K - 1; k >= 0; --k) suffix[k] = suffix[k + 1] * q[k];
-          for (int64_t k = 0; k < K; ++k) {
-            float dq = dprod * prefix[k] * suffix[k + 1];
-            float pk = p[k], rk = r[k];
-            if (cfg.neutral_one == NeutralOne::code) {
-              d_p[k] += dq * (2.0f * rk - rk * rk);
-              d_r[k] += dq * (-1.0f + 2.0f * pk - 2.0f * pk * rk);
-            } else {
-              d_p[k] += dq * rk * rk;
-              d_r[k] += dq * (-1.0f + 2.0f * pk * rk);
-            }
-          }
-        }
+        if (cfg.prod)
+          grpu_prod_backward(d_m[cfg.prod_field()], p, r, static_cast<int>(K),
+                             cfg.neutral_one == NeutralOne::code, d_p.data(), d_r.data());
         // p[0] is the machine input (data); the other arguments are the previous fields.
         if (dhp)
           for (int64_t k = 1; k < K; ++k) dhp[b * S + H + k] += d_p[k];

@@ -52,15 +52,53 @@ struct GrpuConfig {
   int64_t machine_inputs() const { return machine ? (cond ? 2 : 1) : 0; }
 };
 
+// Scalar code both backends compile: the CPU op and the CUDA kernels
+// (kernels/cuda/recurrent.cu) read the ALU's formulas from here.
+#ifdef __CUDACC__
+#define MARE_GRPU_SCALAR __host__ __device__ __forceinline__
+#else
+#define MARE_GRPU_SCALAR inline
+#endif
+
+// The most machine fields a cell has (read, sum, prod, cond).
+constexpr int kGrpuMaxFields = 4;
+
 // The neutral-element transforms and the conditional gate, scalar (also used
-// by the tests at binary values).
-inline float grpu_neutral_zero(float i, float r) {
+// by the tests at binary values). `code`: NeutralOne::code's form, else text's.
+MARE_GRPU_SCALAR float grpu_neutral_zero(float i, float r) {
   return i * r;
 }
-inline float grpu_neutral_one(float i, float r, NeutralOne form) {
-  return form == NeutralOne::code ? 1.0f - r + 2.0f * i * r - i * r * r : 1.0f - r + i * r * r;
+MARE_GRPU_SCALAR float grpu_neutral_one(float i, float r, bool code) {
+  return code ? 1.0f - r + 2.0f * i * r - i * r * r : 1.0f - r + i * r * r;
 }
-inline float grpu_cond_gate(float u_op, float u_cond, float h_cond) {
+inline float grpu_neutral_one(float i, float r, NeutralOne form) {
+  return grpu_neutral_one(i, r, form == NeutralOne::code);
+}
+
+// Backward of the prod field Π_k n1(p_k, r_k) over the K ≤ kGrpuMaxFields
+// arguments: d_p[k] and d_r[k] += dprod · Π_{j≠k} n1(p_j, r_j) · ∂n1/∂(p_k, r_k),
+// the other factors as prefix (ascending) and suffix (descending) products.
+MARE_GRPU_SCALAR void grpu_prod_backward(float dprod, const float* p, const float* r, int K,
+                                         bool code, float* d_p, float* d_r) {
+  float q[kGrpuMaxFields], prefix[kGrpuMaxFields + 1], suffix[kGrpuMaxFields + 1];
+  for (int k = 0; k < K; ++k) q[k] = grpu_neutral_one(p[k], r[k], code);
+  prefix[0] = 1.0f;
+  for (int k = 0; k < K; ++k) prefix[k + 1] = prefix[k] * q[k];
+  suffix[K] = 1.0f;
+  for (int k = K - 1; k >= 0; --k) suffix[k] = suffix[k + 1] * q[k];
+  for (int k = 0; k < K; ++k) {
+    const float dq = dprod * prefix[k] * suffix[k + 1];
+    const float pk = p[k], rk = r[k];
+    if (code) {
+      d_p[k] += dq * (2.0f * rk - rk * rk);
+      d_r[k] += dq * (-1.0f + 2.0f * pk - 2.0f * pk * rk);
+    } else {
+      d_p[k] += dq * rk * rk;
+      d_r[k] += dq * (-1.0f + 2.0f * pk * rk);
+    }
+  }
+}
+MARE_GRPU_SCALAR float grpu_cond_gate(float u_op, float u_cond, float h_cond) {
   return u_op * (1.0f + u_cond * (h_cond - 1.0f));
 }
 
