@@ -173,7 +173,8 @@ run_main() {
   local inputs=("$out/sweeps" "$out/runs" "$out/data"/*.stats.json "$out/bench"/allocation*.json)
   [ -d "$out/inspect/ntcre-cpd" ] && inputs+=("$out/inspect/ntcre-cpd")
   [ -f "$out/bench/iteration_cuda.json" ] && inputs+=("$out/bench/iteration_cuda.json")
-  "$mare" report "${inputs[@]}" --out "$out/report"
+  "$mare" report "${inputs[@]}" --out "$out/report" \
+    --title "mare main job (default profiles): the thesis's and the dissertation's tables beside the published values"
 
   if ((${#failed[@]})); then
     echo "run_all.sh: these steps had failed runs (see their run directories): ${failed[*]}" >&2

@@ -19,6 +19,7 @@ struct ReportArgs {
   std::string out, paper;
   bool no_figures = false;
   std::vector<std::string> only;
+  std::string title = "Report";
 };
 
 void run_report(const ReportArgs& a) {
@@ -28,6 +29,7 @@ void run_report(const ReportArgs& a) {
   if (!a.paper.empty()) o.paper_dir = std::filesystem::path(a.paper);
   o.figures = !a.no_figures;
   o.only = a.only;
+  o.title = a.title;
   const report::ReportSummary s = report::write_report(o);
   for (const std::string& n : s.notes) std::cerr << "mare: note: " << n << "\n";
   int tables = 0, figures = 0;
@@ -60,6 +62,9 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--only", args->only,
                   "Only these tables and figures (ids: table5.1,fig5.1,...); default: all")
       ->delimiter(',');
+  cmd->add_option("--title", args->title,
+                  "The index's heading and the HTML page's title: what the report is about")
+      ->capture_default_str();
 }
 
 }  // namespace mare::cli

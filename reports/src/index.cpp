@@ -80,11 +80,11 @@ std::string artifact_markdown(const std::string& title, const Artifact& a, bool 
 }  // namespace
 
 std::string index_markdown(const IndexContent& c) {
-  std::string s =
-      "# Report\n\nWritten by `mare report`. Every table is in Markdown, CSV and LaTeX "
-      "(booktabs) under `tables/`, every figure as SVG and PNG with its data and "
-      "gnuplot script under `figures/`; [index.html](index.html) shows them on one "
-      "page.\n\n";
+  std::string s = "# " + c.title +
+                  "\n\nWritten by `mare report`. Every table is in Markdown, CSV and LaTeX "
+                  "(booktabs) under `tables/`, every figure as SVG and PNG with its data and "
+                  "gnuplot script under `figures/`; [index.html](index.html) shows them on one "
+                  "page.\n\n";
   if (!c.inputs.empty()) {
     s += "## Inputs\n\n";
     for (const std::string& i : c.inputs) s += "- " + md_cell(i) + "\n";
@@ -102,13 +102,17 @@ std::string index_markdown(const IndexContent& c) {
 std::string index_html(const IndexContent& c) {
   std::string s =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<title>mare report</title>\n<style>\n"
-      "body{font-family:sans-serif;max-width:80em;margin:1em auto;padding:0 1em}\n"
-      "table{border-collapse:collapse;margin:.5em 0;font-size:90%}\n"
-      "th,td{border:1px solid #bbb;padding:.2em .5em;text-align:left}\n"
-      "caption{text-align:left;font-weight:bold}\n.missing{color:#a00}\n"
-      ".prov{color:#555;font-size:85%}\nimg{max-width:100%}\n</style>\n</head>\n<body>\n"
-      "<h1>Report</h1>\n<p>Written by <code>mare report</code>. The same content in Markdown: "
+      "<title>" +
+      html_escape(c.title) +
+      "</title>\n"
+      "<style>body{font-family:sans-serif;max-width:80em;margin:1em auto;padding:0 1em} "
+      "table{border-collapse:collapse;margin:.5em 0;font-size:90%} "
+      "th,td{border:1px solid #bbb;padding:.2em .5em;text-align:left} "
+      "caption{text-align:left;font-weight:bold} .missing{color:#a00} "
+      ".prov{color:#555;font-size:85%} img{max-width:100%}</style>\n</head>\n<body>\n"
+      "<h1>" +
+      html_escape(c.title) +
+      "</h1>\n<p>Written by <code>mare report</code>. The same content in Markdown: "
       "<a href=\"index.md\">index.md</a>.</p>\n";
   if (!c.inputs.empty()) {
     s += "<h2>Inputs</h2>\n<ul>\n";

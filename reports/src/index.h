@@ -15,6 +15,7 @@
 namespace mare::report {
 
 struct IndexContent {
+  std::string title = "Report";       // the heading (and the HTML page's title)
   std::vector<Table> tables;          // as built (the HTML inlines them)
   std::vector<Artifact> table_files;  // write_table's result, same order as tables
   std::vector<Artifact> figures;

@@ -72,6 +72,7 @@ ReportSummary write_report(const ReportInputs& in, const ReportOptions& options)
   }
 
   IndexContent c;
+  c.title = options.title;
   c.tables = tables;
   c.table_files = sum.tables;
   c.figures = sum.figures;

@@ -22,6 +22,8 @@ struct ReportOptions {
   // The others are neither written nor listed (a GRPU-only report need not say why it has
   // no CDR table).
   std::vector<std::string> only;
+  // The index's heading and the HTML page's title: what the report is about.
+  std::string title = "Report";
 };
 
 struct ReportSummary {

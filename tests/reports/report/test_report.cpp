@@ -563,3 +563,13 @@ TEST(ReportCeiling, EachCellBesideTheOracleAndTheEveryPairBaseline) {
   EXPECT_EQ(t.rows[2][9], "0.72");
   EXPECT_NE(t.notes.back().find("1 failed"), std::string::npos) << t.notes.back();
 }
+
+TEST(ReportIndex, TheTitleNamesTheReportInBothPages) {
+  IndexContent c;
+  EXPECT_EQ(index_markdown(c).rfind("# Report\n", 0), 0u);  // the default
+  c.title = "Learning <curves> & ceilings";
+  const std::string md = index_markdown(c), html = index_html(c);
+  EXPECT_EQ(md.rfind("# Learning <curves> & ceilings\n", 0), 0u);
+  EXPECT_NE(html.find("<title>Learning &lt;curves&gt; &amp; ceilings</title>"), std::string::npos);
+  EXPECT_NE(html.find("<h1>Learning &lt;curves&gt; &amp; ceilings</h1>"), std::string::npos);
+}

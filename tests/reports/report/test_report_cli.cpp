@@ -142,7 +142,8 @@ TEST(ReportCli, TheCommittedGrpuReportIsItsRegeneration) {
   // As the README runs it: from the repository's root (the index names the inputs as given).
   ASSERT_EQ(run(dir,
                 "report reports/grpu/runs --out " + quoted(out.string()) +
-                    " --only table5.1,fig5.1,fig5.2,fig5.3,fig5.4,fig5.5" +
+                    " --only table5.1,fig5.1,fig5.2,fig5.3,fig5.4,fig5.5 --title " +
+                    quoted("GRPU on the dissertation's sequence tasks: Table 5.1, Figs. 5.1-5.5") +
                     (figures ? "" : " --no-figures"),
                 source_dir()),
             0)
