@@ -93,6 +93,14 @@ Var record_op(Tensor value, Backward backward, const In&... in) {
   });
 }
 
+// The same, running the forward too: forward(in->value...) is the output.
+//   Var link_update(a, b, c) { return apply_op(link_update_forward, link_update_backward, a, b, c);
+//   }
+template <class Forward, class Backward, class... In>
+Var apply_op(Forward forward, Backward backward, const In&... in) {
+  return record_op(forward(in->value...), backward, in...);
+}
+
 // Seeds d loss = 1 (loss must have one element), runs the tape backward, then
 // releases the graph. Throws std::logic_error when the graph (or part of it)
 // was already released by an earlier backward().

@@ -30,8 +30,7 @@ Var content_weighting(const Var& memory, const Var& keys, const Var& strengths) 
 }
 
 Var retention(const Var& free_gates, const Var& read_weights_prev) {
-  return record_op(retention_forward(free_gates->value, read_weights_prev->value),
-                   retention_backward, free_gates, read_weights_prev);
+  return apply_op(retention_forward, retention_backward, free_gates, read_weights_prev);
 }
 
 Var usage(const Var& usage_prev, const Var& write_weights_prev, const Var& retention) {
@@ -57,28 +56,24 @@ Var allocation(const Var& usage, std::string_view variant) {
 
 Var write_weighting(const Var& allocation, const Var& write_content, const Var& allocation_gate,
                     const Var& write_gate) {
-  return record_op(write_weighting_forward(allocation->value, write_content->value,
-                                           allocation_gate->value, write_gate->value),
-                   write_weighting_backward, allocation, write_content, allocation_gate,
-                   write_gate);
+  return apply_op(write_weighting_forward, write_weighting_backward, allocation, write_content,
+                  allocation_gate, write_gate);
 }
 
 Var memory_update(const Var& memory, const Var& write_weights, const Var& erase,
                   const Var& write_vector) {
-  return record_op(
-      memory_update_forward(memory->value, write_weights->value, erase->value, write_vector->value),
-      memory_update_backward, memory, write_weights, erase, write_vector);
+  return apply_op(memory_update_forward, memory_update_backward, memory, write_weights, erase,
+                  write_vector);
 }
 
 Var link_update(const Var& links_prev, const Var& precedence_prev, const Var& write_weights) {
-  return record_op(
-      link_update_forward(links_prev->value, precedence_prev->value, write_weights->value),
-      link_update_backward, links_prev, precedence_prev, write_weights);
+  return apply_op(link_update_forward, link_update_backward, links_prev, precedence_prev,
+                  write_weights);
 }
 
 Var precedence_update(const Var& precedence_prev, const Var& write_weights) {
-  return record_op(precedence_update_forward(precedence_prev->value, write_weights->value),
-                   precedence_update_backward, precedence_prev, write_weights);
+  return apply_op(precedence_update_forward, precedence_update_backward, precedence_prev,
+                  write_weights);
 }
 
 LinkWeightVars link_weights(const Var& links, const Var& read_weights_prev) {
@@ -94,15 +89,12 @@ LinkWeightVars link_weights(const Var& links, const Var& read_weights_prev) {
 
 Var read_weights(const Var& read_modes, const Var& backward_weights, const Var& read_content,
                  const Var& forward_weights) {
-  return record_op(read_weights_forward(read_modes->value, backward_weights->value,
-                                        read_content->value, forward_weights->value),
-                   read_weights_backward, read_modes, backward_weights, read_content,
-                   forward_weights);
+  return apply_op(read_weights_forward, read_weights_backward, read_modes, backward_weights,
+                  read_content, forward_weights);
 }
 
 Var read_vectors(const Var& memory, const Var& read_weights) {
-  return record_op(read_vectors_forward(memory->value, read_weights->value), read_vectors_backward,
-                   memory, read_weights);
+  return apply_op(read_vectors_forward, read_vectors_backward, memory, read_weights);
 }
 
 }  // namespace mare::ag

@@ -158,27 +158,16 @@ double step_root(const std::function<double(double)>& f, double lo, double hi) {
   return 0.5 * (bisect(true) + bisect(false));
 }
 
-std::string signed_rank_title(Method m, bool correct) {
+// R's method line for the test named `test` ("signed rank", "rank sum").
+std::string test_title(const std::string& test, Method m, bool correct) {
+  const std::string name = "Wilcoxon " + test;
   switch (m) {
     case Method::exact:
-      return "Wilcoxon signed rank exact test";
+      return name + " exact test";
     case Method::conditional:
-      return "Wilcoxon signed rank exact conditional test";
+      return name + " exact conditional test";
     default:
-      return correct ? "Wilcoxon signed rank test with continuity correction"
-                     : "Wilcoxon signed rank test";
-  }
-}
-
-std::string rank_sum_title(Method m, bool correct) {
-  switch (m) {
-    case Method::exact:
-      return "Wilcoxon rank sum exact test";
-    case Method::conditional:
-      return "Wilcoxon rank sum exact conditional test";
-    default:
-      return correct ? "Wilcoxon rank sum test with continuity correction"
-                     : "Wilcoxon rank sum test";
+      return name + (correct ? " test with continuity correction" : " test");
   }
 }
 
@@ -450,7 +439,7 @@ TestResult signed_rank_test(std::span<const double> x, std::span<const double> y
   }
   r.method = m;
   r.correct = (m == Method::approx) && o.correct;
-  r.title = signed_rank_title(m, r.correct);
+  r.title = test_title("signed rank", m, r.correct);
 
   // Non-zero differences shifted back by mu: the data of R's estimate and interval.
   std::vector<double> ci_data(nonzero);
@@ -543,7 +532,7 @@ TestResult rank_sum_test(std::span<const double> x, std::span<const double> y,
   }
   r.method = m;
   r.correct = (m == Method::approx) && o.correct;
-  r.title = rank_sum_title(m, r.correct);
+  r.title = test_title("rank sum", m, r.correct);
 
   if (m == Method::exact) {
     r.p_value = exact_p(o.alternative, untied_pmf, std::llround(r.statistic));

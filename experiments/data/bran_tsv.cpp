@@ -173,9 +173,7 @@ std::vector<Document> parse_bran_tsv(std::string_view content, std::string_view 
     doc.pairs.push_back({ends[0], ends[1], label, std::string(f[2]), std::string(f[7])});
     if (label != "Null") doc.relations.push_back({label, ends[0], ends[1], false});
   }
-  if (unterminated)
-    fail(file, lines.back().number, lines.back().text.size() + 1,
-         "expected a newline at the end of the file (truncated file?)");
+  require_final_newline(file, lines, unterminated);
   return docs;
 }
 

@@ -161,6 +161,13 @@ std::vector<Line> split_lines(std::string_view content, std::string_view file,
   return lines;
 }
 
+void require_final_newline(std::string_view file, const std::vector<Line>& lines,
+                           bool unterminated) {
+  if (unterminated)
+    fail(file, lines.back().number, lines.back().text.size() + 1,
+         "expected a newline at the end of the file (truncated file?)");
+}
+
 std::int64_t parse_int(std::string_view field, std::int64_t min, std::int64_t max,
                        std::string_view what, std::string_view file, std::size_t line,
                        std::size_t column) {

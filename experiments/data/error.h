@@ -62,6 +62,11 @@ struct Line {
 std::vector<Line> split_lines(std::string_view content, std::string_view file,
                               bool* last_line_unterminated = nullptr);
 
+// After a parse that took every line: when the last line had no '\n' (split_lines'
+// last_line_unterminated), fails naming it: the file was probably cut short.
+void require_final_newline(std::string_view file, const std::vector<Line>& lines,
+                           bool unterminated);
+
 // Parses a base-10 integer in [min, max] that fills the whole field; otherwise
 // throws "expected <what> (an integer in [min, max]), found '<field>'".
 std::int64_t parse_int(std::string_view field, std::int64_t min, std::int64_t max,

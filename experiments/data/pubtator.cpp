@@ -219,9 +219,7 @@ std::vector<Document> parse_pubtator(std::string_view content, std::string_view 
     }
     docs.push_back(std::move(doc));
   }
-  if (unterminated)
-    fail(file, lines.back().number, lines.back().text.size() + 1,
-         "expected a newline at the end of the file (truncated file?)");
+  require_final_newline(file, lines, unterminated);
   if (docs.empty()) fail(file, 0, 0, "expected at least one document, found only blank lines");
   return docs;
 }

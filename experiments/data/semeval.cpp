@@ -189,9 +189,7 @@ void parse_semeval_relations(std::vector<Document>& docs, std::string_view conte
                  " is already listed");
     doc.relations.push_back({type, ends[0].second, ends[1].second, args.size() == 3});
   }
-  if (unterminated)
-    fail(file, lines.back().number, lines.back().text.size() + 1,
-         "expected a newline at the end of the file (truncated file?)");
+  require_final_newline(file, lines, unterminated);
 }
 
 std::vector<Document> load_semeval(const std::string& xml_path, const std::string& relations_path,

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <tuple>
+#include <utility>
 
 #include "experiments/re_data.h"
 #include "experiments/re_metrics.h"
@@ -109,6 +110,21 @@ CorpusStatistics corpus_statistics(const std::string& source, int max_tokens) {
   return s;
 }
 
+// A split's plain counts, by their names in the JSON.
+constexpr std::pair<const char*, long SplitStats::*> kSplitCounts[] = {
+    {"documents", &SplitStats::documents},
+    {"sentences", &SplitStats::sentences},
+    {"entities", &SplitStats::entities},
+    {"mentions", &SplitStats::mentions},
+    {"annotated_relations", &SplitStats::annotated_relations},
+    {"examples", &SplitStats::examples},
+    {"positive", &SplitStats::positive},
+    {"negative", &SplitStats::negative},
+    {"truncated_documents", &SplitStats::truncated_documents},
+    {"dropped_pairs", &SplitStats::dropped_pairs},
+    {"dropped_positives", &SplitStats::dropped_positives},
+    {"unmatched_relations", &SplitStats::unmatched_relations}};
+
 nlohmann::json to_json(const CorpusStatistics& s) {
   nlohmann::json j;
   j["command"] = "data stats";
@@ -123,8 +139,7 @@ nlohmann::json to_json(const CorpusStatistics& s) {
   for (const SplitStats& sp : s.splits) {
     j["split_order"].push_back(sp.name);
     nlohmann::json x;
-    x["documents"] = sp.documents;
-    x["sentences"] = sp.sentences;
+    for (const auto& [name, count] : kSplitCounts) x[name] = sp.*count;
     long total = 0;
     for (int t : sp.tokens) total += t;
     x["tokens"] = {{"total", total},
@@ -133,14 +148,8 @@ nlohmann::json to_json(const CorpusStatistics& s) {
                    {"min", extreme(sp.tokens, false)},
                    {"max", extreme(sp.tokens, true)},
                    {"per_document", sp.tokens}};
-    x["entities"] = sp.entities;
-    x["mentions"] = sp.mentions;
     x["entities_by_type"] = sp.entities_by_type;
     x["mentions_by_type"] = sp.mentions_by_type;
-    x["annotated_relations"] = sp.annotated_relations;
-    x["examples"] = sp.examples;
-    x["positive"] = sp.positive;
-    x["negative"] = sp.negative;
     nlohmann::json rel = nlohmann::json::object(), rev = nlohmann::json::object();
     for (std::size_t k = 1; k < s.relation_classes.size(); ++k) {
       rel[s.relation_classes[k]] = sp.relations[k];
@@ -163,10 +172,6 @@ nlohmann::json to_json(const CorpusStatistics& s) {
                      {"median", num(median_of(sp.distances))},
                      {"max", extreme(sp.distances, true)},
                      {"within", within}};
-    x["truncated_documents"] = sp.truncated_documents;
-    x["dropped_pairs"] = sp.dropped_pairs;
-    x["dropped_positives"] = sp.dropped_positives;
-    x["unmatched_relations"] = sp.unmatched_relations;
     j["splits"][sp.name] = x;
   }
   return j;

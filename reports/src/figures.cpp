@@ -244,23 +244,20 @@ class Dat {
   int count_ = 0;
 };
 
+// Made with designated initialisers ({.id = …, .title = …}); the rest start empty.
 struct Figure {
   std::string id, title;
-  std::string missing;  // set: no figure, this is why
-  std::string header;   // comment lines for the .dat file (what the columns mean)
-  Dat dat;
-  std::string body;  // gnuplot commands after the terminal is set; the data file is DAT
-  int styles = 0;    // palette line styles 1..styles defined before the body
+  std::string missing{};  // set: no figure, this is why
+  std::string header{};   // comment lines for the .dat file (what the columns mean)
+  Dat dat{};
+  std::string body{};  // gnuplot commands after the terminal is set; the data file is DAT
+  int styles = 0;      // palette line styles 1..styles defined before the body
   int width = 800, height = 520;  // SVG size; the PNG is twice as large at the same layout
   json provenance = json::object();
 };
 
 Figure missing_figure(const std::string& id, const std::string& title, const std::string& why) {
-  Figure f;
-  f.id = id;
-  f.title = title;
-  f.missing = why;
-  return f;
+  return {.id = id, .title = title, .missing = why};
 }
 
 struct Gnuplot {
@@ -437,9 +434,7 @@ Figure fig_4_5(const ReportInputs& in) {
     return missing_figure(id, title,
                           "no finished relation run with result.json test.relations.by_distance "
                           "among the inputs");
-  Figure f;
-  f.id = id;
-  f.title = title;
+  Figure f{.id = id, .title = title};
   f.header =
       "# Columns: maximum distance (tokens; cumulative bucket: pairs at most this far apart), "
       "mean test F1 over the cell's runs, sample sd, runs. One panel per table (sweep) and "
@@ -577,9 +572,7 @@ Figure fig_4_6(const ReportInputs& in) {
     omitted.insert(omitted.begin(), groups.back().display);
     groups.pop_back();
   }
-  Figure f;
-  f.id = id;
-  f.title = title;
+  Figure f{.id = id, .title = title};
   f.header =
       "# Columns: training step, mean validation F1 over the cell's runs that evaluated at this "
       "step, sample sd, runs. One block per cell and class; 'all classes' is valid_f1 (micro "
@@ -914,9 +907,7 @@ Figure fig_4_9(const ReportInputs& in) {
                           "no allocation benchmark JSON (`mare bench allocation --json`) among "
                           "the inputs");
   if (benches.size() > 3) benches.resize(3);
-  Figure f;
-  f.id = id;
-  f.title = title;
+  Figure f{.id = id, .title = title};
   const ThesisAllocation thesis = thesis_allocation();
   f.header =
       "# Columns: sequence length (memories allocated one after another), seconds.\n"
@@ -1053,9 +1044,7 @@ Figure fig_4_11(const ReportInputs& in) {
     return missing_figure(id, title,
                           "no iteration benchmark JSON (`mare bench iteration --json`) among the "
                           "inputs");
-  Figure f;
-  f.id = id;
-  f.title = title;
+  Figure f{.id = id, .title = title};
   f.header =
       "# Box blocks: x, first quartile, lower whisker, upper whisker, third quartile, median, "
       "mean, iterations (quartiles: linear interpolation, R type 7; whiskers: the most extreme "
@@ -1295,9 +1284,7 @@ Figure fig_histogram(const ReportInputs& in, const std::string& id, const std::s
   const double w = bin_width(std::min(lo, 0.0), hi, 40);
   const double start = std::floor(std::min(lo, 0.0) / w) * w;
   const auto bins = static_cast<std::size_t>(std::floor((hi - start) / w)) + 1;
-  Figure f;
-  f.id = id;
-  f.title = title;
+  Figure f{.id = id, .title = title};
   f.header = "# Columns: bin centre (" + xlabel + "; bins of width " + gp::num(w) + " from " +
              gp::num(start) + ", lower edge included), " +
              (fractions ? "fraction of the split's " + what : "number of " + what) + "\n";
@@ -1427,9 +1414,7 @@ Figure fig_4_2(const ReportInputs& in) {
                           {"write_weights", "w^w(t)", false, false},
                           {"read_weights", "w^r(t)", true, false},
                           {"read_vectors", "V(t)", false, true}};
-  Figure f;
-  f.id = id;
-  f.title = title;
+  Figure f{.id = id, .title = title};
   f.header =
       "# One block per panel (token, iteration, field): x, y, value on a regular grid. Slots "
       "are y for usage (x 1), memory (x word), write weights (x 1) and read weights (x head); "
@@ -1612,9 +1597,7 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
                           (table.empty() ? std::string("no finished run outside the tables")
                                          : "no finished run of table " + table) +
                               " with metrics.jsonl valid_f1 among the inputs");
-  Figure f;
-  f.id = id;
-  f.title = title;
+  Figure f{.id = id, .title = title};
   f.header =
       "# Columns: training step, mean F1 over the cell's seeds that evaluated at this step, "
       "lowest, highest, seeds. Two blocks per cell: valid_f1 (the validation split) and "

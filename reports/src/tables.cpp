@@ -221,11 +221,7 @@ std::vector<std::map<std::string, std::string>> rows_of(const CsvTable& t) {
 }
 
 Table missing_table(const std::string& id, const std::string& title, const std::string& why) {
-  Table t;
-  t.id = id;
-  t.title = title;
-  t.missing = why;
-  return t;
+  return {.id = id, .title = title, .missing = why};
 }
 
 void add_note(Table& t, const std::string& note) {

@@ -26,11 +26,11 @@ namespace mare::report {
 struct Table {
   std::string id;     // "table4.6"
   std::string title;  // "Table 4.6: ..."
-  std::vector<std::string> columns;
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> notes;  // printed under the table
-  std::string missing;             // why the table could not be made ("" when made)
-  nlohmann::json provenance;       // see provenance_of
+  std::vector<std::string> columns{};
+  std::vector<std::vector<std::string>> rows{};
+  std::vector<std::string> notes{};  // printed under the table
+  std::string missing{};             // why the table could not be made ("" when made)
+  nlohmann::json provenance{};       // see provenance_of
 };
 
 // The published tables by file name (table_4_6_ablation.csv, ...): the compiled-in copies
