@@ -316,9 +316,7 @@ void add_stats_command(CLI::App& app) {
   sm->add_option("--resamples", sm_args->resamples, "Bootstrap resamples")
       ->capture_default_str()
       ->check(whole_number(1, 10000000));
-  sm->add_option("--seed", sm_args->seed, "Seed of the mt19937_64 resampler")
-      ->capture_default_str()
-      ->check(whole_number(0));
+  add_count(sm, "--seed", sm_args->seed, "Seed of the mt19937_64 resampler", 0);
   sm->add_option("--statistic", sm_args->statistic, "Bootstrapped statistic: mean or median")
       ->capture_default_str();
   sm->add_flag("--json", sm_args->json, "Print one JSON object instead of text");

@@ -116,9 +116,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--slurm-tasks", a->slurm_tasks,
                   "--emit slurm: array tasks n (default: one per run)")
       ->check(whole_number(1));
-  cmd->add_option("--slurm-cpus", a->slurm_cpus, "--emit slurm: cpus-per-task")
-      ->capture_default_str()
-      ->check(whole_number(1));
+  add_count(cmd, "--slurm-cpus", a->slurm_cpus, "--emit slurm: cpus-per-task", 1);
   cmd->add_option("--slurm-arg", a->slurm_args,
                   "--emit slurm: another '#SBATCH ARG' line, e.g. --slurm-arg=--partition=gpu "
                   "(repeatable)");

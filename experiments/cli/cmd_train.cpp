@@ -55,17 +55,14 @@ void take_common(Options& t, const TrainOptions& o, const CLI::App& cmd) {
   if (cmd.count("--clip")) t.clip_norm = o.clip_norm;
 }
 
-struct SequenceExtras {
-  int64_t samples = 1000;
-  int64_t test_samples = 1000;
-  bool curriculum = false;
+// The sequence options that stand for model switches (+hidden, +neutral_one).
+struct SequenceSwitches {
   int64_t hidden = 0;       // 0: the model's default
   std::string neutral_one;  // empty: the model's default
-  int64_t eval_every = 1;
 };
 
-void run_sequence(const TrainOptions& o, const SequenceExtras& x, const CLI::App& cmd) {
-  SequenceTrainOptions s;
+void run_sequence(const TrainOptions& o, SequenceTrainOptions s, const SequenceSwitches& x,
+                  const CLI::App& cmd) {
   ModelSpec spec = ModelSpec::parse(o.model);
   // An option and the switch it stands for, both given: refused (the option won silently).
   for (const auto& [option, key, given] :
@@ -79,10 +76,6 @@ void run_sequence(const TrainOptions& o, const SequenceExtras& x, const CLI::App
   s.model = spec.canonical();
   s.task = o.task;
   take_common(s, o, cmd);
-  s.samples = x.samples;
-  s.test_samples = x.test_samples;
-  s.curriculum = x.curriculum;
-  s.eval_every = x.eval_every;
   if (cmd.count("--epochs")) s.epochs = o.epochs;
   bool tty = ::isatty(STDERR_FILENO);
   {
@@ -129,36 +122,13 @@ void refuse_foreign_options(const CLI::App& cmd, const std::string& kind,
   }
 }
 
-// Relation-extraction models (cnn, bran, utre and their aliases) on a corpus.
-struct RelationExtras {
-  std::string data;
-  int64_t steps = 2000;
-  int64_t eval_every = 100;
-  int64_t eval_batch = 8;
-  int64_t patience = 0;
-  int max_tokens = 0;
-  std::string word2vec;
-  std::string class_weights = "auto";
-  std::string batching = "bran";
-  bool grad_norms = false;
-};
-
-void run_relation(const TrainOptions& o, RelationExtras x, const SequenceExtras& shared,
+// Relation-extraction models (cnn, bran, utre and their aliases) on a corpus. --eval-every
+// is bound to the sequence options' field (one option, two kinds of model).
+void run_relation(const TrainOptions& o, ReTrainOptions r, const SequenceTrainOptions& shared,
                   const CLI::App& cmd) {
-  if (cmd.count("--eval-every")) x.eval_every = shared.eval_every;
-  ReTrainOptions r;
+  if (cmd.count("--eval-every")) r.eval_every = shared.eval_every;
   r.model = o.model;
-  r.data = x.data;
   take_common(r, o, cmd);
-  r.steps = x.steps;
-  r.eval_every = x.eval_every;
-  r.eval_batch = x.eval_batch;
-  r.patience = x.patience;
-  r.max_tokens = x.max_tokens;
-  r.word2vec = x.word2vec;
-  r.class_weights = x.class_weights;
-  r.batching = x.batching;
-  r.grad_norms = x.grad_norms;
   if (cmd.count("--l2")) r.l2 = o.l2;  // thesis Table 4.1 unless given, as the others
   bool tty = ::isatty(STDERR_FILENO);
   const bool before = !o.force && std::filesystem::exists(o.out / "result.json");
@@ -183,10 +153,13 @@ void run_relation(const TrainOptions& o, RelationExtras x, const SequenceExtras&
   std::cout << "\nrun directory: " << o.out.string() << "\n";
 }
 
+// The options bind to the trainers' own option structs (their defaults are the help's);
+// run_train takes what every kind reads from `opt` (take_common).
 struct TrainArgs {
   TrainOptions opt;  // the MLP's options, and those every kind of model reads
-  SequenceExtras seq;
-  RelationExtras rel;
+  SequenceTrainOptions seq;
+  SequenceSwitches seq_switches;
+  ReTrainOptions rel;
   std::string device = "cpu";
   int threads = 0;  // 0: MARE_THREADS, else every core
 };
@@ -221,7 +194,7 @@ void run_train(const TrainArgs& a, const CLI::App& cmd) {
                                   " tasks; task '" + o.task + "' is a " + task_kind + " task");
   refuse_foreign_options(cmd, task_kind, base);
   if (is_sequence_task(o.task)) {
-    run_sequence(o, a.seq, cmd);
+    run_sequence(o, a.seq, a.seq_switches, cmd);
     return;
   }
   bool tty = ::isatty(STDERR_FILENO);
@@ -244,9 +217,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--model", a->opt.model, "Model name from `mare list`, with +switches")
       ->capture_default_str();
   cmd->add_option("--task", a->opt.task, "Task name from `mare list`")->capture_default_str();
-  cmd->add_option("--seed", a->opt.seed, "Seed of data, initial weights, order and dropout")
-      ->capture_default_str()
-      ->check(whole_number(0));
+  add_count(cmd, "--seed", a->opt.seed, "Seed of data, initial weights, order and dropout", 0);
   cmd->add_option("--out", a->opt.out, "Run directory to write")->required();
   // Options whose default depends on the kind of model say every default.
   const TrainOptions mlp;
@@ -276,18 +247,14 @@ void add_train_command(CLI::App& app) {
                   "L2 regularisation λ, loss += λ·Σw² (default: mlp " + num(mlp.l2) +
                       ", relation models " + num(re.l2) + ", Table 4.1; not for sequence models)")
       ->check(number_above(0, false));
-  cmd->add_option("--samples", a->seq.samples, "Sequence tasks: training sequences")
-      ->capture_default_str()
-      ->check(whole_number(1));
-  cmd->add_option("--test-samples", a->seq.test_samples, "Sequence tasks: test sequences")
-      ->capture_default_str()
-      ->check(whole_number(1));
+  add_count(cmd, "--samples", a->seq.samples, "Sequence tasks: training sequences", 1);
+  add_count(cmd, "--test-samples", a->seq.test_samples, "Sequence tasks: test sequences", 1);
   cmd->add_flag("--curriculum", a->seq.curriculum,
                 "Sequence tasks: lengths 10–15 … 50–55 in five equal phases of the epochs");
-  cmd->add_option("--hidden", a->seq.hidden,
+  cmd->add_option("--hidden", a->seq_switches.hidden,
                   "Sequence models: hidden (controller) size, same as +hidden=H")
       ->check(whole_number(1));
-  cmd->add_option("--neutral-one", a->seq.neutral_one,
+  cmd->add_option("--neutral-one", a->seq_switches.neutral_one,
                   "GRPU: neutral-element-one form, code (published runs) or text (eq. 4.16)")
       ->check(CLI::IsMember({"code", "text"}));
   cmd->add_option("--eval-every", a->seq.eval_every,
@@ -299,22 +266,15 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--data", a->rel.data,
                   "Relation models: corpus KIND:DIR, KIND in synth-cdr | pubtator | bran-tsv | "
                   "semeval");
-  cmd->add_option("--steps", a->rel.steps, "Relation models: training steps")
-      ->capture_default_str()
-      ->check(whole_number(1));
-  cmd->add_option("--eval-batch", a->rel.eval_batch,
-                  "Relation models: documents per evaluation batch")
-      ->capture_default_str()
-      ->check(whole_number(1));
-  cmd->add_option("--patience", a->rel.patience,
-                  "Relation models: stop after N evaluations without a better validation F1 (0: "
-                  "never)")
-      ->capture_default_str()
-      ->check(whole_number(0));
-  cmd->add_option("--max-tokens", a->rel.max_tokens,
-                  "Relation models: cut documents to N tokens (0: the corpus default, CTD 500)")
-      ->capture_default_str()
-      ->check(whole_number(0));
+  add_count(cmd, "--steps", a->rel.steps, "Relation models: training steps", 1);
+  add_count(cmd, "--eval-batch", a->rel.eval_batch,
+            "Relation models: documents per evaluation batch", 1);
+  add_count(cmd, "--patience", a->rel.patience,
+            "Relation models: stop after N evaluations without a better validation F1 (0: "
+            "never)",
+            0);
+  add_count(cmd, "--max-tokens", a->rel.max_tokens,
+            "Relation models: cut documents to N tokens (0: the corpus default, CTD 500)", 0);
   cmd->add_option("--word2vec", a->rel.word2vec,
                   "Relation models: initialise word embeddings from this word2vec file (its "
                   "dimension must equal +d)");

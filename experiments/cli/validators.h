@@ -48,6 +48,13 @@ inline CLI::Validator whole_number(int64_t lo, int64_t hi = std::numeric_limits<
       open ? ">=" + std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi));
 }
 
+// An option that takes a whole number ≥ lo, its default shown in the help.
+template <class T>
+CLI::Option* add_count(CLI::App* cmd, const std::string& name, T& value, const std::string& help,
+                       int64_t lo) {
+  return cmd->add_option(name, value, help)->capture_default_str()->check(whole_number(lo));
+}
+
 // A finite number above lo (strictly) or at least lo.
 inline CLI::Validator number_above(double lo, bool strictly = true) {
   std::string bound = CLI::detail::to_string(lo);

@@ -126,16 +126,15 @@ constexpr std::pair<const char*, long SplitStats::*> kSplitCounts[] = {
     {"unmatched_relations", &SplitStats::unmatched_relations}};
 
 nlohmann::json to_json(const CorpusStatistics& s) {
-  nlohmann::json j;
-  j["command"] = "data stats";
-  j["source"] = s.source;
-  j["kind"] = s.kind;
-  j["directory"] = s.directory;
-  j["max_tokens"] = s.max_tokens;
-  j["relation_classes"] = s.relation_classes;
-  j["entity_types"] = s.entity_types;
-  j["split_order"] = nlohmann::json::array();
-  j["splits"] = nlohmann::json::object();
+  nlohmann::json j = {{"command", "data stats"},
+                      {"source", s.source},
+                      {"kind", s.kind},
+                      {"directory", s.directory},
+                      {"max_tokens", s.max_tokens},
+                      {"relation_classes", s.relation_classes},
+                      {"entity_types", s.entity_types},
+                      {"split_order", nlohmann::json::array()},
+                      {"splits", nlohmann::json::object()}};
   for (const SplitStats& sp : s.splits) {
     j["split_order"].push_back(sp.name);
     nlohmann::json x;
