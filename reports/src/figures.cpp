@@ -434,11 +434,13 @@ Figure fig_4_5(const ReportInputs& in) {
     return missing_figure(id, title,
                           "no finished relation run with result.json test.relations.by_distance "
                           "among the inputs");
-  Figure f{.id = id, .title = title};
-  f.header =
-      "# Columns: maximum distance (tokens; cumulative bucket: pairs at most this far apart), "
-      "mean test F1 over the cell's runs, sample sd, runs. One panel per table (sweep) and "
-      "corpus.\n";
+  Figure f{
+      .id = id,
+      .title = title,
+      .header =
+          "# Columns: maximum distance (tokens; cumulative bucket: pairs at most this far apart), "
+          "mean test F1 over the cell's runs, sample sd, runs. One panel per table (sweep) and "
+          "corpus.\n"};
   // One panel per (sweep, corpus): a table's cells on one corpus, each a mean line with a
   // band of ± one sd over its seeds.
   std::map<std::pair<std::string, std::string>, std::vector<const RunRecord*>> grouped;
@@ -572,11 +574,14 @@ Figure fig_4_6(const ReportInputs& in) {
     omitted.insert(omitted.begin(), groups.back().display);
     groups.pop_back();
   }
-  Figure f{.id = id, .title = title};
-  f.header =
-      "# Columns: training step, mean validation F1 over the cell's runs that evaluated at this "
-      "step, sample sd, runs. One block per cell and class; 'all classes' is valid_f1 (micro "
-      "over the non-NULL classes).\n";
+  Figure f{
+      .id = id,
+      .title = title,
+      .header =
+          "# Columns: training step, mean validation F1 over the cell's runs that evaluated at "
+          "this "
+          "step, sample sd, runs. One block per cell and class; 'all classes' is valid_f1 (micro "
+          "over the non-NULL classes).\n"};
   // Every class keeps one style across panels; style 1 (black, solid) is the overall F1.
   std::set<std::string> classes;
   for (const Group& g : groups)
@@ -838,6 +843,11 @@ std::vector<const BenchFile*> benches_of(const ReportInputs& in, const std::stri
   return out;
 }
 
+// Why a figure of `mare bench KIND` is not made when benches_of finds none.
+std::string no_benchmark(const std::string& kind) {
+  return "no " + kind + " benchmark JSON (`mare bench " + kind + " --json`) among the inputs";
+}
+
 std::string bench_caption(const BenchFile& b) {
   std::string s = as_text(child(b.json, "device"));
   if (s.empty()) s = "device ?";
@@ -902,10 +912,7 @@ Figure fig_4_9(const ReportInputs& in) {
   const std::string id = "fig4.9",
                     title = "Fig. 4.9: allocation time against sequence length, per memory size";
   auto benches = benches_of(in, "allocation");
-  if (benches.empty())
-    return missing_figure(id, title,
-                          "no allocation benchmark JSON (`mare bench allocation --json`) among "
-                          "the inputs");
+  if (benches.empty()) return missing_figure(id, title, no_benchmark("allocation"));
   if (benches.size() > 3) benches.resize(3);
   Figure f{.id = id, .title = title};
   const ThesisAllocation thesis = thesis_allocation();
@@ -1040,15 +1047,14 @@ Figure fig_4_11(const ReportInputs& in) {
   const std::string id = "fig4.11",
                     title = "Fig. 4.11: seconds per training iteration per model configuration";
   auto benches = benches_of(in, "iteration");
-  if (benches.empty())
-    return missing_figure(id, title,
-                          "no iteration benchmark JSON (`mare bench iteration --json`) among the "
-                          "inputs");
-  Figure f{.id = id, .title = title};
-  f.header =
-      "# Box blocks: x, first quartile, lower whisker, upper whisker, third quartile, median, "
-      "mean, iterations (quartiles: linear interpolation, R type 7; whiskers: the most extreme "
-      "times within 1.5 IQR of the box).\n# Outlier blocks: x, seconds.\n";
+  if (benches.empty()) return missing_figure(id, title, no_benchmark("iteration"));
+  Figure f{
+      .id = id,
+      .title = title,
+      .header =
+          "# Box blocks: x, first quartile, lower whisker, upper whisker, third quartile, median, "
+          "mean, iterations (quartiles: linear interpolation, R type 7; whiskers: the most extreme "
+          "times within 1.5 IQR of the box).\n# Outlier blocks: x, seconds.\n"};
   struct Panel {
     std::string title, tics, plots;
   };
@@ -1414,11 +1420,13 @@ Figure fig_4_2(const ReportInputs& in) {
                           {"write_weights", "w^w(t)", false, false},
                           {"read_weights", "w^r(t)", true, false},
                           {"read_vectors", "V(t)", false, true}};
-  Figure f{.id = id, .title = title};
-  f.header =
-      "# One block per panel (token, iteration, field): x, y, value on a regular grid. Slots "
-      "are y for usage (x 1), memory (x word), write weights (x 1) and read weights (x head); "
-      "read vectors have heads as y and the word as x.\n";
+  Figure f{
+      .id = id,
+      .title = title,
+      .header =
+          "# One block per panel (token, iteration, field): x, y, value on a regular grid. Slots "
+          "are y for usage (x 1), memory (x word), write weights (x 1) and read weights (x head); "
+          "read vectors have heads as y and the word as x.\n"};
   double signed_max = 0;
   for (std::size_t i : chosen)
     for (const json& st : steps)
@@ -1597,11 +1605,13 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
                           (table.empty() ? std::string("no finished run outside the tables")
                                          : "no finished run of table " + table) +
                               " with metrics.jsonl valid_f1 among the inputs");
-  Figure f{.id = id, .title = title};
-  f.header =
-      "# Columns: training step, mean F1 over the cell's seeds that evaluated at this step, "
-      "lowest, highest, seeds. Two blocks per cell: valid_f1 (the validation split) and "
-      "train_f1 (a fixed sample of the training split; absent for runs from before it).\n";
+  Figure f{
+      .id = id,
+      .title = title,
+      .header =
+          "# Columns: training step, mean F1 over the cell's seeds that evaluated at this step, "
+          "lowest, highest, seeds. Two blocks per cell: valid_f1 (the validation split) and "
+          "train_f1 (a fixed sample of the training split; absent for runs from before it).\n"};
   // A sweep's cells on one corpus next to each other (group_runs orders by sweep, then
   // cell, then corpus): the panels below are cut from such runs of groups.
   auto groups = group_runs(runs);
