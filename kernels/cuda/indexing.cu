@@ -22,6 +22,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
@@ -203,17 +204,25 @@ void copy_block(float* dst, int64_t dst_stride, const float* src, int64_t src_st
   }
 }
 
-// The pieces of a tensor cut along one axis (`whole`: its split there), piece i
-// extent(i) entries of the axis, in order: move(i, at, len) with `at` the offset of
-// the piece's first entry in a row of the whole and len = extent(i) · inner, the
-// length of a row of the piece. One copy_block a piece moves all its rows.
-template <class Extent, class Move>
-void for_each_piece(const AxisSplit& whole, size_t pieces, Extent extent, Move move) {
-  int64_t at = 0;
-  for (size_t i = 0; i < pieces; ++i) {
-    const int64_t size = extent(i);
-    move(i, at * whole.inner, size * whole.inner);
-    at += size;
+// Moves the pieces of a tensor cut along axis a to or from their slabs of `whole`, in
+// order, piece i taking the next pieces[i].dim(a) entries of the axis: into the whole
+// (to_whole) or out of it, copied or added (accumulate). One copy_block a piece moves
+// all its rows. Tensors are shallow handles: the writes go to the callers' storage;
+// sources are read through const views (a GPU tensor keeps its host mirror).
+void move_pieces(Tensor whole, std::vector<Tensor> pieces, int a, bool to_whole, bool accumulate,
+                 const char* op) {
+  const AxisSplit w = detail::split_at_axis(whole.shape(), a, op);
+  const int64_t stride = w.size * w.inner;  // a row of the whole
+  int64_t at = 0;                           // the piece's first entry in a row of the whole
+  for (Tensor& piece : pieces) {
+    const int64_t len = piece.dim(a) * w.inner;  // a row of the piece
+    if (to_whole)
+      copy_block(whole.f32() + at, stride, std::as_const(piece).f32(), len, w.outer, len,
+                 accumulate);
+    else
+      copy_block(piece.f32(), len, std::as_const(whole).f32() + at, stride, w.outer, len,
+                 accumulate);
+    at += len;
   }
 }
 
@@ -366,12 +375,7 @@ Tensor concat_forward(const std::vector<Tensor>& xs, int axis) {
   int64_t total = 0;
   for (const Tensor& x : xs) total += x.dim(a);
   Tensor out = Tensor::empty(with_extent(xs[0].shape(), a, total), Device::cuda);
-  AxisSplit so = detail::split_at_axis(out.shape(), a, "concat_forward");
-  for_each_piece(
-      so, xs.size(), [&](size_t i) { return xs[i].dim(a); },
-      [&](size_t i, int64_t at, int64_t len) {  // out[o, at + r, in] = x[o, r, in]
-        copy_block(out.f32() + at, so.size * so.inner, xs[i].f32(), len, so.outer, len, false);
-      });
+  move_pieces(out, xs, a, true, false, "concat_forward");
   return out;
 }
 
@@ -379,26 +383,16 @@ void concat_backward(std::vector<Tensor>& d_xs, const Tensor& d_out, int axis) {
   require_cuda({&d_out}, "concat_backward");
   int a = detail::normalize_axis(axis, d_out.rank(), "concat_backward");
   check_pieces(d_xs, d_out, a, "concat_backward");
-  AxisSplit so = detail::split_at_axis(d_out.shape(), a, "concat_backward");
-  for_each_piece(
-      so, d_xs.size(), [&](size_t i) { return d_xs[i].dim(a); },
-      [&](size_t i, int64_t at, int64_t len) {
-        copy_block(d_xs[i].f32(), len, d_out.f32() + at, so.size * so.inner, so.outer, len, true);
-      });
+  move_pieces(d_out, d_xs, a, false, true, "concat_backward");
 }
 
 std::vector<Tensor> split_forward(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
   require_cuda({&x}, "split_forward");
   int a = detail::normalize_axis(axis, x.rank(), "split_forward");
-  AxisSplit sx = detail::split_at_axis(x.shape(), a, "split_forward");
   std::vector<Tensor> out;
-  for_each_piece(
-      sx, sizes.size(), [&](size_t i) { return sizes[i]; },
-      [&](size_t i, int64_t at, int64_t len) {  // piece[o, r, in] = x[o, at + r, in]
-        Tensor piece = Tensor::empty(with_extent(x.shape(), a, sizes[i]), Device::cuda);
-        copy_block(piece.f32(), len, x.f32() + at, sx.size * sx.inner, sx.outer, len, false);
-        out.push_back(piece);
-      });
+  for (int64_t size : sizes)
+    out.push_back(Tensor::empty(with_extent(x.shape(), a, size), Device::cuda));
+  move_pieces(x, out, a, false, false, "split_forward");
   return out;
 }
 
@@ -407,12 +401,7 @@ void split_backward(Tensor& d_x, const std::vector<Tensor>& d_outs, int axis) {
   require_cuda({&d_x}, "split_backward");
   int a = detail::normalize_axis(axis, d_x.rank(), "split_backward");
   check_pieces(d_outs, d_x, a, "split_backward");
-  AxisSplit sx = detail::split_at_axis(d_x.shape(), a, "split_backward");
-  for_each_piece(
-      sx, d_outs.size(), [&](size_t i) { return d_outs[i].dim(a); },
-      [&](size_t i, int64_t at, int64_t len) {
-        copy_block(d_x.f32() + at, sx.size * sx.inner, d_outs[i].f32(), len, sx.outer, len, true);
-      });
+  move_pieces(d_x, d_outs, a, true, true, "split_backward");
 }
 
 }  // namespace mare::cuda
