@@ -1444,39 +1444,44 @@ Table table_ceiling(const ReportInputs& in) {
   if (runs.empty())
     return missing_table(id, title,
                          "no relation runs among the inputs (result.json with test.relations)");
-  // Cells by table (in the thesis's order; no table last), then by name (config2 before
-  // config10).
-  std::vector<std::pair<std::string, std::string>> keys;
-  std::map<std::pair<std::string, std::string>, Runs> by;
+  // A cell is a sweep's (two sweeps may name a cell alike, on other corpora): by table (in
+  // the thesis's order; no table last), then sweep, then name (config2 before config10).
+  using Key = std::tuple<std::string, std::string, std::string>;  // table, sweep, cell
+  std::vector<Key> keys;
+  std::map<Key, Runs> by;
   for (const RunRecord* r : runs) {
-    const std::pair<std::string, std::string> key{r->table,
-                                                  r->cell.empty() ? model_label(*r) : r->cell};
+    const Key key{r->table, r->sweep, r->cell.empty() ? model_label(*r) : r->cell};
     if (!by.count(key)) keys.push_back(key);
     by[key].push_back(r);
   }
-  std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
-    if (a.first.empty() != b.first.empty()) return b.first.empty();
-    if (a.first != b.first) return natural_less(a.first, b.first);
-    return natural_less(a.second, b.second);
+  std::stable_sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    const auto& [ta, sa, ca] = a;
+    const auto& [tb, sb, cb] = b;
+    if (ta.empty() != tb.empty()) return tb.empty();
+    if (ta != tb) return natural_less(ta, tb);
+    if (sa != sb) return natural_less(sa, sb);
+    return natural_less(ca, cb);
   });
   Table t;
   t.id = id;
   t.title = title;
-  t.columns = {"table",    "cell",    "runs",          "best step", "train F1",
+  t.columns = {"table",    "sweep",   "cell",          "runs",      "best step",    "train F1",
                "valid F1", "test F1", "every-pair F1", "oracle F1", "test / oracle"};
-  for (const auto& key : keys) {
+  for (const Key& key : keys) {
+    const auto& [table, sweep, cell] = key;
     const Runs& rs = by[key];
     const auto test = values_of(rs, "test_f1", 100),
                oracle = values_of(rs, "test_references.oracle_f1", 100);
     const auto done = values_of(rs, "test_f1");
-    t.rows.push_back(
-        {key.first.empty() ? kNone : key.first, key.second, std::to_string(done.size()),
-         mean_sd(values_of(rs, "best_step"), 0), mean_sd(values_of(rs, "train_f1", 100), 1),
-         mean_sd(values_of(rs, "valid_f1", 100), 1), mean_sd(test, 1),
-         mean_sd(values_of(rs, "test_references.constant_positive_f1", 100), 1), mean_sd(oracle, 1),
-         test.empty() || oracle.empty() || stats::mean(oracle) == 0
-             ? kNone
-             : format_fixed(stats::mean(test) / stats::mean(oracle), 2)});
+    t.rows.push_back({table.empty() ? kNone : table, sweep.empty() ? kNone : sweep, cell,
+                      std::to_string(done.size()), mean_sd(values_of(rs, "best_step"), 0),
+                      mean_sd(values_of(rs, "train_f1", 100), 1),
+                      mean_sd(values_of(rs, "valid_f1", 100), 1), mean_sd(test, 1),
+                      mean_sd(values_of(rs, "test_references.constant_positive_f1", 100), 1),
+                      mean_sd(oracle, 1),
+                      test.empty() || oracle.empty() || stats::mean(oracle) == 0
+                          ? kNone
+                          : format_fixed(stats::mean(test) / stats::mean(oracle), 2)});
   }
   t.provenance = provenance_of(runs);
   add_note(t,

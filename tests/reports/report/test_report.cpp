@@ -7,6 +7,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "reports/src/index.h"
 #include "reports/src/inputs.h"
@@ -529,6 +530,7 @@ TEST(ReportCeiling, EachCellBesideTheOracleAndTheEveryPairBaseline) {
     r.dir = "/runs/" + table + "/" + cell + "/seed" + std::to_string(seed);
     r.source = r.dir;
     r.table = table;
+    r.sweep = table.empty() ? "curves" : "table" + table;
     r.cell = cell;
     r.seed = seed;
     r.status = status;
@@ -553,15 +555,45 @@ TEST(ReportCeiling, EachCellBesideTheOracleAndTheEveryPairBaseline) {
   const Table& t = tables.back();
   ASSERT_EQ(t.id, "ceiling");
   ASSERT_EQ(t.rows.size(), 3u);
-  EXPECT_EQ(t.rows[0], (std::vector<std::string>{
-                           "4.5", "cnn", "2", "750 ± 354 (2)", "99.0 ± 1.4 (2)", "90.0 ± 1.4 (2)",
-                           "89.0 ± 1.4 (2)", "34.5 ± 0.0 (2)", "96.0 ± 0.0 (2)", "0.93"}));
+  EXPECT_EQ(t.rows[0],
+            (std::vector<std::string>{"4.5", "table4.5", "cnn", "2", "750 ± 354 (2)",
+                                      "99.0 ± 1.4 (2)", "90.0 ± 1.4 (2)", "89.0 ± 1.4 (2)",
+                                      "34.5 ± 0.0 (2)", "96.0 ± 0.0 (2)", "0.93"}));
   EXPECT_EQ(t.rows[1][0], "4.10");
-  EXPECT_EQ(t.rows[1][8], "—");  // no oracle
-  EXPECT_EQ(t.rows[1][9], "—");
+  EXPECT_EQ(t.rows[1][9], "—");  // no oracle
+  EXPECT_EQ(t.rows[1][10], "—");
   EXPECT_EQ(t.rows[2][0], "—");  // no table: last
-  EXPECT_EQ(t.rows[2][9], "0.72");
+  EXPECT_EQ(t.rows[2][10], "0.72");
   EXPECT_NE(t.notes.back().find("1 failed"), std::string::npos) << t.notes.back();
+}
+
+// Two sweeps may name a cell alike (bran on synth-cdr in one, on synth-ctd in another):
+// each keeps its row; the runs of one cell are never averaged across corpora.
+TEST(ReportCeiling, ACellIsASweepsCell) {
+  ReportInputs in;
+  for (const auto& [sweep, test, oracle] :
+       {std::tuple{"curves-cdr", 0.83, 0.97}, std::tuple{"curves-ctd", 0.65, 0.94}}) {
+    RunRecord r;
+    r.dir = std::string("/runs/") + sweep + "/bran/seed1";
+    r.source = r.dir;
+    r.sweep = sweep;
+    r.cell = "bran";
+    r.seed = 1;
+    r.status = "completed";
+    r.kind = "train";
+    r.params = {{"data", "synth-cdr:/d"}};
+    r.values = {{"test_f1", test}, {"test_references.oracle_f1", oracle}};
+    in.runs.push_back(r);
+  }
+  const std::vector<Table> tables = build_tables(in, load_paper());
+  const Table& t = tables.back();
+  ASSERT_EQ(t.id, "ceiling");
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows[0][1], "curves-cdr");
+  EXPECT_EQ(t.rows[0][7], "83.0 (1)");
+  EXPECT_EQ(t.rows[1][1], "curves-ctd");
+  EXPECT_EQ(t.rows[1][7], "65.0 (1)");
+  EXPECT_EQ(t.rows[1][10], "0.69");
 }
 
 TEST(ReportIndex, TheTitleNamesTheReportInBothPages) {
