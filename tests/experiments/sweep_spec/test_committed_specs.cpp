@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "experiments/sweep/spec.h"
 
@@ -96,6 +97,25 @@ TEST(CommittedSpecs, LoadAtEveryProfileWithUniqueDirsAndIds) {
         EXPECT_EQ(*(out + 1), r.kind == "train" ? "{run}" : "{run}/bench.json");
       }
     }
+}
+
+// reports/learning/'s specs and their committed runs (README there): each spec loads at
+// every profile it defines, and every run its default profile plans is finished in the
+// committed folder, where the plan puts it. A change of a spec or of the id rule that
+// moves the plan away from the committed runs shows here, not in a reader's `mare sweep`
+// that silently trains them again.
+TEST(LearningSpecs, CommittedRunsAreWhereTheirPlanPutsThem) {
+  const fs::path learning = source_dir() / "reports" / "learning";
+  for (const auto& [spec, runs] :
+       {std::pair{"curves.yaml", "runs"}, std::pair{"ctd.yaml", "ctd-runs"},
+        std::pair{"ctd-long.yaml", "ctd-long-runs"}}) {
+    SCOPED_TRACE(spec);
+    for (const char* profile : {"smoke", "default", "paper"})
+      EXPECT_FALSE(load_sweep((learning / spec).string(), profile).runs.empty()) << profile;
+    const SweepPlan plan = load_sweep((learning / spec).string(), "default");
+    for (const RunPlan& r : plan.runs)
+      EXPECT_TRUE(fs::exists(learning / runs / r.dir / r.done_file)) << r.dir;
+  }
 }
 
 // The sizes each profile promises: smoke is 2 seeds everywhere (1 for benchmarks), the
