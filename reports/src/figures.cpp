@@ -574,14 +574,12 @@ Figure fig_4_6(const ReportInputs& in) {
     omitted.insert(omitted.begin(), groups.back().display);
     groups.pop_back();
   }
-  Figure f{
-      .id = id,
-      .title = title,
-      .header =
-          "# Columns: training step, mean validation F1 over the cell's runs that evaluated at "
-          "this "
-          "step, sample sd, runs. One block per cell and class; 'all classes' is valid_f1 (micro "
-          "over the non-NULL classes).\n"};
+  Figure f{.id = id,
+           .title = title,
+           .header =
+               "# Columns: training step, mean validation F1 over the cell's runs that evaluated "
+               "at this step, sample sd, runs. One block per cell and class; 'all classes' is "
+               "valid_f1 (micro over the non-NULL classes).\n"};
   // Every class keeps one style across panels; style 1 (black, solid) is the overall F1.
   std::set<std::string> classes;
   for (const Group& g : groups)
