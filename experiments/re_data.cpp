@@ -471,6 +471,12 @@ ReBatching parse_re_batching(const std::string& name) {
                               names_of(kBatchings, " or "));
 }
 
+std::vector<std::string> re_batching_names() {
+  std::vector<std::string> names;
+  for (const auto& b : kBatchings) names.emplace_back(b.name);
+  return names;
+}
+
 std::vector<BatchItem> sample_re_batch(ReBatching how, const ReSplit& split, int batch,
                                        PhiloxStream& rng) {
   switch (how) {

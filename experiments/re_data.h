@@ -183,6 +183,7 @@ std::vector<BatchItem> sample_natural_re_batch(const ReSplit& split, int batch, 
 // The trainer's `--batching`: which of the three samplers above draws each RE batch.
 enum class ReBatching { bran, balanced, natural };
 ReBatching parse_re_batching(const std::string& name);  // std::invalid_argument naming them
+std::vector<std::string> re_batching_names();           // bran, balanced, natural
 std::vector<BatchItem> sample_re_batch(ReBatching how, const ReSplit& split, int batch,
                                        PhiloxStream& rng);
 // NER batch: B documents drawn uniformly with replacement, no pairs.

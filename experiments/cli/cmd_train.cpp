@@ -18,6 +18,7 @@
 #include "experiments/cli/commands.h"
 #include "experiments/cli/validators.h"
 #include "experiments/grpu_tasks.h"
+#include "experiments/re_data.h"
 #include "experiments/re_trainer.h"
 #include "experiments/sequence_trainer.h"
 #include "experiments/trainer.h"
@@ -287,7 +288,7 @@ void add_train_command(CLI::App& app) {
                   "p = 0.5), balanced (half of each batch from each pool) or natural (pairs "
                   "drawn from all of them: the split's class proportions)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"bran", "balanced", "natural"}));
+      ->check(CLI::IsMember(re_batching_names()));
   cmd->add_flag("--grad-norms", a->rel.grad_norms,
                 "Relation models: metrics.jsonl also holds each parameter's mean gradient norm "
                 "(before L2 and clipping) over every evaluation window; a diagnostic, the "
