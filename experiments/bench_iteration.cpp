@@ -146,6 +146,21 @@ struct SizeInfo {
   int64_t d, heads, batch;
 };
 
+}  // namespace
+
+std::vector<std::string> iteration_size_names() {
+  return {"paper", "default"};
+}
+
+std::vector<std::string> iteration_shape_names() {
+  std::vector<std::string> names;
+  for (const bench::ReDataShape& s : bench::kReShapes) names.emplace_back(s.name);
+  names.emplace_back("both");
+  return names;
+}
+
+namespace {
+
 SizeInfo size_info(const std::string& size) {
   if (size == "paper") return {300, 4, 32};
   if (size == "default") return {32, 4, 32};

@@ -37,8 +37,8 @@ namespace mare {
 
 struct IterationBenchOptions {
   std::vector<std::string> models{"UTRE", "NTCRE", "UTRE-CPD", "NTCRE-CPD"};
-  std::string shape = "both";       // semeval | cdr | both
-  std::string size = "default";     // paper | default
+  std::string shape = "both";       // iteration_shape_names(): semeval | cdr | both
+  std::string size = "default";     // iteration_size_names(): paper | default
   int iterations = 5;               // timed iterations per row
   int warmup = 1;                   // untimed iterations before them
   std::vector<std::string> allocs;  // NTCRE allocation variants; empty: the model's default
@@ -46,6 +46,10 @@ struct IterationBenchOptions {
   bool grpu = false;     // add the GRPU's row (shape `addition`)
   bool speedup = false;  // also run every row at 1 thread (when threads() > 1)
 };
+
+// What --shape and --size take.
+std::vector<std::string> iteration_shape_names();
+std::vector<std::string> iteration_size_names();
 
 // Mean, median and sample standard deviation (n − 1; 0 for one value).
 struct TimeSummary {

@@ -204,6 +204,10 @@ nlohmann::json reference_scores(const ReCorpus& corpus) {
 
 }  // namespace
 
+std::vector<std::string> class_weight_names() {
+  return {"auto", "on", "off"};
+}
+
 nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress, bool tty) {
   if (opt.out.empty()) throw std::invalid_argument("train: --out DIR is required");
   if (opt.data.empty())
@@ -212,7 +216,8 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
     throw std::invalid_argument(
         "train: --steps, --batch, --eval-every and --eval-batch must be ≥ 1");
   const ReBatching batching = parse_re_batching(opt.batching);
-  if (opt.class_weights != "auto" && opt.class_weights != "on" && opt.class_weights != "off")
+  if (const auto names = class_weight_names();
+      std::find(names.begin(), names.end(), opt.class_weights) == names.end())
     throw std::invalid_argument("train: --class-weights " + opt.class_weights +
                                 ": expected auto, on or off");
 

@@ -50,7 +50,7 @@ struct ReTrainOptions {
   int64_t patience = 0;                // evaluations without improvement before stopping; 0: never
   int max_tokens = 0;                  // 0: the corpus's default (CTD 500)
   std::string word2vec;                // optional word2vec file for the word embeddings
-  std::string class_weights = "auto";  // auto (multiclass corpora) | on | off
+  std::string class_weights = "auto";  // class_weight_names(): auto (multiclass corpora) | on | off
   std::string batching = "bran";       // bran: whole batches from one pool | balanced
   Device device = Device::cpu;
   std::filesystem::path out;
@@ -65,6 +65,9 @@ struct ReTrainOptions {
   // (tests throw from it to stand for a killed process). Not part of the config.
   std::function<void(int64_t step)> after_evaluation;
 };
+
+// What ReTrainOptions::class_weights (--class-weights) takes: auto, on, off.
+std::vector<std::string> class_weight_names();
 
 // Runs, resumes or (when finished with the same configuration) skips the run;
 // returns result.json's contents. Progress lines go to `progress` (one line

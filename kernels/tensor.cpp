@@ -30,6 +30,10 @@ Device parse_device(const std::string& name) {
   throw std::invalid_argument("unknown device '" + name + "' (expected cpu or cuda)");
 }
 
+std::vector<std::string> device_names() {
+  return {to_string(Device::cpu), to_string(Device::cuda)};
+}
+
 // ---------------------------------------------------------------- Shape
 Shape::Shape(std::initializer_list<int64_t> dims) : Shape(std::span(dims.begin(), dims.size())) {}
 

@@ -26,6 +26,7 @@ enum class DType { f32, i32 };
 const char* to_string(Device d);
 const char* to_string(DType t);
 Device parse_device(const std::string& name);  // "cpu" | "cuda"
+std::vector<std::string> device_names();       // "cpu", "cuda": what --device takes
 
 struct ShapeError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;

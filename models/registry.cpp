@@ -288,6 +288,19 @@ const ModelInfo* find_model(std::string_view base) {
   return nullptr;
 }
 
+std::vector<std::string> switch_choices(std::string_view model, std::string_view key) {
+  if (const ModelInfo* m = find_model(model))
+    for (const SwitchInfo& sw : m->switches)
+      if (sw.name == key && sw.kind == SwitchInfo::Kind::choice) {
+        std::vector<std::string> out;
+        std::stringstream in{std::string(sw.choices)};
+        for (std::string c; std::getline(in, c, '|');) out.push_back(c);
+        return out;
+      }
+  throw std::logic_error("model " + std::string(model) + " has no choice switch " +
+                         std::string(key));
+}
+
 std::span<const AliasInfo> model_aliases() {
   return kAliases;
 }

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "models/interfaces.h"
 #include "models/model_spec.h"
@@ -34,6 +35,9 @@ struct ModelInfo {
 };
 std::span<const ModelInfo> model_registry();
 const ModelInfo* find_model(std::string_view base);  // null when unknown
+// The values of a choice switch of a model (`grpu`, `neutral_one`: code, text);
+// throws std::logic_error when the model has no such choice switch.
+std::vector<std::string> switch_choices(std::string_view model, std::string_view key);
 
 struct AliasInfo {
   std::string_view alias;

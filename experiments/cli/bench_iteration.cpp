@@ -22,9 +22,6 @@ struct Options {
 };
 
 void run(const Options& o) {
-  if (o.device != "cpu" && o.device != "cuda")
-    throw std::invalid_argument("bench iteration: unknown --device '" + o.device +
-                                "' (expected cpu or cuda)");
   if (!o.json_path.empty()) check_writable_file(o.json_path, "--json");
   IterationBenchOptions b = o.bench;
   b.device = parse_device(o.device);
@@ -94,7 +91,9 @@ void add_bench_iteration_command(CLI::App& bench) {
                  "NTCRE allocation variants, one row each: sorted, parallel, parallel-eps, rank, "
                  "parallel-block, network (default: the model's, sorted)")
       ->delimiter(',');
-  it->add_option("--device", o->device, "cpu or cuda")->capture_default_str();
+  it->add_option("--device", o->device, "cpu or cuda")
+      ->capture_default_str()
+      ->check(CLI::IsMember(device_names()));
   it->add_flag("--grpu", o->bench.grpu,
                "Add the GRPU's training iteration (the addition task: batch 100, 50-55 steps, H "
                "100, Adam lr 1e-4)");

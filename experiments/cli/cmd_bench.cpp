@@ -200,9 +200,6 @@ std::string to_csv(const SweepResult& r) {
 }
 
 void run_bench_allocation(const BenchAllocationOptions& o) {
-  if (o.device != "cpu" && o.device != "cuda")
-    throw std::invalid_argument("bench allocation: unknown --device '" + o.device +
-                                "' (expected cpu or cuda)");
   if (!o.json_path.empty()) check_writable_file(o.json_path, "--json");
   if (!o.csv_path.empty()) check_writable_file(o.csv_path, "--csv");
   SweepConfig config;
@@ -220,9 +217,6 @@ void run_bench_allocation(const BenchAllocationOptions& o) {
   config.batch = o.batch;
   config.repetitions = o.repetitions;
   config.backward = !o.no_backward;
-  if (o.clock != "wall" && o.clock != "cpu")
-    throw std::invalid_argument("bench allocation: --clock must be wall or cpu, got '" + o.clock +
-                                "'");
   config.cpu_clock = o.clock == "cpu";
   if (config.cpu_clock && config.device == Device::cpu && threads() > 1)
     throw std::invalid_argument(
@@ -282,7 +276,8 @@ void add_bench_command(CLI::App& app) {
       ->add_option(
           "--device", opts->device,
           "cpu, or cuda (GPU kernels timed with CUDA events; needs a CUDA build and a GPU)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember(device_names()));
   alloc
       ->add_option("--variants", opts->variants,
                    "Variants to time (default all): sorted, parallel, parallel-eps, rank, "
@@ -305,7 +300,8 @@ void add_bench_command(CLI::App& app) {
                    "Clock behind the medians and ratios: wall (steady_clock) or cpu (this "
                    "thread's CPU time, for a shared machine); both go to JSON/CSV (cpu "
                    "device only)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember(allocation_clock_names()));
   alloc->add_flag("--no-backward", opts->no_backward, "Time the forward pass only");
   alloc->add_option("--json", opts->json_path, "Write the rows as JSON to FILE");
   alloc->add_option("--csv", opts->csv_path, "Write the rows as CSV to FILE");

@@ -257,7 +257,7 @@ void add_train_command(CLI::App& app) {
       ->check(whole_number(1));
   cmd->add_option("--neutral-one", a->seq_switches.neutral_one,
                   "GRPU: neutral-element-one form, code (published runs) or text (eq. 4.16)")
-      ->check(CLI::IsMember({"code", "text"}));
+      ->check(CLI::IsMember(switch_choices("grpu", "neutral_one")));
   cmd->add_option("--eval-every", a->seq.eval_every,
                   "Evaluate every N epochs (sequence models: train and test MSE; default " +
                       num(seq.eval_every) +
@@ -282,7 +282,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--class-weights", a->rel.class_weights,
                   "Relation models: eq. 4-2 class weights: auto (multiclass corpora), on, off")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+      ->check(CLI::IsMember(class_weight_names()));
   cmd->add_option("--batching", a->rel.batching,
                   "Relation models: bran (each RE batch from the positive or the negative pool, "
                   "p = 0.5), balanced (half of each batch from each pool) or natural (pairs "
@@ -297,7 +297,7 @@ void add_train_command(CLI::App& app) {
                   "cpu or cuda (every model; the data is made on the host, the model trains on "
                   "the device)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+      ->check(CLI::IsMember(device_names()));
   cmd->add_flag("--force", a->opt.force, "Run again even if DIR/result.json exists");
   cmd->add_option("--threads", a->threads,
                   "Kernel threads (default: MARE_THREADS, else every core); the results are the "

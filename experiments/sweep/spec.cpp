@@ -17,8 +17,13 @@
 #include <set>
 #include <sstream>
 
+#include "experiments/bench_iteration.h"
 #include "experiments/data/generators.h"
+#include "experiments/re_data.h"
+#include "experiments/re_trainer.h"
 #include "experiments/tasks.h"
+#include "kernels/bench/allocation_sweep.h"
+#include "kernels/memory/allocation.h"
 #include "models/registry.h"
 
 namespace mare::sweep {
@@ -233,50 +238,56 @@ enum Scope : unsigned {
 };
 constexpr unsigned kTrain = kClassification | kSequence | kRelation;
 
+// choice and choice_list: the values, from where the option is read (the same
+// function `mare train` / `mare bench` check the command line with).
+using Choices = std::vector<std::string> (*)();
+
 struct Opt {
   const char* key;
   Type type;
   unsigned scope;
-  const char* choices;  // choice and choice_list: "a|b|c"
+  Choices choices = nullptr;
 };
 
-constexpr const char* kAllocVariants = "sorted|parallel|parallel-eps|rank|parallel-block|network";
+std::vector<std::string> neutral_one_names() {
+  return switch_choices("grpu", "neutral_one");
+}
 
 // `mare train` and `mare bench` options, in the order they are written on a command
 // line (a fixed order keeps the command, hence the run id, independent of the spec's
 // key order). The key is the option's name with '_' for '-'.
 constexpr Opt kOptions[] = {
-    {"epochs", Type::positive, kClassification | kSequence, ""},
-    {"batch", Type::positive, kTrain | kAllocation, ""},
-    {"lr", Type::positive_number, kTrain, ""},
-    {"schedule", Type::string, kClassification, ""},
-    {"clip", Type::number, kTrain, ""},
-    {"l2", Type::number, kClassification | kRelation, ""},
-    {"samples", Type::positive, kSequence, ""},
-    {"test_samples", Type::positive, kSequence, ""},
-    {"curriculum", Type::boolean, kSequence, ""},
-    {"hidden", Type::positive, kSequence, ""},
-    {"neutral_one", Type::choice, kSequence, "code|text"},
-    {"eval_every", Type::positive, kSequence | kRelation, ""},
-    {"steps", Type::positive, kRelation, ""},
-    {"eval_batch", Type::positive, kRelation, ""},
-    {"patience", Type::nonneg, kRelation, ""},
-    {"max_tokens", Type::nonneg, kRelation, ""},
-    {"word2vec", Type::string, kRelation, ""},
-    {"class_weights", Type::choice, kRelation, "auto|on|off"},
-    {"batching", Type::choice, kRelation, "bran|balanced|natural"},
-    {"shape", Type::choice, kIteration, "semeval|cdr|both"},
-    {"size", Type::choice, kIteration, "paper|default"},
-    {"iterations", Type::positive, kIteration, ""},
-    {"warmup", Type::nonneg, kIteration, ""},
-    {"alloc", Type::choice_list, kIteration, kAllocVariants},
-    {"variants", Type::choice_list, kAllocation, kAllocVariants},
-    {"seq", Type::int_list, kAllocation, ""},
-    {"mem", Type::int_list, kAllocation, ""},
-    {"repetitions", Type::positive, kAllocation, ""},
-    {"clock", Type::choice, kAllocation, "wall|cpu"},
-    {"no_backward", Type::boolean, kAllocation, ""},
-    {"device", Type::choice, kTrain | kAllocation | kIteration, "cpu|cuda"},
+    {"epochs", Type::positive, kClassification | kSequence},
+    {"batch", Type::positive, kTrain | kAllocation},
+    {"lr", Type::positive_number, kTrain},
+    {"schedule", Type::string, kClassification},
+    {"clip", Type::number, kTrain},
+    {"l2", Type::number, kClassification | kRelation},
+    {"samples", Type::positive, kSequence},
+    {"test_samples", Type::positive, kSequence},
+    {"curriculum", Type::boolean, kSequence},
+    {"hidden", Type::positive, kSequence},
+    {"neutral_one", Type::choice, kSequence, neutral_one_names},
+    {"eval_every", Type::positive, kSequence | kRelation},
+    {"steps", Type::positive, kRelation},
+    {"eval_batch", Type::positive, kRelation},
+    {"patience", Type::nonneg, kRelation},
+    {"max_tokens", Type::nonneg, kRelation},
+    {"word2vec", Type::string, kRelation},
+    {"class_weights", Type::choice, kRelation, class_weight_names},
+    {"batching", Type::choice, kRelation, re_batching_names},
+    {"shape", Type::choice, kIteration, iteration_shape_names},
+    {"size", Type::choice, kIteration, iteration_size_names},
+    {"iterations", Type::positive, kIteration},
+    {"warmup", Type::nonneg, kIteration},
+    {"alloc", Type::choice_list, kIteration, allocation_variant_names},
+    {"variants", Type::choice_list, kAllocation, allocation_variant_names},
+    {"seq", Type::int_list, kAllocation},
+    {"mem", Type::int_list, kAllocation},
+    {"repetitions", Type::positive, kAllocation},
+    {"clock", Type::choice, kAllocation, allocation_clock_names},
+    {"no_backward", Type::boolean, kAllocation},
+    {"device", Type::choice, kTrain | kAllocation | kIteration, device_names},
 };
 
 const Opt* find_option(const std::string& key) {
@@ -289,14 +300,6 @@ std::string flag_of(const std::string& key) {
   std::string f = "--" + key;
   std::replace(f.begin(), f.end(), '_', '-');
   return f;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string part;
-  while (std::getline(in, part, sep)) out.push_back(part);
-  return out;
 }
 
 enum class Command { train, bench_allocation, bench_iteration };
@@ -736,8 +739,8 @@ void add_option(const Ctx& c, const Opt& o, const Val& v, const std::string& dat
       return;
     }
     case Type::choice: {
-      const std::string& s = scalar(c, v, "one of " + std::string(o.choices) + " for " + key);
-      const std::vector<std::string> ok = split(o.choices, '|');
+      const std::vector<std::string> ok = o.choices();
+      const std::string& s = scalar(c, v, "one of " + join(ok, "|") + " for " + key);
       if (std::find(ok.begin(), ok.end(), s) == ok.end())
         c.fail(v.line,
                "expected " + key + " to be one of " + join(ok, ", ") + ", found '" + s + "'");
@@ -762,8 +765,8 @@ void add_option(const Ctx& c, const Opt& o, const Val& v, const std::string& dat
           if (x < 1) c.fail(i.line, "expected " + key + " values >= 1, found " + i.text);
           parts.push_back(std::to_string(x));
         } else {
-          const std::string& s = scalar(c, i, "one of " + std::string(o.choices));
-          const std::vector<std::string> ok = split(o.choices, '|');
+          const std::vector<std::string> ok = o.choices();
+          const std::string& s = scalar(c, i, "one of " + join(ok, "|"));
           if (std::find(ok.begin(), ok.end(), s) == ok.end())
             c.fail(i.line,
                    "expected " + key + " values among " + join(ok, ", ") + ", found '" + s + "'");

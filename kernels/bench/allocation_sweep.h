@@ -155,6 +155,12 @@ ComputePeak measure_compute_peak();
 double allocation_ops_per_memory(AllocationVariant v, int64_t slots, bool backward, OpsPeak* peak,
                                  std::string* what = nullptr);
 
+// What `mare bench allocation --clock` takes: wall (steady_clock) or cpu (this
+// thread's CPU time; SweepConfig::cpu_clock).
+inline std::vector<std::string> allocation_clock_names() {
+  return {"wall", "cpu"};
+}
+
 struct SweepConfig {
   std::vector<AllocationVariant> variants;  // default: every variant
   std::vector<int64_t> seqs{1, 10, 50, 100, 200, 500, 1000};
@@ -167,7 +173,7 @@ struct SweepConfig {
   // Which clock fills SweepRow::seconds and the ratios: wall (steady_clock,
   // default) or this thread's CPU time (robust when the machine is shared).
   // On cuda it is always the CUDA events, and cpu_clock must stay false.
-  bool cpu_clock = false;
+  bool cpu_clock = false;  // `mare bench allocation --clock`: allocation_clock_names()
   Device device = Device::cpu;
   // cpu: the variants run on threads() threads (kernels/parallel.h); when that
   // is more than 1 and thread_baseline is set, each repetition of a variant is

@@ -1690,6 +1690,12 @@ AllocationVariant parse_allocation_variant(std::string_view name) {
                               "' (known: " + names_of(kVariantNames) + ")");
 }
 
+std::vector<std::string> allocation_variant_names() {
+  std::vector<std::string> names;
+  for (const auto& [variant, name] : kVariantNames) names.emplace_back(name);
+  return names;
+}
+
 void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant) {
   check_usage(usage, "allocation_forward");
   check_same_shape(out, usage, "allocation_forward: out");

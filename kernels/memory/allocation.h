@@ -90,6 +90,8 @@ std::string_view to_string(AllocationVariant v);
 // "sorted" | "parallel" | "parallel-eps" | "rank" | "parallel-block" | "network"; throws
 // std::invalid_argument listing the names otherwise.
 AllocationVariant parse_allocation_variant(std::string_view name);
+// The names of allocation_variants(), in that order (what --variants and --alloc take).
+std::vector<std::string> allocation_variant_names();
 
 // usage: [M, N] -> allocation: [M, N]
 Tensor allocation_forward(const Tensor& usage, AllocationVariant variant);
