@@ -1,7 +1,10 @@
 // Relation and NER metrics (see re_metrics.h).
 #include "experiments/re_metrics.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -18,6 +21,48 @@ PrfCounts prf(double gold, double predicted, double correct) {
   s.recall = gold > 0 ? correct / gold : 0.0;
   s.f1 = s.precision + s.recall > 0 ? 2 * s.precision * s.recall / (s.precision + s.recall) : 0.0;
   return s;
+}
+
+std::vector<PairDecision> pair_decisions(const float* logits, int64_t n, int64_t classes) {
+  if (classes < 2) throw std::invalid_argument("pair_decisions: expected NULL and a relation");
+  std::vector<PairDecision> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const float* z = logits + i * classes;
+    int64_t best = 1;
+    for (int64_t j = 2; j < classes; ++j)
+      if (z[j] > z[best]) best = j;
+    out[i] = {static_cast<int>(best), static_cast<double>(z[best]) - static_cast<double>(z[0])};
+  }
+  return out;
+}
+
+TunedMargin tune_null_margin(const std::vector<int>& gold, const std::vector<PairDecision>& pairs) {
+  if (gold.size() != pairs.size())
+    throw std::invalid_argument("tune_null_margin: " + std::to_string(gold.size()) +
+                                " gold labels for " + std::to_string(pairs.size()) + " pairs");
+  std::vector<size_t> order;  // the pairs a margin can make a relation (best ≠ NULL)
+  for (size_t i = 0; i < pairs.size(); ++i)
+    if (pairs[i].best != 0) order.push_back(i);
+  const size_t n = order.size();
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return pairs[a].margin > pairs[b].margin; });
+  double positives = 0;
+  for (int g : gold) positives += g != 0;
+  // Predicting the first j of `order` (every pair whose distance is above m) is what
+  // any m in [margin of the j-th, margin of the (j−1)-th) decides.
+  TunedMargin best{0, -1};
+  double correct = 0;
+  for (size_t j = 0; j <= n; ++j) {
+    if (j > 0) correct += gold[order[j - 1]] != 0 && gold[order[j - 1]] == pairs[order[j - 1]].best;
+    if (j > 0 && j < n && pairs[order[j]].margin == pairs[order[j - 1]].margin) continue;
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    const double lo = j < n ? pairs[order[j]].margin : -kInf;
+    const double hi = j > 0 ? pairs[order[j - 1]].margin : kInf;
+    const double m = lo <= 0 && 0 < hi ? 0.0 : j == 0 ? lo + 1 : j == n ? hi - 1 : (lo + hi) / 2;
+    const double f1 = prf(positives, static_cast<double>(j), correct).f1;
+    if (f1 > best.f1 || (f1 == best.f1 && std::abs(m) < std::abs(best.margin))) best = {m, f1};
+  }
+  return best;
 }
 
 RelationScores relation_scores(const std::vector<int>& gold, const std::vector<int>& predicted,

@@ -61,6 +61,34 @@ RelationScores relation_scores(const std::vector<int>& gold, const std::vector<i
                                const std::vector<std::string>& class_names,
                                const std::vector<int>& buckets = default_distance_buckets());
 
+// ---- Relation decisions with a NULL margin -------------------------------------------
+// SPEC §6: decisions are argmax; threshold tuning on dev is an option. A pair's
+// decision is its best relation class (never NULL) and how far that class's logit
+// lies above NULL's; with NULL margin m the pair is predicted as that class when the
+// distance is more than m, else NULL. m = 0 is the argmax exactly (a tie with NULL
+// goes to NULL, as argmax takes the first of equal logits). m > 0 asks more evidence
+// than the training batches' prior gave: balanced batches are half positive, so on a
+// corpus with one positive pair in q + 1 the prior-corrected margin is log q.
+struct PairDecision {
+  int best = 0;       // the best non-NULL class (the first of equal logits); 0: none (NULL)
+  double margin = 0;  // its logit minus NULL's
+};
+// logits: [n, classes] row-major, classes ≥ 2, class 0 = NULL.
+std::vector<PairDecision> pair_decisions(const float* logits, int64_t n, int64_t classes);
+inline int decide(const PairDecision& d, double null_margin) {
+  return d.margin > null_margin ? d.best : 0;
+}
+// The NULL margin whose decisions give the highest micro F1 (over non-NULL classes,
+// as relation_scores) against gold: exact, one sorted sweep over every distinct
+// distance. Among margins of equal F1 the one nearest 0 (argmax when it ties); inside
+// the interval of margins that make the same decisions: 0 when it lies there, else
+// the interval's midpoint (one logit unit beyond the last distance at either end).
+struct TunedMargin {
+  double margin = 0;
+  double f1 = 0;
+};
+TunedMargin tune_null_margin(const std::vector<int>& gold, const std::vector<PairDecision>& pairs);
+
 // A typed token span [begin, end) of one sequence.
 struct TagSpan {
   std::string type;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
@@ -81,11 +82,30 @@ std::vector<int> argmax_rows(const Tensor& logits) {
   return out;
 }
 
+// ReTrainOptions::null_margin, parsed.
+struct NullMarginRule {
+  bool tune = false;
+  double margin = 0;  // when not tuned
+  bool is_argmax() const { return !tune && margin == 0; }
+};
+
+NullMarginRule parse_null_margin(const std::string& s) {
+  if (s == "tune") return {true, 0};
+  char* end = nullptr;
+  const double m = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !std::isfinite(m))
+    throw std::invalid_argument("train: --null-margin " + s +
+                                ": expected a number (0: argmax) or tune");
+  return {false, m};
+}
+
 struct Evaluation {
   RelationScores relations;
   NerScores ner;
   bool has_ner = false;
   double mean_steps = 0;
+  double null_margin = 0;  // the margin the relation decisions used
+  double argmax_f1 = 0;    // micro F1 of the argmax decisions (margin 0)
 };
 
 // The fixed sample of the training split that metrics.jsonl's train_f1 scores:
@@ -100,9 +120,9 @@ std::vector<int> train_sample(const ReSplit& train) {
 }
 
 // Scores a split, or the documents `only` of it (relations only): relations
-// always, NER when `ner` (the model trains it).
+// always (decided by `rule`), NER when `ner` (the model trains it).
 Evaluation evaluate(ReModel& model, const ReCorpus& corpus, const ReSplit& split,
-                    int64_t eval_batch, Device device, bool ner,
+                    int64_t eval_batch, Device device, bool ner, const NullMarginRule& rule,
                     const std::vector<int>* only = nullptr) {
   Evaluation ev;
   // The examples scored, in the split's order, and each one's place among them.
@@ -126,7 +146,7 @@ Evaluation evaluate(ReModel& model, const ReCorpus& corpus, const ReSplit& split
     gold.push_back(split.labels[i]);
     distance.push_back(split.examples[i].distance);
   }
-  std::vector<int> pred(gold.size(), 0);
+  std::vector<PairDecision> decisions(gold.size());  // an unscored pair: NULL
   std::vector<std::vector<int>> ner_gold, ner_pred;
   double steps_sum = 0, steps_batches = 0;
   nn::Context ctx;
@@ -134,8 +154,9 @@ Evaluation evaluate(ReModel& model, const ReCorpus& corpus, const ReSplit& split
     ReBatch batch = to_device(make_batch(split, items), device);
     if (batch.P > 0) {
       ReOutput out = model.forward(batch, ReTask::relations, ctx);
-      const std::vector<int> p = argmax_rows(out.pair_logits->value);
-      for (int64_t k = 0; k < batch.P; ++k) pred[at[batch.example_index[k]]] = p[k];
+      const Tensor z = out.pair_logits->value.to(Device::cpu);
+      const std::vector<PairDecision> d = pair_decisions(z.f32(), z.dim(0), z.dim(1));
+      for (int64_t k = 0; k < batch.P; ++k) decisions[at[batch.example_index[k]]] = d[k];
       steps_sum += out.mean_steps, steps_batches += 1;
     }
     if (ner) {
@@ -155,7 +176,14 @@ Evaluation evaluate(ReModel& model, const ReCorpus& corpus, const ReSplit& split
       }
     }
   }
-  ev.relations = relation_scores(gold, pred, distance, corpus.relation_names);
+  auto decided = [&](double m) {
+    std::vector<int> pred(decisions.size());
+    for (size_t i = 0; i < pred.size(); ++i) pred[i] = decide(decisions[i], m);
+    return relation_scores(gold, pred, distance, corpus.relation_names);
+  };
+  ev.null_margin = rule.tune ? tune_null_margin(gold, decisions).margin : rule.margin;
+  ev.relations = decided(ev.null_margin);
+  ev.argmax_f1 = ev.null_margin == 0 ? ev.relations.micro.f1 : decided(0).micro.f1;
   if (ner) {
     ev.ner = ner_scores(ner_gold, ner_pred, corpus.ner_tag_names);
     ev.has_ner = true;
@@ -216,6 +244,7 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
     throw std::invalid_argument(
         "train: --steps, --batch, --eval-every and --eval-batch must be ≥ 1");
   const ReBatching batching = parse_re_batching(opt.batching);
+  const NullMarginRule margin_rule = parse_null_margin(opt.null_margin);
   if (const auto names = class_weight_names();
       std::find(names.begin(), names.end(), opt.class_weights) == names.end())
     throw std::invalid_argument("train: --class-weights " + opt.class_weights +
@@ -265,6 +294,7 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
                            {"patience", opt.patience},  {"max_tokens", corpus.max_tokens},
                            {"word2vec", opt.word2vec},  {"class_weights", weighted},
                            {"ner_trained", trains_ner}, {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
+  if (!margin_rule.is_argmax()) config["null_margin"] = opt.null_margin;  // argmax runs: as before
   RunLifecycle life(opt.out, config, opt.force);
   const std::string device_name = to_string(opt.device);
   nlohmann::json manifest = training_manifest(opt.seed, device_name, params.count());
@@ -365,10 +395,10 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
     step_seconds.push_back(std::chrono::duration<double>(Clock::now() - ts).count());
 
     if (step % opt.eval_every == 0 || step == opt.steps) {
-      Evaluation ev =
-          evaluate(*model, corpus, corpus.valid, opt.eval_batch, opt.device, trains_ner);
-      const Evaluation on_train =
-          evaluate(*model, corpus, corpus.train, opt.eval_batch, opt.device, false, &train_docs);
+      Evaluation ev = evaluate(*model, corpus, corpus.valid, opt.eval_batch, opt.device, trains_ner,
+                               margin_rule);
+      const Evaluation on_train = evaluate(*model, corpus, corpus.train, opt.eval_batch, opt.device,
+                                           false, {false, ev.null_margin}, &train_docs);
       const double f1 = ev.relations.micro.f1;
       nlohmann::json line = {{"step", step},
                              {"train_re_loss", loss_n ? loss_sum / loss_n : 0.0},
@@ -384,6 +414,10 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
       for (size_t c = 1; c < ev.relations.class_names.size(); ++c)
         per_class[ev.relations.class_names[c]] = ev.relations.per_class[c].f1;
       line["valid_f1_per_class"] = per_class;
+      if (!margin_rule.is_argmax()) {
+        line["valid_null_margin"] = ev.null_margin;
+        line["valid_argmax_f1"] = ev.argmax_f1;
+      }
       if (ev.has_ner) line["valid_ner_f1"] = ev.ner.micro.f1;
       if (ev.mean_steps > 0) line["valid_mean_halting_steps"] = ev.mean_steps;
       if (opt.grad_norms) line["grad_norms"] = norms.take(params);
@@ -430,12 +464,21 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
     load_checkpoint(life.best_checkpoint().string(), params, nullptr, &model->buffers());
     result["best_step"] = best_step;
     result["stopped_early"] = stopped_early;
+    // Validation first: a tuned NULL margin is chosen there and scores train and test.
+    const Evaluation valid =
+        evaluate(*model, corpus, corpus.valid, opt.eval_batch, opt.device, trains_ner, margin_rule);
+    const NullMarginRule chosen{false, valid.null_margin};
     result["train"] = evaluation_json(
-        evaluate(*model, corpus, corpus.train, opt.eval_batch, opt.device, trains_ner));
-    result["valid"] = evaluation_json(
-        evaluate(*model, corpus, corpus.valid, opt.eval_batch, opt.device, trains_ner));
-    result["test"] = evaluation_json(
-        evaluate(*model, corpus, corpus.test, opt.eval_batch, opt.device, trains_ner));
+        evaluate(*model, corpus, corpus.train, opt.eval_batch, opt.device, trains_ner, chosen));
+    result["valid"] = evaluation_json(valid);
+    const Evaluation test =
+        evaluate(*model, corpus, corpus.test, opt.eval_batch, opt.device, trains_ner, chosen);
+    result["test"] = evaluation_json(test);
+    if (!margin_rule.is_argmax())
+      result["null_margin"] = {{"rule", margin_rule.tune ? "tuned on validation" : "fixed"},
+                               {"margin", valid.null_margin},
+                               {"valid_argmax_f1", valid.argmax_f1},
+                               {"test_argmax_f1", test.argmax_f1}};
     result["test_references"] = reference_scores(corpus);
   }
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();

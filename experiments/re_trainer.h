@@ -51,7 +51,12 @@ struct ReTrainOptions {
   int max_tokens = 0;                  // 0: the corpus's default (CTD 500)
   std::string word2vec;                // optional word2vec file for the word embeddings
   std::string class_weights = "auto";  // class_weight_names(): auto (multiclass corpora) | on | off
-  std::string batching = "bran";       // bran: whole batches from one pool | balanced
+  // How a pair's relation is decided (SPEC §6): "0" argmax; a number M: a relation
+  // only when its logit exceeds NULL's by more than M (re_metrics.h, PairDecision);
+  // "tune": the M that maximises validation F1, chosen at each evaluation, and the
+  // best checkpoint's M scores train and test.
+  std::string null_margin = "0";
+  std::string batching = "bran";  // bran: whole batches from one pool | balanced
   Device device = Device::cpu;
   std::filesystem::path out;
   bool force = false;

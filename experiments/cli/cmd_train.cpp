@@ -109,8 +109,8 @@ void refuse_foreign_options(const CLI::App& cmd, const std::string& kind,
         "--curriculum", "--hidden", "--neutral-one", "--eval-every"}},
       {"relation",
        {"--data", "--steps", "--eval-every", "--eval-batch", "--patience", "--max-tokens",
-        "--word2vec", "--class-weights", "--batching", "--batch", "--lr", "--clip", "--l2",
-        "--grad-norms"}}};
+        "--word2vec", "--class-weights", "--batching", "--null-margin", "--batch", "--lr", "--clip",
+        "--l2", "--grad-norms"}}};
   const std::set<std::string>& mine = reads.at(kind);
   for (const CLI::Option* o : cmd.get_options()) {
     const std::string name = o->get_name();
@@ -289,6 +289,19 @@ void add_train_command(CLI::App& app) {
                   "drawn from all of them: the split's class proportions)")
       ->capture_default_str()
       ->check(CLI::IsMember(re_batching_names()));
+  cmd->add_option("--null-margin", a->rel.null_margin,
+                  "Relation models: predict a relation only when its logit exceeds NULL's by more "
+                  "than M (0: argmax; balanced batches on a corpus with one positive pair in q + "
+                  "1: log q corrects the prior), or tune: the M that maximises validation F1 at "
+                  "each evaluation, the best checkpoint's M scoring train and test")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            double m = 0;
+            if (s == "tune" || (detail::parse_number(s, m))) return "";
+            return "expected a number (0: argmax) or tune, got '" + s + "'";
+          },
+          "M|tune"));
   cmd->add_flag("--grad-norms", a->rel.grad_norms,
                 "Relation models: metrics.jsonl also holds each parameter's mean gradient norm "
                 "(before L2 and clipping) over every evaluation window; a diagnostic, the "

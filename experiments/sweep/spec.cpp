@@ -276,6 +276,7 @@ constexpr Opt kOptions[] = {
     {"word2vec", Type::string, kRelation},
     {"class_weights", Type::choice, kRelation, class_weight_names},
     {"batching", Type::choice, kRelation, re_batching_names},
+    {"null_margin", Type::string, kRelation},
     {"shape", Type::choice, kIteration, iteration_shape_names},
     {"size", Type::choice, kIteration, iteration_size_names},
     {"iterations", Type::positive, kIteration},

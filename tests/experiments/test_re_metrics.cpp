@@ -129,6 +129,76 @@ TEST(NerScores, TagIdsWithPadding) {
       std::invalid_argument);
 }
 
+// ---- NULL margin ------------------------------------------------------------------
+
+// Logits of n pairs over C classes with many exact ties (values on a coarse grid).
+std::vector<float> grid_logits(int n, int C, uint32_t seed) {
+  std::vector<float> z(static_cast<size_t>(n) * C);
+  for (float& v : z) {
+    seed = seed * 1664525u + 1013904223u;
+    v = static_cast<float>(static_cast<int>(seed >> 24) % 9 - 4) * 0.5f;
+  }
+  return z;
+}
+
+TEST(NullMargin, ZeroIsTheArgmaxTiesToNull) {
+  const int n = 500, C = 4;
+  const std::vector<float> z = grid_logits(n, C, 7);
+  const std::vector<PairDecision> d = pair_decisions(z.data(), n, C);
+  for (int i = 0; i < n; ++i) {
+    int argmax = 0;  // the first of equal logits, as the trainer always decided
+    for (int j = 1; j < C; ++j)
+      if (z[i * C + j] > z[i * C + argmax]) argmax = j;
+    EXPECT_EQ(decide(d[i], 0.0), argmax) << i;
+    EXPECT_NE(d[i].best, 0);
+    EXPECT_EQ(d[i].margin, double(z[i * C + d[i].best]) - double(z[i * C]));
+  }
+  EXPECT_THROW(pair_decisions(z.data(), 1, 1), std::invalid_argument);
+}
+
+// The tuned margin's decisions score what tune_null_margin says, and no threshold
+// (every distance, every midpoint, beyond both ends) scores more.
+TEST(NullMargin, TunedMarginIsTheBestThresholdAndScoresWhatItSays) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const int n = 300, C = 3;
+    const std::vector<float> z = grid_logits(n, C, seed);
+    const std::vector<PairDecision> d = pair_decisions(z.data(), n, C);
+    std::vector<int> gold(n);
+    for (int i = 0; i < n; ++i) gold[i] = (i * 7 + static_cast<int>(seed)) % 5 < 2 ? 1 + i % 2 : 0;
+    const std::vector<std::string> names{"NULL", "A", "B"};
+    auto f1_at = [&](double m) {
+      std::vector<int> pred(n);
+      for (int i = 0; i < n; ++i) pred[i] = decide(d[i], m);
+      return relation_scores(gold, pred, {}, names).micro.f1;
+    };
+    const TunedMargin t = tune_null_margin(gold, d);
+    EXPECT_EQ(f1_at(t.margin), t.f1) << seed;
+    std::vector<double> ms{0.0};
+    for (const PairDecision& p : d)
+      for (double e : {-1.0, -0.25, 0.0, 0.25, 1.0}) ms.push_back(p.margin + e);
+    for (double m : ms) EXPECT_LE(f1_at(m), t.f1) << "seed " << seed << " margin " << m;
+  }
+}
+
+TEST(NullMargin, SeparatedScoresGetTheGapsMidpointAndArgmaxStaysWhenItIsBest) {
+  // Positives 1.0 and 2.0 above NULL, negatives 0.2 and 0.6: argmax predicts all four;
+  // the gap (0.6, 1.0] separates them, its midpoint 0.8 scores F1 1.
+  const std::vector<float> z{0, 1.0f, 0, 2.0f, 0, 0.2f, 0, 0.6f};
+  const std::vector<PairDecision> d = pair_decisions(z.data(), 4, 2);
+  const TunedMargin t = tune_null_margin({1, 1, 0, 0}, d);
+  EXPECT_NEAR(t.margin, 0.8, 1e-6);
+  EXPECT_EQ(t.f1, 1.0);
+  // Negatives below NULL: argmax is already perfect, and 0 lies in the best interval.
+  const std::vector<float> w{0, 1.0f, 0, 2.0f, 0, -0.2f, 0, -0.6f};
+  EXPECT_EQ(tune_null_margin({1, 1, 0, 0}, pair_decisions(w.data(), 4, 2)).margin, 0.0);
+  // No gold relation: every margin scores 0, and 0 (argmax) is kept.
+  EXPECT_EQ(tune_null_margin({0, 0, 0, 0}, d).margin, 0.0);
+  EXPECT_EQ(tune_null_margin({}, {}).margin, 0.0);
+  // A pair never scored (best 0) is never a relation, whatever the margin.
+  EXPECT_EQ(decide(PairDecision{}, -100.0), 0);
+  EXPECT_THROW(tune_null_margin({1}, {}), std::invalid_argument);
+}
+
 TEST(MetricsJson, StableKeysAndDoubles) {
   EXPECT_EQ(to_json(prf(2, 4, 1)).dump(),
             "{\"correct\":1.0,\"f1\":0.3333333333333333,\"gold\":2.0,\"precision\":0.25,"

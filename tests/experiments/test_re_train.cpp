@@ -177,6 +177,51 @@ TEST(ReTrain, GradNormsAreADiagnosticOnly) {
   EXPECT_EQ(lines, 2);
 }
 
+// --null-margin tune changes decisions, not training: the same losses step by step as
+// argmax; each metrics line has the margin chosen on validation and the argmax F1
+// beside it; result.json scores train and test with the best checkpoint's margin.
+TEST(ReTrain, TunedNullMarginDecidesAndDoesNotTrain) {
+  const std::string model = "bran+iterations=1+d=8+heads=2+dropout=0+ner_prob=0";
+  ReTrainOptions plain = options(model, "nm_plain"), tuned = options(model, "nm_tuned");
+  plain.steps = tuned.steps = 40;
+  tuned.null_margin = "tune";
+  const nlohmann::json a = train_re_model(plain, nullptr), b = train_re_model(tuned, nullptr);
+  EXPECT_FALSE(a.contains("null_margin"));
+  ASSERT_TRUE(b.contains("null_margin")) << b.dump(2);
+  EXPECT_EQ(b["null_margin"]["rule"], "tuned on validation");
+  std::ifstream la(plain.out / "metrics.jsonl"), lb(tuned.out / "metrics.jsonl");
+  int lines = 0;
+  for (std::string x, y; std::getline(la, x) && std::getline(lb, y); ++lines) {
+    const nlohmann::json ja = nlohmann::json::parse(x), jb = nlohmann::json::parse(y);
+    EXPECT_EQ(ja["train_re_loss"], jb["train_re_loss"]);
+    EXPECT_FALSE(ja.contains("valid_null_margin"));
+    ASSERT_TRUE(jb.contains("valid_null_margin")) << y;
+    EXPECT_EQ(jb["valid_argmax_f1"], ja["valid_f1"]);
+    EXPECT_GE(jb["valid_f1"].get<double>(), jb["valid_argmax_f1"].get<double>());
+  }
+  EXPECT_EQ(lines, 2);
+  // valid and test are the same documents here: the margin tuned on one scores the other.
+  EXPECT_EQ(b["test"]["relations"]["micro"]["f1"], b["valid"]["relations"]["micro"]["f1"]);
+  EXPECT_EQ(b["null_margin"]["test_argmax_f1"], b["null_margin"]["valid_argmax_f1"]);
+  // A fixed margin far below every distance predicts a relation for every pair.
+  ReTrainOptions fixed = options(model, "nm_fixed");
+  fixed.steps = 20;
+  fixed.null_margin = "-1e9";
+  const nlohmann::json c = train_re_model(fixed, nullptr);
+  EXPECT_EQ(c["null_margin"]["margin"].get<double>(), -1e9);
+  EXPECT_EQ(c["test"]["relations"]["micro"]["recall"].get<double>(), 1.0);
+  fixed.null_margin = "lots";
+  fixed.out = scratch() / "nm_bad";
+  try {
+    train_re_model(fixed, nullptr);
+    ADD_FAILURE() << "--null-margin lots accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--null-margin lots: expected a number"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ReTrain, FinishedRunIsSkippedAndAnotherConfigurationRefused) {
   ReTrainOptions o = options("bran+iterations=1+d=8+heads=2", "skip");
   o.steps = 20;
