@@ -9,6 +9,7 @@
 
 #include "experiments/bench_iteration.h"
 #include "experiments/cli/commands.h"
+#include "experiments/cli/validators.h"
 #include "experiments/run_dir.h"
 
 namespace mare::cli {
@@ -91,9 +92,7 @@ void add_bench_iteration_command(CLI::App& bench) {
                  "NTCRE allocation variants, one row each: sorted, parallel, parallel-eps, rank, "
                  "parallel-block, network (default: the model's, sorted)")
       ->delimiter(',');
-  it->add_option("--device", o->device, "cpu or cuda")
-      ->capture_default_str()
-      ->check(CLI::IsMember(device_names()));
+  add_choice(it, "--device", o->device, "cpu or cuda", device_names());
   it->add_flag("--grpu", o->bench.grpu,
                "Add the GRPU's training iteration (the addition task: batch 100, 50-55 steps, H "
                "100, Adam lr 1e-4)");

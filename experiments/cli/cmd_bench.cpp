@@ -252,8 +252,7 @@ void run_bench_allocation(const BenchAllocationOptions& o) {
 void add_bench_iteration_command(CLI::App& bench);  // bench_iteration.cpp
 
 void add_bench_command(CLI::App& app) {
-  auto* bench = app.add_subcommand("bench", "Kernel benchmarks");
-  bench->require_subcommand(1);
+  CLI::App* bench = add_group(app, "bench", "Kernel benchmarks");
   // `mare bench SUB --threads K`: an option of `bench` that every sub-command
   // passes up (fallthrough, inherited by the sub-commands added below); its
   // function runs before any sub-command's callback.
@@ -272,12 +271,9 @@ void add_bench_command(CLI::App& app) {
         o.clock_given = cmd.count("--clock") > 0;
         run_bench_allocation(o);
       });
-  alloc
-      ->add_option(
-          "--device", opts->device,
-          "cpu, or cuda (GPU kernels timed with CUDA events; needs a CUDA build and a GPU)")
-      ->capture_default_str()
-      ->check(CLI::IsMember(device_names()));
+  add_choice(alloc, "--device", opts->device,
+             "cpu, or cuda (GPU kernels timed with CUDA events; needs a CUDA build and a GPU)",
+             device_names());
   alloc
       ->add_option("--variants", opts->variants,
                    "Variants to time (default all): sorted, parallel, parallel-eps, rank, "
@@ -295,13 +291,10 @@ void add_bench_command(CLI::App& app) {
       ->add_option("--repetitions", opts->repetitions,
                    "Timed repetitions per point (the median is reported)")
       ->capture_default_str();
-  alloc
-      ->add_option("--clock", opts->clock,
-                   "Clock behind the medians and ratios: wall (steady_clock) or cpu (this "
-                   "thread's CPU time, for a shared machine); both go to JSON/CSV (cpu "
-                   "device only)")
-      ->capture_default_str()
-      ->check(CLI::IsMember(allocation_clock_names()));
+  add_choice(alloc, "--clock", opts->clock,
+             "Clock behind the medians and ratios: wall (steady_clock) or cpu (this thread's CPU "
+             "time, for a shared machine); both go to JSON/CSV (cpu device only)",
+             allocation_clock_names());
   alloc->add_flag("--no-backward", opts->no_backward, "Time the forward pass only");
   alloc->add_option("--json", opts->json_path, "Write the rows as JSON to FILE");
   alloc->add_option("--csv", opts->csv_path, "Write the rows as CSV to FILE");

@@ -111,8 +111,7 @@ void run_stats(const StatsArgs& a) {
 }  // namespace
 
 void add_data_command(CLI::App& app) {
-  auto* data_cmd = app.add_subcommand("data", "Generate synthetic corpora; inspect data files");
-  data_cmd->require_subcommand(1);
+  CLI::App* data_cmd = add_group(app, "data", "Generate synthetic corpora; inspect data files");
 
   auto [gen, gen_args] = add_command<GenerateArgs>(
       *data_cmd, "generate",

@@ -28,8 +28,7 @@ void run_inspect_memory(const InspectArgs& a) {
 }  // namespace
 
 void add_inspect_command(CLI::App& app) {
-  auto* inspect = app.add_subcommand("inspect", "Look inside trained models");
-  inspect->require_subcommand(1);
+  CLI::App* inspect = add_group(app, "inspect", "Look inside trained models");
   auto [mem, a] = add_command<InspectArgs>(
       *inspect, "memory",
       "Record an NTCRE run's memories (usage, contents, write/read weights, reads) per token and "

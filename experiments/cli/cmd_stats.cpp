@@ -288,9 +288,8 @@ void run_summary(const SummaryArgs& args) {
 }  // namespace
 
 void add_stats_command(CLI::App& app) {
-  auto* stats_cmd = app.add_subcommand(
-      "stats", "Wilcoxon tests and summaries of result files (R's wilcox.test conventions)");
-  stats_cmd->require_subcommand(1);
+  CLI::App* stats_cmd = add_group(
+      app, "stats", "Wilcoxon tests and summaries of result files (R's wilcox.test conventions)");
 
   auto [sr, sr_args] = add_command<TestArgs>(
       *stats_cmd, "signed-rank", "Wilcoxon signed-rank test: paired A and B, or A against --mu",

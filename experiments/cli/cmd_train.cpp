@@ -279,16 +279,14 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--word2vec", a->rel.word2vec,
                   "Relation models: initialise word embeddings from this word2vec file (its "
                   "dimension must equal +d)");
-  cmd->add_option("--class-weights", a->rel.class_weights,
-                  "Relation models: eq. 4-2 class weights: auto (multiclass corpora), on, off")
-      ->capture_default_str()
-      ->check(CLI::IsMember(class_weight_names()));
-  cmd->add_option("--batching", a->rel.batching,
-                  "Relation models: bran (each RE batch from the positive or the negative pool, "
-                  "p = 0.5), balanced (half of each batch from each pool) or natural (pairs "
-                  "drawn from all of them: the split's class proportions)")
-      ->capture_default_str()
-      ->check(CLI::IsMember(re_batching_names()));
+  add_choice(cmd, "--class-weights", a->rel.class_weights,
+             "Relation models: eq. 4-2 class weights: auto (multiclass corpora), on, off",
+             class_weight_names());
+  add_choice(cmd, "--batching", a->rel.batching,
+             "Relation models: bran (each RE batch from the positive or the negative pool, "
+             "p = 0.5), balanced (half of each batch from each pool) or natural (pairs "
+             "drawn from all of them: the split's class proportions)",
+             re_batching_names());
   cmd->add_option("--null-margin", a->rel.null_margin,
                   "Relation models: predict a relation only when its logit exceeds NULL's by more "
                   "than M (0: argmax; balanced batches on a corpus with one positive pair in q + "
@@ -306,11 +304,10 @@ void add_train_command(CLI::App& app) {
                 "Relation models: metrics.jsonl also holds each parameter's mean gradient norm "
                 "(before L2 and clipping) over every evaluation window; a diagnostic, the "
                 "training is the same");
-  cmd->add_option("--device", a->device,
-                  "cpu or cuda (every model; the data is made on the host, the model trains on "
-                  "the device)")
-      ->capture_default_str()
-      ->check(CLI::IsMember(device_names()));
+  add_choice(cmd, "--device", a->device,
+             "cpu or cuda (every model; the data is made on the host, the model trains on the "
+             "device)",
+             device_names());
   cmd->add_flag("--force", a->opt.force, "Run again even if DIR/result.json exists");
   cmd->add_option("--threads", a->threads,
                   "Kernel threads (default: MARE_THREADS, else every core); the results are the "

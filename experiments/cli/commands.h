@@ -36,6 +36,14 @@ std::pair<CLI::App*, Args*> add_command(CLI::App& parent, std::string name, std:
   return {cmd, args.get()};
 }
 
+// A sub-command made of sub-commands (mare data, stats, bench, inspect): one of them
+// must be given. Returns it, to add_command to.
+inline CLI::App* add_group(CLI::App& parent, std::string name, std::string description) {
+  CLI::App* group = parent.add_subcommand(std::move(name), std::move(description));
+  group->require_subcommand(1);
+  return group;
+}
+
 void add_doctor_command(CLI::App& app);   // cmd_doctor.cpp
 void add_list_command(CLI::App& app);     // cmd_list.cpp
 void add_train_command(CLI::App& app);    // cmd_train.cpp

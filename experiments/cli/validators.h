@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace mare::cli {
 
@@ -53,6 +54,14 @@ template <class T>
 CLI::Option* add_count(CLI::App* cmd, const std::string& name, T& value, const std::string& help,
                        int64_t lo) {
   return cmd->add_option(name, value, help)->capture_default_str()->check(whole_number(lo));
+}
+
+// An option that takes one of `names` (the list its owner declares, e.g.
+// device_names()), its default shown in the help.
+template <class T>
+CLI::Option* add_choice(CLI::App* cmd, const std::string& name, T& value, const std::string& help,
+                        const std::vector<std::string>& names) {
+  return cmd->add_option(name, value, help)->capture_default_str()->check(CLI::IsMember(names));
 }
 
 // A finite number above lo (strictly) or at least lo.
