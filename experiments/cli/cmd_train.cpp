@@ -21,6 +21,7 @@
 #include "experiments/re_data.h"
 #include "experiments/re_trainer.h"
 #include "experiments/sequence_trainer.h"
+#include "experiments/train_option_kinds.h"
 #include "experiments/trainer.h"
 #include "kernels/parallel.h"
 #include "models/registry.h"
@@ -100,21 +101,18 @@ void run_sequence(const TrainOptions& o, SequenceTrainOptions s, const SequenceS
 // with the GRPU, --epochs with a relation model, --steps with the MLP).
 void refuse_foreign_options(const CLI::App& cmd, const std::string& kind,
                             const std::string& model) {
-  static const std::set<std::string> everyone = {"--help", "--help-all", "--model", "--seed",
-                                                 "--out",  "--device",   "--force", "--threads"};
-  static const std::map<std::string, std::set<std::string>> reads = {
-      {"classification", {"--task", "--epochs", "--batch", "--lr", "--schedule", "--clip", "--l2"}},
-      {"sequence",
-       {"--task", "--epochs", "--batch", "--lr", "--clip", "--samples", "--test-samples",
-        "--curriculum", "--hidden", "--neutral-one", "--eval-every"}},
-      {"relation",
-       {"--data", "--steps", "--eval-every", "--eval-batch", "--patience", "--max-tokens",
-        "--word2vec", "--class-weights", "--batching", "--null-margin", "--batch", "--lr", "--clip",
-        "--l2", "--grad-norms"}}};
-  const std::set<std::string>& mine = reads.at(kind);
+  const unsigned bit = model_kind_bit(kind);
+  // What this kind reads, said beside the options of every run.
+  static const std::set<std::string> every_run = {"--model",  "--seed",  "--out",
+                                                  "--device", "--force", "--threads"};
+  std::set<std::string> mine;
+  for (const TrainOptionKinds& o : kTrainOptionKinds)
+    if ((o.kinds & bit) && !every_run.count(std::string(o.flag))) mine.emplace(o.flag);
   for (const CLI::Option* o : cmd.get_options()) {
     const std::string name = o->get_name();
-    if (o->count() == 0 || everyone.count(name) || mine.count(name)) continue;
+    if (o->count() == 0 || name == "--help" || name == "--help-all" ||
+        (train_option_kinds(name) & bit))
+      continue;
     std::string list;
     for (const std::string& n : mine) list += (list.empty() ? "" : " ") + n;
     throw std::invalid_argument("train: " + name + " does not apply to model '" + model + "' (a " +

@@ -22,6 +22,7 @@
 #include "experiments/re_data.h"
 #include "experiments/re_trainer.h"
 #include "experiments/tasks.h"
+#include "experiments/train_option_kinds.h"
 #include "kernels/bench/allocation_sweep.h"
 #include "kernels/memory/allocation.h"
 #include "models/registry.h"
@@ -229,10 +230,13 @@ enum class Type {
   int_list,
   choice_list
 };
+// Which commands (and, for train, which kinds of model) an option applies to. The
+// kinds of model that read a train option are train_option_kinds()'s, as `mare train`
+// refuses them; kOptions marks a train option kTrain only.
 enum Scope : unsigned {
-  kClassification = 1,
-  kSequence = 2,
-  kRelation = 4,
+  kClassification = kClassificationModels,
+  kSequence = kSequenceModels,
+  kRelation = kRelationModels,
   kAllocation = 8,
   kIteration = 16,
 };
@@ -256,27 +260,29 @@ std::vector<std::string> neutral_one_names() {
 // `mare train` and `mare bench` options, in the order they are written on a command
 // line (a fixed order keeps the command, hence the run id, independent of the spec's
 // key order). The key is the option's name with '_' for '-'.
+// A train option is marked kTrain: the kinds of model that read it are
+// train_option_kinds()'s (experiments/train_option_kinds.h), as `mare train` refuses them.
 constexpr Opt kOptions[] = {
-    {"epochs", Type::positive, kClassification | kSequence},
+    {"epochs", Type::positive, kTrain},
     {"batch", Type::positive, kTrain | kAllocation},
     {"lr", Type::positive_number, kTrain},
-    {"schedule", Type::string, kClassification},
+    {"schedule", Type::string, kTrain},
     {"clip", Type::number, kTrain},
-    {"l2", Type::number, kClassification | kRelation},
-    {"samples", Type::positive, kSequence},
-    {"test_samples", Type::positive, kSequence},
-    {"curriculum", Type::boolean, kSequence},
-    {"hidden", Type::positive, kSequence},
-    {"neutral_one", Type::choice, kSequence, neutral_one_names},
-    {"eval_every", Type::positive, kSequence | kRelation},
-    {"steps", Type::positive, kRelation},
-    {"eval_batch", Type::positive, kRelation},
-    {"patience", Type::nonneg, kRelation},
-    {"max_tokens", Type::nonneg, kRelation},
-    {"word2vec", Type::string, kRelation},
-    {"class_weights", Type::choice, kRelation, class_weight_names},
-    {"batching", Type::choice, kRelation, re_batching_names},
-    {"null_margin", Type::string, kRelation},
+    {"l2", Type::number, kTrain},
+    {"samples", Type::positive, kTrain},
+    {"test_samples", Type::positive, kTrain},
+    {"curriculum", Type::boolean, kTrain},
+    {"hidden", Type::positive, kTrain},
+    {"neutral_one", Type::choice, kTrain, neutral_one_names},
+    {"eval_every", Type::positive, kTrain},
+    {"steps", Type::positive, kTrain},
+    {"eval_batch", Type::positive, kTrain},
+    {"patience", Type::nonneg, kTrain},
+    {"max_tokens", Type::nonneg, kTrain},
+    {"word2vec", Type::string, kTrain},
+    {"class_weights", Type::choice, kTrain, class_weight_names},
+    {"batching", Type::choice, kTrain, re_batching_names},
+    {"null_margin", Type::string, kTrain},
     {"shape", Type::choice, kIteration, iteration_shape_names},
     {"size", Type::choice, kIteration, iteration_size_names},
     {"iterations", Type::positive, kIteration},
@@ -303,6 +309,15 @@ std::string flag_of(const std::string& key) {
   return f;
 }
 
+// The commands an option applies to; for a train option, the kinds of model that read it.
+unsigned scope_of(const Opt& o) {
+  if (!(o.scope & kTrain)) return o.scope;
+  const unsigned kinds = train_option_kinds(flag_of(o.key));
+  if (kinds == 0)
+    throw std::logic_error("spec option " + std::string(o.key) + " is no train option");
+  return (o.scope & ~kTrain) | kinds;
+}
+
 enum class Command { train, bench_allocation, bench_iteration };
 
 unsigned command_scope(Command c) {
@@ -320,7 +335,7 @@ std::vector<std::string> content_keys(Command c) {
     keys.push_back("models");
   }
   for (const Opt& o : kOptions)
-    if (o.scope & command_scope(c)) keys.push_back(o.key);
+    if (scope_of(o) & command_scope(c)) keys.push_back(o.key);
   return keys;
 }
 
@@ -805,9 +820,7 @@ Built build_cell(const Ctx& c, Command cmd, const CellConfig& cell, SwitchUse& u
     const ModelSpec spec = compose_model(c, *model, cfg.find("switches"), used_switches);
     const ModelInfo* info = find_model(spec.base);
     const std::string task_kind(info->task_kind);
-    scope = task_kind == "relation"   ? kRelation
-            : task_kind == "sequence" ? kSequence
-                                      : kClassification;
+    scope = model_kind_bit(task_kind);
     b.command = {"train", "--model", spec.canonical()};
     b.params["model"] = spec.canonical();
     const Val* task = cfg.find("task");
@@ -885,9 +898,10 @@ Built build_cell(const Ctx& c, Command cmd, const CellConfig& cell, SwitchUse& u
   for (const Opt& o : kOptions) {
     const Val* v = cfg.find(o.key);
     if (!v) continue;
-    if (!(o.scope & scope))
+    if (!(scope_of(o) & scope))
       c.fail(cfg.key_line(o.key), "option '" + std::string(o.key) + "' applies to " +
-                                      scope_name(o.scope) + ", not to cell '" + cell.name + "'");
+                                      scope_name(scope_of(o)) + ", not to cell '" + cell.name +
+                                      "'");
     add_option(c, o, *v, data_dir, b);
   }
   if (cell.grid_row.size()) b.params["grid_row"] = cell.grid_row;

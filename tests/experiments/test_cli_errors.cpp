@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/train_option_kinds.h"
 #include "kernels/tensor.h"
 #include "tests/cli_binary.h"
 #include "tests/temp_dir.h"
@@ -216,6 +217,26 @@ TEST(CliContract, TrainErrors) {
                "switch hidden=0: expected");
   expect_error(dir, {"train", "--model", "grpu+hidden=0", "--task", "addition", "--out", "r"},
                "switch hidden=0: expected");
+}
+
+// Every option `mare train --help` lists is in the one table of which kinds of model
+// read it (a missing row would refuse the option for every model), and the table
+// holds no option the command does not have.
+TEST(CliContract, EveryTrainOptionSaysWhichModelsReadIt) {
+  TempDir dir("cli");
+  const Outcome help = run_mare(dir, {"train", "--help"});
+  ASSERT_EQ(help.status, 0) << help.err;
+  std::set<std::string> listed;
+  std::istringstream lines(help.out);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find("--");
+    if (line.rfind("  ", 0) != 0 || at == std::string::npos || at > 6) continue;
+    const std::string flag = line.substr(at, line.find_first_of(" ,", at) - at);
+    if (flag != "--help" && flag != "--help-all") listed.insert(flag);
+  }
+  std::set<std::string> table;
+  for (const TrainOptionKinds& o : kTrainOptionKinds) table.emplace(o.flag);
+  EXPECT_EQ(listed, table);
 }
 
 // Sizes past the machine's memory: a sentence, not "std::bad_alloc" (an MLP of a million
