@@ -1493,6 +1493,22 @@ Table table_ceiling(const ReportInputs& in) {
            "synth-cdr, and synth-ctd and synth-semeval folders with their generator.json; — for "
            "other corpora). test / oracle: the mean test F1 over the oracle's. The thesis has "
            "no such table; it tells a model that learned from one that only trained.");
+  // Cells decided with a NULL margin (result.json's null_margin: --null-margin M or tune).
+  std::string margins;
+  for (const Key& key : keys) {
+    const auto& [table, sweep, cell] = key;
+    const auto m = values_of(by[key], "null_margin.margin"),
+               argmax = values_of(by[key], "null_margin.test_argmax_f1", 100);
+    if (m.empty()) continue;
+    margins += (margins.empty() ? "" : "; ") + cell + (sweep.empty() ? "" : " (" + sweep + ")") +
+               ": margin " + mean_sd(m, 2) + ", test F1 " + mean_sd(argmax, 1) + " by argmax";
+  }
+  if (!margins.empty())
+    add_note(t,
+             "Decided with a NULL margin (`mare train --null-margin`: a relation only where its "
+             "logit exceeds NULL's by more than the margin, chosen on validation or given); "
+             "the F1 columns are with it. " +
+                 margins + ".");
   add_note(t, not_completed_note(runs));
   return t;
 }

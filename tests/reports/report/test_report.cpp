@@ -596,6 +596,35 @@ TEST(ReportCeiling, ACellIsASweepsCell) {
   EXPECT_EQ(t.rows[1][10], "0.69");
 }
 
+// A cell decided with a NULL margin says so beside its table, with its argmax test F1;
+// without one, no such note.
+TEST(ReportCeiling, ANullMarginIsNotedWithTheArgmaxF1) {
+  ReportInputs in;
+  for (const auto& [cell, margin] : {std::pair{"argmax", 0.0}, std::pair{"tuned", 2.25}}) {
+    RunRecord r;
+    r.dir = std::string("/runs/ctd/") + cell + "/seed1";
+    r.source = r.dir;
+    r.sweep = "ctd";
+    r.cell = cell;
+    r.seed = 1;
+    r.status = "completed";
+    r.kind = "train";
+    r.params = {{"data", "bran-tsv:/d"}};
+    r.values = {{"test_f1", 0.70}, {"test_references.oracle_f1", 0.94}};
+    if (margin != 0)
+      r.values.insert({{"null_margin.margin", margin}, {"null_margin.test_argmax_f1", 0.65}});
+    in.runs.push_back(r);
+  }
+  const Table t = build_tables(in, load_paper()).back();
+  ASSERT_EQ(t.id, "ceiling");
+  std::string notes;
+  for (const std::string& n : t.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("tuned (ctd): margin 2.25 (1), test F1 65.0 (1) by argmax"),
+            std::string::npos)
+      << notes;
+  EXPECT_EQ(notes.find("argmax (ctd)"), std::string::npos) << notes;
+}
+
 TEST(ReportIndex, TheTitleNamesTheReportInBothPages) {
   IndexContent c;
   EXPECT_EQ(index_markdown(c).rfind("# Report\n", 0), 0u);  // the default
