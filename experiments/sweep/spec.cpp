@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -224,6 +225,7 @@ enum class Type {
   nonneg,
   number,
   positive_number,
+  number_or_tune,  // null_margin: a number, or tune (chosen on validation)
   boolean,
   string,
   choice,
@@ -282,7 +284,7 @@ constexpr Opt kOptions[] = {
     {"word2vec", Type::string, kTrain},
     {"class_weights", Type::choice, kTrain, class_weight_names},
     {"batching", Type::choice, kTrain, re_batching_names},
-    {"null_margin", Type::string, kTrain},
+    {"null_margin", Type::number_or_tune, kTrain},
     {"shape", Type::choice, kIteration, iteration_shape_names},
     {"size", Type::choice, kIteration, iteration_size_names},
     {"iterations", Type::positive, kIteration},
@@ -736,6 +738,21 @@ void add_option(const Ctx& c, const Opt& o, const Val& v, const std::string& dat
       const double x = as_number(c, v, key);
       if (o.type == Type::positive_number && !(x > 0))
         c.fail(v.line, "expected " + key + " > 0, found " + v.text);
+      b.params[key] = x;
+      b.command.insert(b.command.end(), {flag, number_text(x)});
+      return;
+    }
+    case Type::number_or_tune: {
+      if (v.is_scalar() && v.text == "tune") {
+        b.params[key] = v.text;
+        b.command.insert(b.command.end(), {flag, v.text});
+        return;
+      }
+      const std::string& t = scalar(c, v, "a number or tune for " + key);
+      char* end = nullptr;
+      const double x = std::strtod(t.c_str(), &end);
+      if (t.empty() || *end != '\0' || !std::isfinite(x))
+        c.fail(v.line, "expected a number or tune for " + key + ", found '" + t + "'");
       b.params[key] = x;
       b.command.insert(b.command.end(), {flag, number_text(x)});
       return;

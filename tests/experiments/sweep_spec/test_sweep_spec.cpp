@@ -102,6 +102,18 @@ TEST(SweepSpec, NamedGridTimesSeedsWithSwitchesAndProfileOverrides) {
   // bran has no cpd: the switches it lacks do not apply, those it has do.
   EXPECT_EQ(plan.runs[12 * 3].params["model"], "bran+d=8+heads=2+ner_prob=0");
 
+  // A NULL margin: tune, or a number written as the other numbers are.
+  for (const auto& [given, written] : {std::pair{"tune", "tune"}, std::pair{"2.25", "2.25"}}) {
+    const SweepPlan m = load_sweep(
+        write_spec("margin.yaml", relation_spec(std::string("model: bran\nnull_margin: ") + given +
+                                                "\nseeds: [1]\n")),
+        "smoke");
+    const std::vector<std::string>& c = m.runs.at(0).command;
+    const auto at = std::find(c.begin(), c.end(), "--null-margin");
+    ASSERT_NE(at, c.end());
+    EXPECT_EQ(*(at + 1), written);
+  }
+
   const SweepPlan paper = load_sweep(path, "paper");
   EXPECT_EQ(paper.runs[4].params["steps"], 300);
   EXPECT_NE(paper.runs[4].id, r.id);
@@ -331,6 +343,12 @@ TEST(SweepSpec, BadSpecsNameFileLineAndWhatWasExpected) {
        "expected an integer for steps, found 'many'"},
       {"wrong_choice.yaml", relation_spec("model: bran\nbatching: random\nseeds: [1]\n"), 6,
        "expected batching to be one of bran, balanced"},
+      {"wrong_margin.yaml", relation_spec("model: bran\nnull_margin: lots\nseeds: [1]\n"), 6,
+       "expected a number or tune for null_margin, found 'lots'"},
+      {"margin_for_mlp.yaml",
+       "name: t\ncommand: train\nmodel: mlp\ntask: xor\nnull_margin: tune\nseeds: [1]\n"
+       "profiles:\n  smoke: {}\n  default: {}\n  paper: ~\n",
+       5, "option 'null_margin' applies to relation models, not to cell"},
       {"wrong_scope.yaml", relation_spec("model: bran\nsamples: 3\nseeds: [1]\n"), 6,
        "option 'samples' applies to sequence models"},
       {"task_for_relation.yaml", relation_spec("model: bran\ntask: xor\nseeds: [1]\n"), 6,
