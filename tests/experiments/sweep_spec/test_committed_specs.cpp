@@ -108,7 +108,8 @@ TEST(LearningSpecs, CommittedRunsAreWhereTheirPlanPutsThem) {
   const fs::path learning = source_dir() / "reports" / "learning";
   for (const auto& [spec, runs] :
        {std::pair{"curves.yaml", "runs"}, std::pair{"ctd.yaml", "ctd-runs"},
-        std::pair{"ctd-long.yaml", "ctd-long-runs"}}) {
+        std::pair{"ctd-long.yaml", "ctd-long-runs"},
+        std::pair{"ctd-margin.yaml", "ctd-margin-runs"}}) {
     SCOPED_TRACE(spec);
     for (const char* profile : {"smoke", "default", "paper"})
       EXPECT_FALSE(load_sweep((learning / spec).string(), profile).runs.empty()) << profile;

@@ -5,10 +5,10 @@ DAT = "curves.dat"
 do for [fmt in "png svg"] {
 reset
 if (fmt eq "png") {
-  set terminal pngcairo size 2200,2800 font "DejaVu Sans,12" fontscale 2 linewidth 2 noenhanced
+  set terminal pngcairo size 2200,3480 font "DejaVu Sans,12" fontscale 2 linewidth 2 noenhanced
   set output "curves.png"
 } else {
-  set terminal svg size 1100,1400 font "DejaVu Sans,12" linewidth 1 noenhanced
+  set terminal svg size 1100,1740 font "DejaVu Sans,12" linewidth 1 noenhanced
   set output "curves.svg"
 }
 set encoding utf8
@@ -23,6 +23,7 @@ set style line 8 lc rgb "#7F7F7F" lw 2 dt (2,4) pt 12 ps 1.3
 set style line 9 lc rgb "#000000" lw 2 dt (10,4,2,4) pt 2 ps 1.3
 set style line 10 lc rgb "#0072B2" lw 2 dt (18,6,4,6,4,6) pt 3 ps 1.3
 set style line 11 lc rgb "#D55E00" lw 2 dt 1 pt 7 ps 1.3
+set style line 12 lc rgb "#009E73" lw 2 dt (10,5) pt 5 ps 1.3
 set border 3 lw 1
 set tics nomirror out
 set grid lc rgb "#d0d0d0" lw 1 dt 1
@@ -30,7 +31,7 @@ set key box lc rgb "#a0a0a0" samplen 3 spacing 1.1
 set xlabel "training step"
 set ylabel "relation F1 (micro)"
 set yrange [0:1]
-set multiplot layout 4,1 title "Runs: relation F1 against the step (validation solid, band from the lowest to the highest seed; training sample dashed)"
+set multiplot layout 5,1 title "Runs: relation F1 against the step (validation solid, band from the lowest to the highest seed; training sample dashed)"
 set title "learning-curves on synth-cdr (cells 1-3)"
 set rmargin at screen 0.7
 set key outside right top vertical Left reverse maxrows 3 box lc rgb "#a0a0a0"
@@ -76,6 +77,12 @@ set key outside right top vertical Left reverse maxrows 1 box lc rgb "#a0a0a0"
 plot DAT index 20 using 1:3:4 with filledcurves ls 11 fs transparent solid 0.15 noborder notitle, \
      DAT index 20 using 1:2 with linespoints ls 11 dt 1 title "bran (1 seed)", \
      DAT index 21 using 1:2 with lines ls 11 dt 2 notitle
+set title "learning-curves-ctd-margin on synth-ctd"
+set rmargin at screen 0.7
+set key outside right top vertical Left reverse maxrows 1 box lc rgb "#a0a0a0"
+plot DAT index 22 using 1:3:4 with filledcurves ls 12 fs transparent solid 0.15 noborder notitle, \
+     DAT index 22 using 1:2 with linespoints ls 12 dt 1 title "bran (1 seed)", \
+     DAT index 23 using 1:2 with lines ls 12 dt 2 notitle
 unset multiplot
 unset output
 }
