@@ -18,6 +18,7 @@
 //   - JSON: objects (nlohmann::json's sorted key order), every number a double.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
