@@ -472,9 +472,7 @@ ReBatching parse_re_batching(const std::string& name) {
 }
 
 std::vector<std::string> re_batching_names() {
-  std::vector<std::string> names;
-  for (const auto& b : kBatchings) names.emplace_back(b.name);
-  return names;
+  return names_list(kBatchings);
 }
 
 std::vector<BatchItem> sample_re_batch(ReBatching how, const ReSplit& split, int batch,

@@ -12,6 +12,7 @@
 #include "experiments/re_metrics.h"
 #include "experiments/run_lifecycle.h"
 #include "experiments/trainer.h"
+#include "kernels/names.h"
 #include "kernels/ops.h"
 #include "kernels/parallel.h"
 #include "kernels/random.h"
@@ -81,6 +82,12 @@ std::vector<int> argmax_rows(const Tensor& logits) {
   }
   return out;
 }
+
+// ReTrainOptions::class_weights: eq. 4-2 weights always, never, or for the corpora that
+// take them by default (the multiclass ones).
+enum class ClassWeights { by_corpus, on, off };
+constexpr Named<ClassWeights> kClassWeights[] = {
+    {ClassWeights::by_corpus, "auto"}, {ClassWeights::on, "on"}, {ClassWeights::off, "off"}};
 
 // ReTrainOptions::null_margin, parsed.
 struct NullMarginRule {
@@ -233,7 +240,7 @@ nlohmann::json reference_scores(const ReCorpus& corpus) {
 }  // namespace
 
 std::vector<std::string> class_weight_names() {
-  return {"auto", "on", "off"};
+  return names_list(kClassWeights);
 }
 
 nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress, bool tty) {
@@ -245,10 +252,10 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
         "train: --steps, --batch, --eval-every and --eval-batch must be ≥ 1");
   const ReBatching batching = parse_re_batching(opt.batching);
   const NullMarginRule margin_rule = parse_null_margin(opt.null_margin);
-  if (const auto names = class_weight_names();
-      std::find(names.begin(), names.end(), opt.class_weights) == names.end())
-    throw std::invalid_argument("train: --class-weights " + opt.class_weights +
-                                ": expected auto, on or off");
+  const ClassWeights* class_weights_mode = value_of(kClassWeights, opt.class_weights);
+  if (!class_weights_mode)
+    throw std::invalid_argument("train: --class-weights " + opt.class_weights + ": expected " +
+                                names_of(kClassWeights, " or "));
 
   require_training_device(opt.device);
   const ModelSpec spec = resolve_model(opt.model);
@@ -270,7 +277,8 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
   if (ner_prob < 0 || ner_prob > 1)
     throw std::invalid_argument("model " + spec.canonical() + ": ner_prob must be in [0, 1]");
   const bool weighted =
-      opt.class_weights == "on" || (opt.class_weights == "auto" && corpus.weighted_by_default);
+      *class_weights_mode == ClassWeights::on ||
+      (*class_weights_mode == ClassWeights::by_corpus && corpus.weighted_by_default);
 
   ReModelConfig mcfg;
   mcfg.sizes = corpus.sizes;

@@ -6,11 +6,13 @@
 //   name_of(kColours, Colour::red)  == "red"
 //   value_of(kColours, "blue")      -> pointer to Colour::blue, nullptr if unknown
 //   names_of(kColours, " or ")      == "red or blue"
+//   names_list(kColours)            == {"red", "blue"}  (CLI11's IsMember, a spec's choices)
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mare {
 
@@ -41,6 +43,14 @@ std::string names_of(const Named<E> (&table)[K], std::string_view last = ", ") {
   for (std::size_t i = 0; i < K; ++i)
     s.append(i == 0 ? "" : i + 1 == K ? last : ", ").append(table[i].name);
   return s;
+}
+
+// The names in table order, one string each.
+template <class E, std::size_t K>
+std::vector<std::string> names_list(const Named<E> (&table)[K]) {
+  std::vector<std::string> names;
+  for (const Named<E>& n : table) names.emplace_back(n.name);
+  return names;
 }
 
 }  // namespace mare

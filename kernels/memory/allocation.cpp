@@ -1691,9 +1691,7 @@ AllocationVariant parse_allocation_variant(std::string_view name) {
 }
 
 std::vector<std::string> allocation_variant_names() {
-  std::vector<std::string> names;
-  for (const auto& [variant, name] : kVariantNames) names.emplace_back(name);
-  return names;
+  return names_list(kVariantNames);
 }
 
 void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant) {

@@ -397,6 +397,10 @@ TEST(ReTrain, BadConfigurationsAreRefusedClearly) {
   EXPECT_NE(message(o).find("conll"), std::string::npos);
   o.data = "";
   EXPECT_NE(message(o).find("--data"), std::string::npos);
+  o.data = tiny_corpus();
+  o.class_weights = "maybe";
+  EXPECT_NE(message(o).find("--class-weights maybe: expected auto, on or off"), std::string::npos)
+      << message(o);
 }
 
 // With a learning rate of 0 the validation F1 never improves: patience 2 stops the
