@@ -143,13 +143,17 @@ nlohmann::json timing_fields(const RowTiming& t, const Rates& rates, int threads
 }
 
 struct SizeInfo {
+  const char* name;
   int64_t d, heads, batch;
 };
+constexpr SizeInfo kSizes[] = {{"paper", 300, 4, 32}, {"default", 32, 4, 32}};
 
 }  // namespace
 
 std::vector<std::string> iteration_size_names() {
-  return {"paper", "default"};
+  std::vector<std::string> names;
+  for (const SizeInfo& s : kSizes) names.emplace_back(s.name);
+  return names;
 }
 
 std::vector<std::string> iteration_shape_names() {
@@ -162,8 +166,8 @@ std::vector<std::string> iteration_shape_names() {
 namespace {
 
 SizeInfo size_info(const std::string& size) {
-  if (size == "paper") return {300, 4, 32};
-  if (size == "default") return {32, 4, 32};
+  for (const SizeInfo& s : kSizes)
+    if (size == s.name) return s;
   throw std::invalid_argument("bench iteration: --size '" + size + "': expected paper or default");
 }
 
