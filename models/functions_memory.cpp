@@ -44,9 +44,16 @@ Var usage(const Var& usage_prev, const Var& write_weights_prev, const Var& reten
 }
 
 Var allocation(const Var& usage, AllocationVariant variant) {
-  return record(allocation_forward(usage->value, variant), {usage}, [usage, variant](Node& s) {
+  // The free lists the forward keeps (where it can) spare the backward a sort.
+  const Tensor& u = usage->value;
+  Tensor out = Tensor::empty(u.shape(), u.device());
+  Tensor lists;
+  if (allocation_has_free_list(variant)) lists = Tensor::empty(u.shape(), u.device(), DType::i32);
+  if (!allocation_forward_into(out, u, variant, lists.defined() ? &lists : nullptr))
+    lists = Tensor();
+  return record(std::move(out), {usage}, [usage, variant, lists](Node& s) {
     Tensor du = grad_of(usage);
-    allocation_backward(du, s.grad, usage->value, variant);
+    allocation_backward(du, s.grad, usage->value, variant, lists.defined() ? &lists : nullptr);
   });
 }
 

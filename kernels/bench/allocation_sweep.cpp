@@ -101,6 +101,7 @@ AllocationProblem make_allocation_problem(int64_t batch, int64_t seq, int64_t sl
   fill_uniform(p.d_out, seed + 1, kStreamData, -1.0f, 1.0f);
   p.out = Tensor::zeros(s, device);
   p.d_usage = Tensor::zeros(s, device);
+  p.free_lists = Tensor::zeros(s, device, DType::i32);
   return p;
 }
 
@@ -110,8 +111,11 @@ int64_t allocation_pass_bytes(int64_t memories, int64_t slots, bool backward) {
 }
 
 void run_allocation_pass(AllocationProblem& p, AllocationVariant v, bool backward) {
-  allocation_forward_into(p.out, p.usage, v);
-  if (backward) allocation_backward(p.d_usage, p.d_out, p.usage, v);
+  // Forward+backward as a model's step runs it: the backward reads the free lists
+  // its forward kept (where the variant keeps them), as PyTorch's autograd keeps
+  // the indices of its sort.
+  const bool kept = allocation_forward_into(p.out, p.usage, v, backward ? &p.free_lists : nullptr);
+  if (backward) allocation_backward(p.d_usage, p.d_out, p.usage, v, kept ? &p.free_lists : nullptr);
   clobber(p.out.f32());
   clobber(p.d_usage.f32());
 }

@@ -45,10 +45,11 @@ namespace mare {
 // Inputs of one sweep point: M = batch · seq memories of N slots.
 struct AllocationProblem {
   int64_t batch = 0, seq = 0, slots = 0;
-  Tensor usage;    // [M, N], uniform in [0, 1) from Philox (24-bit values, so exact ties occur)
-  Tensor d_out;    // [M, N], uniform in [−1, 1): the cotangent of the backward pass
-  Tensor out;      // [M, N], preallocated output of the forward
-  Tensor d_usage;  // [M, N], preallocated gradient (the backward accumulates into it)
+  Tensor usage;       // [M, N], uniform in [0, 1) from Philox (24-bit values, so exact ties occur)
+  Tensor d_out;       // [M, N], uniform in [−1, 1): the cotangent of the backward pass
+  Tensor out;         // [M, N], preallocated output of the forward
+  Tensor d_usage;     // [M, N], preallocated gradient (the backward accumulates into it)
+  Tensor free_lists;  // [M, N] int32: the free lists a forward+backward pass keeps between the two
   int64_t memories() const { return batch * seq; }
 };
 // The tensors are made on `device` (Philox gives the same bits on both).

@@ -155,6 +155,8 @@ struct SlotPrecedes {
 // threads holds kSortBlock / kLanes memories; every lane takes part in the sort
 // (pairs past N and memories past `rows` are padding: a NaN key at slot
 // INT_MAX, after every real pair), and only real pairs may be written back.
+// Given the free lists a forward kept ([rows, N]), the pairs are read in that
+// order and nothing is sorted.
 constexpr int kSortBlock = 128;
 template <int kItems, int kLanes>
 struct WarpSortedRow {
@@ -167,19 +169,23 @@ struct WarpSortedRow {
   bool live;  // m < rows
   FreeSlot items[kItems];
 
-  __device__ WarpSortedRow(const float* __restrict__ u, int64_t rows, int n, Temp& temp) {
+  __device__ WarpSortedRow(const float* __restrict__ u, const int* __restrict__ kept, int64_t rows,
+                           int n, Temp& temp) {
     const int group = threadIdx.x / kLanes;
     lane = threadIdx.x % kLanes;
     m = int64_t(blockIdx.x) * kPerBlock + group;
     live = m < rows;
     for (int j = 0; j < kItems; ++j) {
       const int i = lane * kItems + j;
+      // The slot at position i of a kept list (clamped into the row as slot_at below).
+      const int slot = kept != nullptr && live && i < n ? min(max(kept[m * n + i], 0), n - 1) : i;
       if (live && i < n)
-        items[j] = FreeSlot{hat(u[m * n + i]), i};
+        items[j] = FreeSlot{hat(u[m * n + slot]), slot};
       else
         items[j] = FreeSlot{__int_as_float(0x7FC00000), 0x7FFFFFFF};
     }
-    Sort(temp[group]).Sort(items, SlotPrecedes{});
+    if (kept == nullptr)
+      Sort(temp[group]).Sort(items, SlotPrecedes{});  // uniform: a kernel argument
   }
   // Is item j of this lane a real pair (not padding) of a real memory?
   __device__ bool real(int j, int n) const { return live && lane * kItems + j < n; }
@@ -223,7 +229,7 @@ __global__ void warp_sort_order_kernel(const float* __restrict__ u, int* __restr
                                        int64_t rows, int n) {
   using Row = WarpSortedRow<kItems, kLanes>;
   __shared__ typename Row::Temp temp;
-  const Row row(u, rows, n, temp);
+  const Row row(u, nullptr, rows, n, temp);
   for (int j = 0; j < kItems; ++j)
     if (row.real(j, n)) order[row.m * n + row.lane * kItems + j] = row.items[j].slot;
 }
@@ -236,15 +242,21 @@ __global__ void warp_sort_order_kernel(const float* __restrict__ u, int* __restr
 // list, so the same bits, without staging the row or a free list in memory.
 // Forward: a[φ_j] = (1 − s_j)·p_j, p_{j+1} = p_j·s_j. Backward:
 // d_u[φ_k] += (1 − ε)·P_k·(R_k − g_k), R_{k−1} = g_k(1 − s_k) + s_k R_k.
+// kept (optional): free lists a forward kept, read instead of sorting; keep
+// (optional, forward): where this forward keeps its free lists.
 constexpr int kFusedSortedMax = 128;
 template <int kItems, int kLanes, bool kBackward>
 __global__ void sorted_fused_kernel(const float* __restrict__ u, const float* __restrict__ d_a,
-                                    float* __restrict__ out, int64_t rows, int n) {
+                                    float* __restrict__ out, const int* __restrict__ kept,
+                                    int* __restrict__ keep, int64_t rows, int n) {
   using Row = WarpSortedRow<kItems, kLanes>;
   __shared__ typename Row::Temp temp;
-  const Row row(u, rows, n, temp);
+  const Row row(u, kept, rows, n, temp);
   const int lane = row.lane, first = lane * kItems;  // this lane's first sorted position
   const int64_t m = row.m;
+  if (keep != nullptr)
+    for (int j = 0; j < kItems; ++j)
+      if (row.real(j, n)) keep[m * n + first + j] = row.items[j].slot;
   // Running products: prefix[j] = p before item j; the chain passes lane to lane.
   float prefix[kItems];
   float p = 1.0f;
@@ -282,22 +294,25 @@ __global__ void sorted_fused_kernel(const float* __restrict__ u, const float* __
 }
 
 template <int kItems, int kLanes, bool kBackward>
-void sorted_fused(const float* u, const float* d_a, float* out, int rows, int n) {
+void sorted_fused(const float* u, const float* d_a, float* out, const int* kept, int* keep,
+                  int rows, int n) {
   sorted_fused_kernel<kItems, kLanes, kBackward>
-      <<<WarpSortedRow<kItems, kLanes>::blocks(rows), kSortBlock, 0, stream()>>>(u, d_a, out, rows,
-                                                                                 n);
+      <<<WarpSortedRow<kItems, kLanes>::blocks(rows), kSortBlock, 0, stream()>>>(u, d_a, out, kept,
+                                                                                 keep, rows, n);
   MARE_LAUNCH_CHECK("sorted_fused_kernel");
 }
 
 // `sorted` forward (d_a null) or backward by sorted_fused for 2 ≤ N ≤ 128
-// (false otherwise: the free list, then the ordered sweeps).
+// (false otherwise: the free list, then the ordered sweeps); kept / keep as
+// sorted_fused_kernel's.
 template <bool kBackward>
-bool sorted_fused_pass(const float* u, const float* d_a, float* out, int rows, int n) {
+bool sorted_fused_pass(const float* u, const float* d_a, float* out, const int* kept, int* keep,
+                       int rows, int n) {
   if (n < 2 || n > kFusedSortedMax || rows == 0) return false;
   return with_warp_shape(n, [&](auto shape) {
     using S = decltype(shape);
     if constexpr (S::kItems * S::kLanes <= kFusedSortedMax)
-      sorted_fused<S::kItems, S::kLanes, kBackward>(u, d_a, out, rows, n);
+      sorted_fused<S::kItems, S::kLanes, kBackward>(u, d_a, out, kept, keep, rows, n);
   });
 }
 
@@ -718,54 +733,73 @@ bool block_pass_of_width(int width, const float* u, const float* g, float* out, 
 }
 
 // Every variant's forward or backward pass over [rows, n] usages (count = rows · n > 0).
+// The variants with a free list read kept lists (backward, when given: the sweep
+// of `sorted` over them, the same bits for all three) or keep theirs (forward,
+// when keep is given; returns true then). The mask variants ignore both.
 template <bool kBackward>
-void allocation_pass(const float* u, const float* g, float* out, int64_t count, int rows, int n,
-                     AllocationVariant variant) {
+bool allocation_pass(const float* u, const float* g, float* out, const int* kept, int* keep,
+                     int64_t count, int rows, int n, AllocationVariant variant) {
   switch (variant) {
     case AllocationVariant::sorted:
     case AllocationVariant::rank:
     case AllocationVariant::network: {
-      if (variant == AllocationVariant::sorted && sorted_fused_pass<kBackward>(u, g, out, rows, n))
-        return;
-      Workspace order(sizeof(int) * count);
-      free_lists(u, rows, n, variant, order.as<int>());
+      if (kBackward && kept != nullptr) {
+        if (!sorted_fused_pass<true>(u, g, out, kept, nullptr, rows, n))
+          ordered_backward(u, kept, g, out, rows, n);
+        return false;
+      }
+      if (variant == AllocationVariant::sorted &&
+          sorted_fused_pass<kBackward>(u, g, out, nullptr, keep, rows, n))
+        return keep != nullptr;
+      Workspace scratch(keep != nullptr ? 0 : sizeof(int) * count);
+      int* order = keep != nullptr ? keep : scratch.as<int>();
+      free_lists(u, rows, n, variant, order);
       if constexpr (kBackward)
-        ordered_backward(u, order.as<int>(), g, out, rows, n);
+        ordered_backward(u, order, g, out, rows, n);
       else
-        ordered_forward(u, order.as<int>(), out, rows, n);
-      return;
+        ordered_forward(u, order, out, rows, n);
+      return keep != nullptr;
     }
     case AllocationVariant::parallel:
-      return mask_pass<kBackward, false>(u, g, out, count, n);
+      mask_pass<kBackward, false>(u, g, out, count, n);
+      return false;
     case AllocationVariant::parallel_eps:
-      return mask_pass<kBackward, true>(u, g, out, count, n);
+      mask_pass<kBackward, true>(u, g, out, count, n);
+      return false;
     case AllocationVariant::parallel_block:
       if (n > 32 ||
           !block_pass_of_width<kBackward>(lane_width(n), u, g, out, rows, n,
                                           std::integer_sequence<int, 1, 2, 4, 8, 16, 32>{}))
         mask_pass<kBackward, false>(u, g, out, count, n);  // the slots no longer fit one warp
-      return;
+      return false;
   }
+  return false;
 }
 
 }  // namespace
 
 // ------------------------------------------------------------------ launchers
-void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant) {
+bool allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant,
+                             Tensor* free_lists) {
   require_cuda({&out, &usage}, "allocation_forward");
+  if (free_lists != nullptr) require_cuda({free_lists}, "allocation_forward: free_lists");
   const int64_t count = to_int(usage.numel(), "allocation_forward: usage");
-  if (count == 0) return;
-  allocation_pass<false>(usage.f32(), nullptr, out.f32(), count, static_cast<int>(usage.dim(0)),
-                         static_cast<int>(usage.dim(1)), variant);
+  if (count == 0)  // nothing to order: an empty list is every memory's list
+    return free_lists != nullptr && allocation_has_free_list(variant);
+  return allocation_pass<false>(
+      usage.f32(), nullptr, out.f32(), nullptr, free_lists != nullptr ? free_lists->i32() : nullptr,
+      count, static_cast<int>(usage.dim(0)), static_cast<int>(usage.dim(1)), variant);
 }
 
 void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usage,
-                         AllocationVariant variant) {
+                         AllocationVariant variant, const Tensor* free_lists) {
   if (!d_usage.defined()) return;
   require_cuda({&d_usage, &d_out, &usage}, "allocation_backward");
+  if (free_lists != nullptr) require_cuda({free_lists}, "allocation_backward: free_lists");
   const int64_t count = to_int(usage.numel(), "allocation_backward: usage");
   if (count == 0) return;
-  allocation_pass<true>(usage.f32(), d_out.f32(), d_usage.f32(), count,
+  allocation_pass<true>(usage.f32(), d_out.f32(), d_usage.f32(),
+                        free_lists != nullptr ? free_lists->i32() : nullptr, nullptr, count,
                         static_cast<int>(usage.dim(0)), static_cast<int>(usage.dim(1)), variant);
 }
 

@@ -193,23 +193,32 @@ inline void ordered_product_backward(const float* uh, const int32_t* order, int6
   }
 }
 
-void ordered_forward(const float* u, float* a, int64_t rows, int64_t n) {
+// free_lists (optional, [rows, n]): where the forward keeps each memory's free
+// list, and where the backward reads it instead of sorting again.
+void ordered_forward(const float* u, float* a, int64_t rows, int64_t n,
+                     int32_t* free_lists = nullptr) {
   std::vector<float> uh(n);
-  std::vector<int32_t> order(n);
+  std::vector<int32_t> scratch(n);
   for (int64_t m = 0; m < rows; ++m) {
     for (int64_t i = 0; i < n; ++i) uh[i] = hat(u[m * n + i]);
-    sort_order(uh.data(), n, order.data());
-    ordered_product(uh.data(), order.data(), n, a + m * n);
+    int32_t* order = free_lists != nullptr ? free_lists + m * n : scratch.data();
+    sort_order(uh.data(), n, order);
+    ordered_product(uh.data(), order, n, a + m * n);
   }
 }
 
-void ordered_backward(const float* u, const float* d_a, float* d_u, int64_t rows, int64_t n) {
+void ordered_backward(const float* u, const float* d_a, float* d_u, int64_t rows, int64_t n,
+                      const int32_t* free_lists = nullptr) {
   std::vector<float> uh(n), prefix(n);
-  std::vector<int32_t> order(n);
+  std::vector<int32_t> scratch(n);
   for (int64_t m = 0; m < rows; ++m) {
     for (int64_t i = 0; i < n; ++i) uh[i] = hat(u[m * n + i]);
-    sort_order(uh.data(), n, order.data());
-    ordered_product_backward(uh.data(), order.data(), n, d_a + m * n, d_u + m * n, prefix.data());
+    const int32_t* order = free_lists + m * n;
+    if (free_lists == nullptr) {
+      sort_order(uh.data(), n, scratch.data());
+      order = scratch.data();
+    }
+    ordered_product_backward(uh.data(), order, n, d_a + m * n, d_u + m * n, prefix.data());
   }
 }
 
@@ -1674,6 +1683,14 @@ void for_memories(int64_t rows, int64_t n, AllocationVariant v, F&& f) {
   parallel_for_chunks(rows, grain, [&](int64_t first, int64_t last) { f(first, last - first); });
 }
 
+// free_lists, when given, is int32 of usage's shape.
+void check_free_lists(const Tensor* free_lists, const Tensor& usage, const char* op) {
+  if (free_lists == nullptr) return;
+  check_defined(*free_lists, op);
+  check_dtype(*free_lists, DType::i32, op);
+  check_same_shape(*free_lists, usage, op);
+}
+
 }  // namespace
 
 std::span<const AllocationVariant> allocation_variants() {
@@ -1694,21 +1711,27 @@ std::vector<std::string> allocation_variant_names() {
   return names_list(kVariantNames);
 }
 
-void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant) {
+bool allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant,
+                             Tensor* free_lists) {
   check_usage(usage, "allocation_forward");
   check_same_shape(out, usage, "allocation_forward: out");
-  MARE_CUDA_DISPATCH("allocation_forward", allocation_forward_into(out, usage, variant), &out,
-                     &usage);
+  check_free_lists(free_lists, usage, "allocation_forward: free_lists");
+  MARE_CUDA_DISPATCH("allocation_forward", allocation_forward_into(out, usage, variant, free_lists),
+                     &out, &usage, free_lists);
   const int64_t rows = usage.dim(0), n = usage.dim(1);
   const float* u = usage.f32();
   float* a = out.f32();
+  // `sorted` keeps its lists; `rank` and `network` order by SIMD kernels that
+  // never write one (keeping it would cost them a scatter), the masks have none.
+  int32_t* lists =
+      variant == AllocationVariant::sorted && free_lists != nullptr ? free_lists->i32() : nullptr;
   for_memories(rows, n, variant, [&](int64_t first, int64_t count) {
     FlushSubnormals flush;  // per chunk: MXCSR is per thread
     const float* uc = u + first * n;
     float* ac = a + first * n;
     switch (variant) {
       case AllocationVariant::sorted:
-        return ordered_forward(uc, ac, count, n);
+        return ordered_forward(uc, ac, count, n, lists == nullptr ? nullptr : lists + first * n);
       case AllocationVariant::rank:
         return rank_blocks<false>(uc, nullptr, nullptr, ac, count, n);
       case AllocationVariant::parallel:
@@ -1721,6 +1744,7 @@ void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant
         return network<false>(uc, nullptr, nullptr, ac, count, n);
     }
   });
+  return lists != nullptr;
 }
 
 Tensor allocation_forward(const Tensor& usage, AllocationVariant variant) {
@@ -1731,20 +1755,27 @@ Tensor allocation_forward(const Tensor& usage, AllocationVariant variant) {
 }
 
 void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usage,
-                         AllocationVariant variant) {
+                         AllocationVariant variant, const Tensor* free_lists) {
   if (!d_usage.defined()) return;
   check_usage(usage, "allocation_backward");
   check_same_shape(d_out, usage, "allocation_backward: d_out");
   check_same_shape(d_usage, usage, "allocation_backward: d_usage");
-  MARE_CUDA_DISPATCH("allocation_backward", allocation_backward(d_usage, d_out, usage, variant),
-                     &d_usage, &d_out, &usage);
+  check_free_lists(free_lists, usage, "allocation_backward: free_lists");
+  MARE_CUDA_DISPATCH("allocation_backward",
+                     allocation_backward(d_usage, d_out, usage, variant, free_lists), &d_usage,
+                     &d_out, &usage, free_lists);
   const int64_t rows = usage.dim(0), n = usage.dim(1);
   const float *u = usage.f32(), *g = d_out.f32();
   float* du = d_usage.f32();
+  // Kept lists: the sweep of `sorted` over them, for every variant with a list
+  // (`rank` and `network` are bit-identical to `sorted`).
+  const int32_t* lists =
+      allocation_has_free_list(variant) && free_lists != nullptr ? free_lists->i32() : nullptr;
   for_memories(rows, n, variant, [&](int64_t first, int64_t count) {
     FlushSubnormals flush;
     const float *uc = u + first * n, *gc = g + first * n;
     float* duc = du + first * n;
+    if (lists != nullptr) return ordered_backward(uc, gc, duc, count, n, lists + first * n);
     switch (variant) {
       case AllocationVariant::sorted:
         return ordered_backward(uc, gc, duc, count, n);

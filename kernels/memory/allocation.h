@@ -93,14 +93,30 @@ AllocationVariant parse_allocation_variant(std::string_view name);
 // The names of allocation_variants(), in that order (what --variants and --alloc take).
 std::vector<std::string> allocation_variant_names();
 
+// The variants that order the slots into a free list (the others mask).
+constexpr bool allocation_has_free_list(AllocationVariant v) {
+  return v == AllocationVariant::sorted || v == AllocationVariant::rank ||
+         v == AllocationVariant::network;
+}
+
 // usage: [M, N] -> allocation: [M, N]
 Tensor allocation_forward(const Tensor& usage, AllocationVariant variant);
 // Same, into a preallocated out: [M, N] (what the benchmark times: no allocation).
-void allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant);
-// d_usage: [M, N] (accumulated; skipped when undefined), d_out: [M, N],
-// usage: [M, N] (the order is recomputed from it).
+// free_lists (optional; int32 [M, N] on usage's device): the variants with a free
+// list write it there (row m: the slots of memory m in free-list order, φ) where
+// that costs nothing more: `sorted` on both devices, `rank` and `network` on the
+// GPU. Returns whether it did; the mask variants never do (they have no list).
+// A backward given these lists does not order the slots again, as PyTorch's
+// autograd keeps the indices of its sort.
+bool allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant,
+                             Tensor* free_lists = nullptr);
+// d_usage: [M, N] (accumulated; skipped when undefined), d_out: [M, N], usage:
+// [M, N]. free_lists: null, or what allocation_forward_into wrote for this usage
+// when it returned true (read by `sorted`, `rank`, `network`: the same bits as
+// ordering again; the mask variants ignore it). Without them the order is
+// recomputed from usage.
 void allocation_backward(Tensor& d_usage, const Tensor& d_out, const Tensor& usage,
-                         AllocationVariant variant);
+                         AllocationVariant variant, const Tensor* free_lists = nullptr);
 
 // The slot order a variant uses for one memory (free list φ: φ[0] is the slot
 // allocated first). usage: [N] values. For the sweep's disagreement counts and

@@ -41,7 +41,7 @@ inline void require_cpu(const Tensor& t, const char* op) {
 inline bool on_cuda(const char* op, std::initializer_list<const Tensor*> ts) {
   bool any_cuda = false, any_cpu = false;
   for (const Tensor* t : ts) {
-    if (!t->defined()) continue;
+    if (t == nullptr || !t->defined()) continue;  // an optional tensor not given
     (t->device() == Device::cuda ? any_cuda : any_cpu) = true;
   }
   if (any_cuda && any_cpu)

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/memory/allocation.h"
 #include "kernels/random.h"
 #include "kernels/tensor.h"
 #include "tests/kernels/op_table.h"
@@ -182,6 +183,70 @@ inline ::testing::AssertionResult same_or_both_nan(const Tensor& a, const Tensor
     if (!(x[i] == y[i]) && !(std::isnan(x[i]) && std::isnan(y[i])))
       return ::testing::AssertionFailure()
              << what << ": element " << i << ": " << x[i] << " vs " << y[i];
+  return ::testing::AssertionSuccess();
+}
+
+// The free lists a forward keeps (allocation.h), for usages u and cotangent g on
+// u's device: the forward that keeps them writes the same allocation bits as one
+// that does not, and keeps them exactly when `keeps` says; kept lists are the
+// free lists allocation_order gives for each memory; a backward given them writes
+// the same bits as one that orders again, into a gradient that starts at 1 (NaNs
+// as NaNs). A variant that keeps none is given `sorted`'s lists, which `rank` and
+// `network` must read as their own and the mask variants must ignore.
+inline ::testing::AssertionResult kept_free_lists_agree(const Tensor& u, const Tensor& g,
+                                                        AllocationVariant v, bool keeps,
+                                                        const std::string& what) {
+  Tensor a_plain = allocation_forward(u, v);
+  Tensor a = Tensor::empty(u.shape(), u.device());
+  Tensor lists = Tensor::full(u.shape(), 0.0f, u.device());  // a wrong dtype first
+  try {
+    allocation_forward_into(a, u, v, &lists);
+    return ::testing::AssertionFailure() << what << ": float free lists were accepted";
+  } catch (const std::exception&) {
+  }
+  lists = Tensor::zeros(u.shape(), u.device(), DType::i32);
+  const bool kept = allocation_forward_into(a, u, v, &lists);
+  if (kept != keeps)
+    return ::testing::AssertionFailure()
+           << what << ": the forward " << (kept ? "kept" : "did not keep") << " its free lists";
+  if (::testing::AssertionResult same = same_or_both_nan(a, a_plain, what + " forward"); !same)
+    return same;
+  if (!kept)
+    allocation_forward_into(a, u, AllocationVariant::sorted, &lists);  // lists to ignore or read
+  const std::vector<float> x = u.to_vector();
+  const Tensor host_lists = lists.to(Device::cpu);
+  const int32_t* got = host_lists.i32();
+  const int64_t n = u.dim(1);
+  std::vector<int32_t> order(n);
+  for (int64_t m = 0; m < u.dim(0); ++m) {
+    allocation_order(x.data() + m * n, n, AllocationVariant::sorted, order.data());
+    for (int64_t j = 0; j < n; ++j)
+      if (got[m * n + j] != order[j])
+        return ::testing::AssertionFailure()
+               << what << ": memory " << m << " position " << j << " of the kept list is slot "
+               << got[m * n + j] << ", the free list's is " << order[j];
+  }
+  Tensor d_plain = Tensor::full(u.shape(), 1.0f, u.device());
+  Tensor d = Tensor::full(u.shape(), 1.0f, u.device());
+  allocation_backward(d_plain, g, u, v);
+  allocation_backward(d, g, u, v, &lists);
+  if (::testing::AssertionResult same =
+          same_or_both_nan(d, d_plain, what + " backward given the kept lists");
+      !same)
+    return same;
+  // Lists it reads or ignores: every memory's list reversed changes the gradient
+  // of a variant with a list (on these rows) and no other.
+  std::vector<int32_t> reversed(host_lists.i32(), host_lists.i32() + host_lists.numel());
+  for (int64_t m = 0; m < u.dim(0); ++m)
+    std::reverse(reversed.begin() + m * n, reversed.begin() + (m + 1) * n);
+  const Tensor wrong = Tensor::from_indices(reversed, u.shape()).to(u.device());
+  Tensor d_wrong = Tensor::full(u.shape(), 1.0f, u.device());
+  allocation_backward(d_wrong, g, u, v, &wrong);
+  const bool differs = !same_or_both_nan(d_wrong, d_plain, "");
+  if (n > 1 && differs != allocation_has_free_list(v))
+    return ::testing::AssertionFailure()
+           << what << ": reversed lists " << (differs ? "changed" : "did not change")
+           << " the backward";
   return ::testing::AssertionSuccess();
 }
 

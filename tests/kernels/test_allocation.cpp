@@ -192,6 +192,19 @@ TEST_P(AllocationAgreement, TrickyRowsMatchTheIndependentDoubleReference) {
   }
 }
 
+// The free lists a forward keeps for its backward: on the CPU `sorted` keeps
+// them (rank and network order in SIMD lanes without a list; given sorted's, their
+// backward reads them), on tricky rows and on non-finite ones.
+TEST_P(AllocationAgreement, KeptFreeListsGiveTheSameBits) {
+  const int64_t n = GetParam();
+  for (const Tensor& u : {tricky_usages(n, 900 + n), nonfinite_usages(n, 950 + n)}) {
+    Tensor g = random_tensor(u.shape(), 901 + n);
+    for (AllocationVariant v : allocation_variants())
+      EXPECT_TRUE(kept_free_lists_agree(u, g, v, v == AllocationVariant::sorted,
+                                        name_of(v) + ", N " + std::to_string(n)));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(N, AllocationAgreement,
                          ::testing::Values(1, 2, 3, 4, 5, 8, 16, 32, 64, 128));
 

@@ -196,8 +196,43 @@ TEST_P(AllocationCuda, NonFiniteUsagesFollowTheNaNRule) {
   }
 }
 
+// The free lists a forward keeps for its backward (allocation.h): on the GPU
+// `sorted`, `rank` and `network` keep them (the warp sort of N ≤ 128 writes its
+// registers out; the free-list kernels write into them), their backward reads
+// them (the fused sweep for 2 ≤ N ≤ 128, the ordered sweep otherwise) and gives
+// the bits of ordering again; the mask variants ignore them.
+TEST_P(AllocationCuda, KeptFreeListsGiveTheSameBits) {
+  MARE_NEEDS_GPU();
+  const int64_t n = GetParam();
+  for (const Tensor& u : {tricky_usages(n, 2700 + n), nonfinite_usages(n, 2750 + n)}) {
+    Tensor g = random_tensor(u.shape(), 2701 + n);
+    for (AllocationVariant v : allocation_variants()) {
+      PoisonedAllocations poison;
+      EXPECT_TRUE(kept_free_lists_agree(u.to(Device::cuda), g.to(Device::cuda), v,
+                                        allocation_has_free_list(v),
+                                        name_of(v) + " on the GPU, N " + std::to_string(n)));
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(N, AllocationCuda,
                          ::testing::Values(1, 2, 3, 4, 5, 7, 8, 16, 31, 32, 33, 64, 128));
+
+// Kept lists beyond the warp sort (N > 256: the segmented radix sort writes
+// them) and between it and the fused sweep (128 < N ≤ 256).
+TEST(AllocationCudaLarge, KeptFreeListsGiveTheSameBits) {
+  MARE_NEEDS_GPU();
+  for (int64_t n : {200, 300}) {
+    Tensor u = tricky_usages(n, 2800 + n);
+    Tensor g = random_tensor(u.shape(), 2801 + n);
+    for (AllocationVariant v : allocation_variants()) {
+      PoisonedAllocations poison;
+      EXPECT_TRUE(kept_free_lists_agree(u.to(Device::cuda), g.to(Device::cuda), v,
+                                        allocation_has_free_list(v),
+                                        name_of(v) + " on the GPU, N " + std::to_string(n)));
+    }
+  }
+}
 
 // B·I memories as in NTCRE: thousands of rows, grid-stride loops with several
 // iterations per thread for the per-memory kernels of sorted and rank.
