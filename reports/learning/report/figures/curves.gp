@@ -5,10 +5,10 @@ DAT = "curves.dat"
 do for [fmt in "png svg"] {
 reset
 if (fmt eq "png") {
-  set terminal pngcairo size 2200,3480 font "DejaVu Sans,12" fontscale 2 linewidth 2 noenhanced
+  set terminal pngcairo size 2200,4160 font "DejaVu Sans,12" fontscale 2 linewidth 2 noenhanced
   set output "curves.png"
 } else {
-  set terminal svg size 1100,1740 font "DejaVu Sans,12" linewidth 1 noenhanced
+  set terminal svg size 1100,2080 font "DejaVu Sans,12" linewidth 1 noenhanced
   set output "curves.svg"
 }
 set encoding utf8
@@ -24,6 +24,10 @@ set style line 9 lc rgb "#000000" lw 2 dt (10,4,2,4) pt 2 ps 1.3
 set style line 10 lc rgb "#0072B2" lw 2 dt (18,6,4,6,4,6) pt 3 ps 1.3
 set style line 11 lc rgb "#D55E00" lw 2 dt 1 pt 7 ps 1.3
 set style line 12 lc rgb "#009E73" lw 2 dt (10,5) pt 5 ps 1.3
+set style line 13 lc rgb "#CC79A7" lw 2 dt (2,4) pt 9 ps 1.3
+set style line 14 lc rgb "#E69F00" lw 2 dt (10,4,2,4) pt 13 ps 1.3
+set style line 15 lc rgb "#56B4E9" lw 2 dt (18,6,4,6,4,6) pt 6 ps 1.3
+set style line 16 lc rgb "#7F7F7F" lw 2 dt 1 pt 4 ps 1.3
 set border 3 lw 1
 set tics nomirror out
 set grid lc rgb "#d0d0d0" lw 1 dt 1
@@ -31,7 +35,7 @@ set key box lc rgb "#a0a0a0" samplen 3 spacing 1.1
 set xlabel "training step"
 set ylabel "relation F1 (micro)"
 set yrange [0:1]
-set multiplot layout 5,1 title "Runs: relation F1 against the step (validation solid, band from the lowest to the highest seed; training sample dashed)"
+set multiplot layout 6,1 title "Runs: relation F1 against the step (validation solid, band from the lowest to the highest seed; training sample dashed)"
 set title "learning-curves on synth-cdr (cells 1-3)"
 set rmargin at screen 0.7
 set key outside right top vertical Left reverse maxrows 3 box lc rgb "#a0a0a0"
@@ -71,18 +75,33 @@ plot DAT index 12 using 1:3:4 with filledcurves ls 7 fs transparent solid 0.15 n
      DAT index 18 using 1:3:4 with filledcurves ls 10 fs transparent solid 0.15 noborder notitle, \
      DAT index 18 using 1:2 with linespoints ls 10 dt 1 title "bran_d32 (1 seed)", \
      DAT index 19 using 1:2 with lines ls 10 dt 2 notitle
+set title "learning-curves-ctd-gpu on synth-ctd"
+set rmargin at screen 0.7
+set key outside right top vertical Left reverse maxrows 4 box lc rgb "#a0a0a0"
+plot DAT index 20 using 1:3:4 with filledcurves ls 11 fs transparent solid 0.15 noborder notitle, \
+     DAT index 20 using 1:2 with linespoints ls 11 dt 1 title "NTCRE-CPD_d32 (1 seed)", \
+     DAT index 21 using 1:2 with lines ls 11 dt 2 notitle, \
+     DAT index 22 using 1:3:4 with filledcurves ls 12 fs transparent solid 0.15 noborder notitle, \
+     DAT index 22 using 1:2 with linespoints ls 12 dt 1 title "NTCRE-CPD_d64 (1 seed)", \
+     DAT index 23 using 1:2 with lines ls 12 dt 2 notitle, \
+     DAT index 24 using 1:3:4 with filledcurves ls 13 fs transparent solid 0.15 noborder notitle, \
+     DAT index 24 using 1:2 with linespoints ls 13 dt 1 title "bran_d32 (1 seed)", \
+     DAT index 25 using 1:2 with lines ls 13 dt 2 notitle, \
+     DAT index 26 using 1:3:4 with filledcurves ls 14 fs transparent solid 0.15 noborder notitle, \
+     DAT index 26 using 1:2 with linespoints ls 14 dt 1 title "bran_d64 (1 seed)", \
+     DAT index 27 using 1:2 with lines ls 14 dt 2 notitle
 set title "learning-curves-ctd-long on synth-ctd"
 set rmargin at screen 0.7
 set key outside right top vertical Left reverse maxrows 1 box lc rgb "#a0a0a0"
-plot DAT index 20 using 1:3:4 with filledcurves ls 11 fs transparent solid 0.15 noborder notitle, \
-     DAT index 20 using 1:2 with linespoints ls 11 dt 1 title "bran (1 seed)", \
-     DAT index 21 using 1:2 with lines ls 11 dt 2 notitle
+plot DAT index 28 using 1:3:4 with filledcurves ls 15 fs transparent solid 0.15 noborder notitle, \
+     DAT index 28 using 1:2 with linespoints ls 15 dt 1 title "bran (1 seed)", \
+     DAT index 29 using 1:2 with lines ls 15 dt 2 notitle
 set title "learning-curves-ctd-margin on synth-ctd"
 set rmargin at screen 0.7
 set key outside right top vertical Left reverse maxrows 1 box lc rgb "#a0a0a0"
-plot DAT index 22 using 1:3:4 with filledcurves ls 12 fs transparent solid 0.15 noborder notitle, \
-     DAT index 22 using 1:2 with linespoints ls 12 dt 1 title "bran (1 seed)", \
-     DAT index 23 using 1:2 with lines ls 12 dt 2 notitle
+plot DAT index 30 using 1:3:4 with filledcurves ls 16 fs transparent solid 0.15 noborder notitle, \
+     DAT index 30 using 1:2 with linespoints ls 16 dt 1 title "bran (1 seed)", \
+     DAT index 31 using 1:2 with lines ls 16 dt 2 notitle
 unset multiplot
 unset output
 }
