@@ -5,8 +5,10 @@
 //                  supervision: labels from a knowledge base, noisy by construction);
 //                  by default 500 documents a split with about the pair counts of
 //                  thesis Table 4.4 (~2.1 positive and ~8 negative pairs a document)
-//   synth-ctd      BRAN TSV, 14 classes (thesis Table 4.9 frequencies, scaled down),
-//                  seven entity types, pair distances up to 500 tokens with a long tail
+//   synth-ctd      BRAN TSV, 14 classes with thesis Table 4.9's frequencies, seven
+//                  entity types, pair distances up to 500 tokens with a long tail; by
+//                  default the table's size (about 119 700 training relations in
+//                  36 932 documents, 4 549 to validate, 4 698 to test: 4.5 GB of TSV)
 //   synth-semeval  SemEval 2018 Task 7 XML + relations, 6 relations with direction,
 //                  sentence level (~96 tokens per abstract); subtask1.1 (clean entity
 //                  annotation) and subtask1.2 (noisy entity boundaries)
@@ -73,6 +75,25 @@ std::string generator_of(const std::string& dir);
 // Writes the corpus under out_dir; throws std::invalid_argument for an unknown name.
 GenerateReport generate_corpus(const std::string& name, const std::string& out_dir,
                                const GenerateOptions& options);
+
+// Thesis Table 4.9 (CTD): examples per relation class and split, in the table's order,
+// under the label synth-ctd writes (BRAN's name) beside the table's pair type and
+// relation; synth-ctd draws its classes with these frequencies.
+struct CtdClassCount {
+  std::string label, pair_type, relation;
+  long train = 0, valid = 0, test = 0;
+};
+const std::vector<CtdClassCount>& ctd_table_4_9();
+// synth-ctd's documents per split without --docs: each split's Table 4.9 relations over
+// the gold relations a generated document carries (kCtdGoldPerDocument).
+struct SplitDocuments {
+  int train = 0, valid = 0, test = 0;
+};
+SplitDocuments synth_ctd_default_documents();
+// A synth-ctd document is planned with three relations; its anaphoric mentions of the
+// topic chemical and the label noise (synth_ctd.cpp's header) make about 3.24 gold ones
+// (seed 1, 4 000 training documents: 3.245 train, 3.245 valid, 3.221 test).
+inline constexpr double kCtdGoldPerDocument = 3.24;
 
 GenerateReport generate_synth_cdr(const std::string& out_dir, const GenerateOptions& options);
 GenerateReport generate_synth_ctd(const std::string& out_dir, const GenerateOptions& options);

@@ -2,8 +2,9 @@
 //
 // Seven entity types: Chemical, Disease, Gene carry the relations; Species, CellLine,
 // Mutation and Anatomy appear in context phrases ("In mice ,", "in the liver") and
-// in Null pairs. Fourteen classes, (pair type, relation) as in thesis Table 4.9, with
-// the table's class frequencies scaled down to about three relations per document.
+// in Null pairs. Fourteen classes, (pair type, relation) as in thesis Table 4.9, drawn
+// with the table's class frequencies, about three relations per document; without
+// --docs the corpus has the table's size (synth_ctd_default_documents, generators.h).
 //
 // Evidence that decides a relation between head h and tail t (what the oracle reads):
 // in one sentence, the tokens between a mention of h and a mention of t, after
@@ -31,6 +32,7 @@
 // 1% of unrelated pairs get a random class of their pair type.
 // Rule: same seed and --docs, same bytes.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -456,15 +458,44 @@ std::vector<Relation> ctd_oracle(const Document& doc) {
   return out;
 }
 
+const std::vector<CtdClassCount>& ctd_table_4_9() {
+  static const std::vector<CtdClassCount> rows = [] {
+    std::vector<CtdClassCount> r;
+    auto lower = [](std::string t) {
+      for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      return t;
+    };
+    for (const CtdClass& c : ctd_classes())
+      r.push_back({c.label, lower(c.head_type) + "_" + lower(c.tail_type), c.key,
+                   std::lround(c.train), std::lround(c.valid), std::lround(c.test)});
+    return r;
+  }();
+  return rows;
+}
+
+SplitDocuments synth_ctd_default_documents() {
+  double train = 0, valid = 0, test = 0;
+  for (const CtdClass& c : ctd_classes()) train += c.train, valid += c.valid, test += c.test;
+  auto docs = [](double relations) {
+    return static_cast<int>(std::lround(relations / kCtdGoldPerDocument));
+  };
+  return {docs(train), docs(valid), docs(test)};
+}
+
 GenerateReport generate_synth_ctd(const std::string& out_dir, const GenerateOptions& options) {
-  const int n = options.docs > 0 ? options.docs : 100;
+  // --docs n: n training documents and max(10, n / 4) in each held-out split (the sizes
+  // every corpus generated so far has); without it, Table 4.9's size.
+  const SplitDocuments table = synth_ctd_default_documents();
+  const int n = options.docs > 0 ? options.docs : table.train;
+  const int valid = options.docs > 0 ? std::max(10, n / 4) : table.valid;
+  const int test = options.docs > 0 ? std::max(10, n / 4) : table.test;
   Rng root(options.seed);
   const Pools pools = make_pools(root.fork("pools"));
   GenerateReport report;
   report.name = "synth-ctd";
   std::filesystem::create_directories(out_dir);
   const std::vector<std::pair<std::string, int>> splits{
-      {"train", n}, {"valid", std::max(10, n / 4)}, {"test", std::max(10, n / 4)}};
+      {"train", n}, {"valid", valid}, {"test", test}};
   std::vector<Document> train_docs;
   int next_id = 20000000;
   for (std::size_t k = 0; k < splits.size(); ++k) {

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "experiments/data/generators.h"
 #include "experiments/re_data.h"
 #include "experiments/re_metrics.h"
 #include "stats/descriptive.h"
@@ -210,6 +211,44 @@ std::string describe(const CorpusStatistics& s) {
                pad(std::to_string(r.documents), 8) + pad(std::to_string(sp.positive), 9) +
                pad(std::to_string(r.positive), 8) + pad(std::to_string(sp.negative), 9) +
                pad(std::to_string(r.negative), 8) + "\n";
+  }
+  // CTD's classes (BRAN's labels, which synth-ctd writes): beside thesis Table 4.9 (the
+  // test CorpusStats.CtdStatsBesideTheThesis holds these numbers equal to
+  // reports/paper/table_4_9_ctd_classes.csv).
+  const std::vector<data::CtdClassCount>& t49 = data::ctd_table_4_9();
+  const auto class_index = [&](const std::string& label) {
+    const auto it = std::find(s.relation_classes.begin(), s.relation_classes.end(), label);
+    return it == s.relation_classes.end() ? -1L : long(it - s.relation_classes.begin());
+  };
+  if (std::any_of(t49.begin(), t49.end(),
+                  [&](const data::CtdClassCount& c) { return class_index(c.label) > 0; })) {
+    std::size_t w = 7;
+    for (const data::CtdClassCount& c : t49) w = std::max(w, c.label.size() + 2);
+    o += "\nbeside thesis Table 4.9 (CTD, examples per class):\n" + pad("class", w, true);
+    for (const char* split : {"train", "valid", "test"}) o += pad(split, 18);
+    o += "\n" + pad("", w, true);
+    for (int k = 0; k < 3; ++k) o += pad("ours", 9) + pad("thesis", 9);
+    o += "\n";
+    std::vector<long> ours_total(3, 0), thesis_total(3, 0);
+    for (const data::CtdClassCount& c : t49) {
+      o += pad(c.label, w, true);
+      const long k = class_index(c.label);
+      const long thesis[3] = {c.train, c.valid, c.test};
+      int i = 0;
+      for (const char* split : {"train", "valid", "test"}) {
+        long ours = 0;
+        for (const SplitStats& sp : s.splits)
+          if (sp.name == split && k > 0) ours = sp.relations[k];
+        ours_total[i] += ours, thesis_total[i] += thesis[i];
+        o += pad(std::to_string(ours), 9) + pad(std::to_string(thesis[i]), 9);
+        ++i;
+      }
+      o += "\n";
+    }
+    o += pad("all", w, true);
+    for (int i = 0; i < 3; ++i)
+      o += pad(std::to_string(ours_total[i]), 9) + pad(std::to_string(thesis_total[i]), 9);
+    o += "\n";
   }
   const bool semeval = s.kind == "semeval";
   if (semeval) {

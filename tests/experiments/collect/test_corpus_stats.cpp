@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -16,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiments/data/generators.h"
 #include "experiments/data/pubtator.h"
 #include "experiments/sweep/corpus_stats.h"
 #include "tests/experiments/collect/run_mare.h"
@@ -268,6 +270,75 @@ TEST(CorpusStats, SemevalStatsBesideTheThesis) {
     }
     EXPECT_EQ(rows, 6);
   }
+}
+
+// synth-ctd's default is thesis Table 4.9's size, too large for a test (3.6 GB): a small
+// corpus checks what the default rests on. `mare data stats` prints Table 4.9 beside the
+// corpus's examples per class and split (the thesis's numbers equal to
+// reports/paper/table_4_9_ctd_classes.csv, under the labels synth-ctd writes); the
+// generated documents carry kCtdGoldPerDocument gold relations each (what the default's
+// documents per split are computed from), and the default's documents are the table's
+// relations over it.
+TEST(CorpusStats, CtdStatsBesideTheThesis) {
+  TempDir tmp("corpus_stats_ctd_thesis");
+  const MareOutcome gen = run_mare_in(tmp.path(), {"data", "generate", "synth-ctd", "--out", "ctd",
+                                                   "--seed", "1", "--docs", "800"});
+  ASSERT_EQ(gen.status, 0) << gen.err;
+  const std::string source = "bran-tsv:" + (tmp / "ctd").string();
+  const MareOutcome st = run_mare_in(tmp.path(), {"data", "stats", source});
+  ASSERT_EQ(st.status, 0) << st.err;
+  const sweep::CorpusStatistics s = sweep::corpus_statistics(source);
+  const char* env = std::getenv("MARE_SOURCE_DIR");
+  const fs::path csv = (env && *env ? fs::path(env) : fs::path(MARE_TEST_SOURCE_DIR)) /
+                       "reports/paper/table_4_9_ctd_classes.csv";
+  std::ifstream in(csv);
+  ASSERT_TRUE(in) << csv;
+  long table[3] = {0, 0, 0};
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto f = split(line, ',');
+    if (line.empty() || line[0] == '#' || f[0] == "pair_type") continue;
+    ASSERT_EQ(f.size(), 5u) << line;
+    const data::CtdClassCount* c = nullptr;
+    for (const data::CtdClassCount& x : data::ctd_table_4_9())
+      if (x.pair_type == f[0] && x.relation == f[1]) c = &x;
+    ASSERT_NE(c, nullptr) << line;
+    const long thesis[3] = {std::stol(f[2]), std::stol(f[3]), std::stol(f[4])};
+    EXPECT_EQ(c->train, thesis[0]) << line;
+    EXPECT_EQ(c->valid, thesis[1]) << line;
+    EXPECT_EQ(c->test, thesis[2]) << line;
+    std::ostringstream row;
+    row << c->label;
+    const auto k = std::find(s.relation_classes.begin(), s.relation_classes.end(), c->label) -
+                   s.relation_classes.begin();
+    ASSERT_LT(k, static_cast<long>(s.relation_classes.size())) << c->label;
+    for (int i = 0; i < 3; ++i) {
+      row << ' ' << s.splits[i].relations[k] << ' ' << thesis[i];
+      table[i] += thesis[i];
+    }
+    bool printed = false;
+    std::istringstream lines(st.out);
+    for (std::string l; std::getline(lines, l);) {
+      std::istringstream w(l);
+      std::string word, joined;
+      while (w >> word) joined += (joined.empty() ? "" : " ") + word;
+      printed = printed || joined == row.str();
+    }
+    EXPECT_TRUE(printed) << row.str() << "\n" << st.out;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 14);
+  // Gold relations a document, per split (800 training documents, 200 in each held-out
+  // split): what the default's sizes assume, within 3 %.
+  ASSERT_EQ(s.splits.size(), 3u);
+  for (const sweep::SplitStats& sp : s.splits)
+    EXPECT_NEAR(double(sp.positive) / sp.documents, data::kCtdGoldPerDocument,
+                0.03 * data::kCtdGoldPerDocument)
+        << sp.name;
+  const data::SplitDocuments d = data::synth_ctd_default_documents();
+  EXPECT_EQ(d.train, std::lround(table[0] / data::kCtdGoldPerDocument));
+  EXPECT_EQ(d.valid, std::lround(table[1] / data::kCtdGoldPerDocument));
+  EXPECT_EQ(d.test, std::lround(table[2] / data::kCtdGoldPerDocument));
 }
 
 }  // namespace
