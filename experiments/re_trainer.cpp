@@ -362,7 +362,7 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
     // parameters have no gradient buffers yet) takes exactly the same steps.
     for (const ag::Var& p : params.all()) p->grad = Tensor();
     ag::Var loss;
-    float re_value = NAN, ner_value = NAN;
+    Tensor re_loss, ner_loss;  // the task losses, read with the total after the forward
     if (ner_step) {
       ReBatch batch = to_device(
           make_batch(corpus.train,
@@ -370,7 +370,7 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
           opt.device);
       ReOutput out = model->forward(batch, ReTask::entities, ctx);
       loss = ag::cross_entropy(out.ner_logits, batch.ner_targets);
-      ner_value = loss->value.item();
+      ner_loss = loss->value;
       if (out.aux_loss) loss = ag::add(loss, out.aux_loss);
     } else {
       ReBatch batch = to_device(
@@ -379,17 +379,18 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
           opt.device);
       ReOutput out = model->forward(batch, ReTask::relations, ctx);
       loss = ag::cross_entropy(out.pair_logits, batch.labels, class_weights);
-      re_value = loss->value.item();
+      re_loss = loss->value;
       if (out.aux_loss) loss = ag::add(loss, out.aux_loss);
       if (sum_tasks && trains_ner) {
         ReOutput tags = model->forward(batch, ReTask::entities, ctx);
         ag::Var nl = ag::cross_entropy(tags.ner_logits, batch.ner_targets);
-        ner_value = nl->value.item();
+        ner_loss = nl->value;
         loss = ag::add(loss, nl);
         if (tags.aux_loss) loss = ag::add(loss, tags.aux_loss);
       }
     }
-    const float value = loss->value.item();
+    const std::vector<float> losses = Tensor::items({re_loss, ner_loss, loss->value});
+    const float re_value = losses[0], ner_value = losses[1], value = losses[2];
     if (stops_on_divergence(value, step, {{"task", ner_step ? "ner" : "re"}}, diverged_at)) {
       status = "diverged";
       break;

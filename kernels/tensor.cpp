@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "kernels/parallel.h"
@@ -361,6 +362,33 @@ float Tensor::item() const {
   if (numel() != 1)
     throw ShapeError("item(): tensor of shape " + shape_.str() + " is not 1 element");
   return to_vector()[0];
+}
+
+std::vector<float> Tensor::items(std::initializer_list<Tensor> ts) {
+  std::vector<float> out(ts.size(), std::numeric_limits<float>::quiet_NaN());
+  std::vector<std::pair<size_t, const Tensor*>> on_gpu;
+  size_t i = 0;
+  for (const Tensor& t : ts) {
+    if (t.defined()) {
+      check_dtype(t, DType::f32, "items()");
+      if (t.numel() != 1)
+        throw ShapeError("items(): tensor of shape " + t.shape_.str() + " is not 1 element");
+      if (t.device_ == Device::cpu)
+        out[i] = t.f32()[0];
+      else
+        on_gpu.emplace_back(i, &t);
+    }
+    ++i;
+  }
+  if (on_gpu.size() == 1) out[on_gpu[0].first] = on_gpu[0].second->item();
+  if (on_gpu.size() <= 1) return out;
+  Tensor gathered = empty({static_cast<int64_t>(on_gpu.size())}, Device::cuda);
+  for (size_t k = 0; k < on_gpu.size(); ++k)  // device to device: no wait
+    copy_bytes(static_cast<float*>(gathered.storage_->ptr) + k, Device::cuda,
+               on_gpu[k].second->storage_->ptr, Device::cuda, sizeof(float));
+  const std::vector<float> v = gathered.to_vector();
+  for (size_t k = 0; k < on_gpu.size(); ++k) out[on_gpu[k].first] = v[k];
+  return out;
 }
 
 // ---------------------------------------------------------------- checks

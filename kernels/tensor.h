@@ -142,6 +142,10 @@ class Tensor {
   std::vector<float> to_vector() const;  // copies to host
   std::vector<int32_t> to_index_vector() const;
   float item() const;  // the single element of a 1-element tensor
+  // The single elements of several 1-element float tensors, with at most one wait for
+  // the device: GPU tensors are gathered into one device buffer first (a training step
+  // reads its losses this way). An undefined tensor gives NaN.
+  static std::vector<float> items(std::initializer_list<Tensor> ts);
 
  private:
   [[noreturn]] void access_error(DType wanted) const;

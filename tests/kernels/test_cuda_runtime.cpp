@@ -128,6 +128,23 @@ TEST(CudaRuntime, CopiesRoundTripBothDtypes) {
 }
 
 #ifdef MARE_WITH_CUDA
+// Tensor::items gathers GPU scalars on the device and waits for it once, whatever
+// their number; CPU scalars and undefined tensors mix in.
+TEST(CudaRuntime, ItemsWaitsForTheDeviceOnce) {
+  MARE_NEEDS_GPU();
+  Tensor a = Tensor::full({1}, 1.25f).to(Device::cuda), b = Tensor::zeros({1}, Device::cuda),
+         c = Tensor::full({1}, -3.0f, Device::cuda);
+  scale_inplace(b, 0.0f);  // written on the device: no host copy to read instead
+  const DispatchCounts before = dispatch_counts();
+  const std::vector<float> v = Tensor::items({a, Tensor(), b, Tensor::full({1}, 7.0f), c});
+  EXPECT_EQ((dispatch_counts() - before).device_reads, 1);
+  EXPECT_EQ(v[0], 1.25f);
+  EXPECT_TRUE(std::isnan(v[1]));
+  EXPECT_EQ(v[2], 0.0f);
+  EXPECT_EQ(v[3], 7.0f);
+  EXPECT_EQ(v[4], -3.0f);
+}
+
 TEST(CudaRuntime, SteadyStateReusesCachedBlocks) {
   MARE_NEEDS_GPU();
   Tensor x = random_tensor({64, 33}, 2).to(Device::cuda);

@@ -50,6 +50,17 @@ TEST(Tensor, CopiesAreExplicit) {
   EXPECT_THROW(c.copy_from(Tensor::zeros({4})), ShapeError);
 }
 
+TEST(Tensor, ItemsReadsScalarsAndNaNForUndefined) {
+  const std::vector<float> v =
+      Tensor::items({Tensor::full({1}, 2.5f), Tensor(), Tensor::from_vector({-1.0f}, {1, 1})});
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0], 2.5f);
+  EXPECT_TRUE(std::isnan(v[1]));
+  EXPECT_EQ(v[2], -1.0f);
+  EXPECT_THROW(Tensor::items({Tensor::zeros({2})}), ShapeError);
+  EXPECT_THROW(Tensor::items({Tensor::from_indices({1}, {1})}), std::invalid_argument);
+}
+
 TEST(Tensor, CudaWithoutBackendIsAClearError) {
   if (cuda_compiled()) GTEST_SKIP() << "CUDA backend compiled in";
   EXPECT_THROW(Tensor::zeros({2}, Device::cuda), std::runtime_error);
