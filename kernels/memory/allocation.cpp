@@ -213,11 +213,11 @@ void ordered_backward(const float* u, const float* d_a, float* d_u, int64_t rows
   std::vector<int32_t> scratch(n);
   for (int64_t m = 0; m < rows; ++m) {
     for (int64_t i = 0; i < n; ++i) uh[i] = hat(u[m * n + i]);
-    const int32_t* order = free_lists + m * n;
-    if (free_lists == nullptr) {
+    const int32_t* order = scratch.data();
+    if (free_lists != nullptr)
+      order = free_lists + m * n;
+    else
       sort_order(uh.data(), n, scratch.data());
-      order = scratch.data();
-    }
     ordered_product_backward(uh.data(), order, n, d_a + m * n, d_u + m * n, prefix.data());
   }
 }
