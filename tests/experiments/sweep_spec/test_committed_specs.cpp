@@ -104,8 +104,7 @@ TEST(CommittedSpecs, LoadAtEveryProfileWithUniqueDirsAndIds) {
 // committed folder, where the plan puts it. A change of a spec or of the id rule that
 // moves the plan away from the committed runs shows here, not in a reader's `mare sweep`
 // that silently trains them again.
-// Every spec there loads (ctd-gpu.yaml's runs are committed unfinished, so only its
-// plan is checked).
+// Every spec there loads; ctd-gpu.yaml's runs are its gpu profile's.
 TEST(LearningSpecs, CommittedRunsAreWhereTheirPlanPutsThem) {
   const fs::path learning = source_dir() / "reports" / "learning";
   int specs = 0;
@@ -116,13 +115,19 @@ TEST(LearningSpecs, CommittedRunsAreWhereTheirPlanPutsThem) {
     for (const char* profile : {"smoke", "default", "paper"})
       EXPECT_FALSE(load_sweep(e.path().string(), profile).runs.empty()) << profile;
   }
-  EXPECT_GE(specs, 5);
-  for (const auto& [spec, runs] :
-       {std::pair{"curves.yaml", "runs"}, std::pair{"ctd.yaml", "ctd-runs"},
-        std::pair{"ctd-long.yaml", "ctd-long-runs"},
-        std::pair{"ctd-margin.yaml", "ctd-margin-runs"}}) {
+  EXPECT_GE(specs, 7);
+  struct Committed {
+    const char *spec, *runs, *profile;
+  };
+  for (const auto& [spec, runs, profile] :
+       {Committed{"curves.yaml", "runs", "default"}, Committed{"ctd.yaml", "ctd-runs", "default"},
+        Committed{"ctd-long.yaml", "ctd-long-runs", "default"},
+        Committed{"ctd-margin.yaml", "ctd-margin-runs", "default"},
+        Committed{"ctd-gpu.yaml", "ctd-gpu-runs", "gpu"},
+        Committed{"semeval.yaml", "semeval-runs", "default"},
+        Committed{"semeval-emb.yaml", "semeval-emb-runs", "default"}}) {
     SCOPED_TRACE(spec);
-    const SweepPlan plan = load_sweep((learning / spec).string(), "default");
+    const SweepPlan plan = load_sweep((learning / spec).string(), profile);
     for (const RunPlan& r : plan.runs)
       EXPECT_TRUE(fs::exists(learning / runs / r.dir / r.done_file)) << r.dir;
   }
