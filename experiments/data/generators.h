@@ -8,7 +8,7 @@
 //   synth-ctd      BRAN TSV, 14 classes with thesis Table 4.9's frequencies, seven
 //                  entity types, pair distances up to 500 tokens with a long tail; by
 //                  default the table's size (about 119 700 training relations in
-//                  36 932 documents, 4 549 to validate, 4 698 to test: 4.5 GB of TSV)
+//                  36 932 documents, 4 549 to validate, 4 698 to test: 3.6 GB of TSV)
 //   synth-semeval  SemEval 2018 Task 7 XML + relations, 6 relations with direction,
 //                  sentence level (~96 tokens per abstract); subtask1.1 (clean entity
 //                  annotation) and subtask1.2 (noisy entity boundaries)
