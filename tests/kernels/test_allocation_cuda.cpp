@@ -201,18 +201,21 @@ TEST_P(AllocationCuda, NonFiniteUsagesFollowTheNaNRule) {
 // registers out; the free-list kernels write into them), their backward reads
 // them (the fused sweep for 2 ≤ N ≤ 128, the ordered sweep otherwise) and gives
 // the bits of ordering again; the mask variants ignore them.
+// kept_free_lists_agree for every variant on the GPU, usages u (on the host).
+void expect_kept_lists_on_gpu(const Tensor& u, uint64_t seed) {
+  const Tensor g = random_tensor(u.shape(), seed).to(Device::cuda);
+  for (AllocationVariant v : allocation_variants()) {
+    PoisonedAllocations poison;
+    EXPECT_TRUE(kept_free_lists_agree(u.to(Device::cuda), g, v, allocation_has_free_list(v),
+                                      name_of(v) + " on the GPU, N " + std::to_string(u.dim(1))));
+  }
+}
+
 TEST_P(AllocationCuda, KeptFreeListsGiveTheSameBits) {
   MARE_NEEDS_GPU();
   const int64_t n = GetParam();
-  for (const Tensor& u : {tricky_usages(n, 2700 + n), nonfinite_usages(n, 2750 + n)}) {
-    Tensor g = random_tensor(u.shape(), 2701 + n);
-    for (AllocationVariant v : allocation_variants()) {
-      PoisonedAllocations poison;
-      EXPECT_TRUE(kept_free_lists_agree(u.to(Device::cuda), g.to(Device::cuda), v,
-                                        allocation_has_free_list(v),
-                                        name_of(v) + " on the GPU, N " + std::to_string(n)));
-    }
-  }
+  expect_kept_lists_on_gpu(tricky_usages(n, 2700 + n), 2701 + n);
+  expect_kept_lists_on_gpu(nonfinite_usages(n, 2750 + n), 2751 + n);
 }
 
 INSTANTIATE_TEST_SUITE_P(N, AllocationCuda,
@@ -222,16 +225,7 @@ INSTANTIATE_TEST_SUITE_P(N, AllocationCuda,
 // them) and between it and the fused sweep (128 < N ≤ 256).
 TEST(AllocationCudaLarge, KeptFreeListsGiveTheSameBits) {
   MARE_NEEDS_GPU();
-  for (int64_t n : {200, 300}) {
-    Tensor u = tricky_usages(n, 2800 + n);
-    Tensor g = random_tensor(u.shape(), 2801 + n);
-    for (AllocationVariant v : allocation_variants()) {
-      PoisonedAllocations poison;
-      EXPECT_TRUE(kept_free_lists_agree(u.to(Device::cuda), g.to(Device::cuda), v,
-                                        allocation_has_free_list(v),
-                                        name_of(v) + " on the GPU, N " + std::to_string(n)));
-    }
-  }
+  for (int64_t n : {200, 300}) expect_kept_lists_on_gpu(tricky_usages(n, 2800 + n), 2801 + n);
 }
 
 // B·I memories as in NTCRE: thousands of rows, grid-stride loops with several

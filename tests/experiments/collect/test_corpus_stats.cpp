@@ -43,6 +43,18 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+// Whether a line of `out`, its runs of spaces collapsed to one, is `row`.
+bool prints_row(const std::string& out, const std::string& row) {
+  std::istringstream lines(out);
+  for (std::string l; std::getline(lines, l);) {
+    std::istringstream w(l);
+    std::string word, joined;
+    while (w >> word) joined += (joined.empty() ? "" : " ") + word;
+    if (joined == row) return true;
+  }
+  return false;
+}
+
 // What the PubTator lines of one split say, counted without the loader.
 struct FileCounts {
   long documents = 0, mentions = 0, relations = 0, entities = 0, pairs = 0, words = 0;
@@ -257,15 +269,7 @@ TEST(CorpusStats, SemevalStatsBesideTheThesis) {
       EXPECT_NEAR(ours, thesis, std::max(3.0, 0.06 * thesis)) << subtask << " " << name;
       std::ostringstream row;
       row << name << ' ' << ours << ' ' << thesis;
-      bool printed = false;
-      std::istringstream lines(st.out);
-      for (std::string l; std::getline(lines, l);) {
-        std::istringstream w(l);
-        std::string word, joined;
-        while (w >> word) joined += (joined.empty() ? "" : " ") + word;
-        printed = printed || joined == row.str();
-      }
-      EXPECT_TRUE(printed) << row.str() << "\n" << st.out;
+      EXPECT_TRUE(prints_row(st.out, row.str())) << row.str() << "\n" << st.out;
       ++rows;
     }
     EXPECT_EQ(rows, 6);
@@ -316,15 +320,7 @@ TEST(CorpusStats, CtdStatsBesideTheThesis) {
       row << ' ' << s.splits[i].relations[k] << ' ' << thesis[i];
       table[i] += thesis[i];
     }
-    bool printed = false;
-    std::istringstream lines(st.out);
-    for (std::string l; std::getline(lines, l);) {
-      std::istringstream w(l);
-      std::string word, joined;
-      while (w >> word) joined += (joined.empty() ? "" : " ") + word;
-      printed = printed || joined == row.str();
-    }
-    EXPECT_TRUE(printed) << row.str() << "\n" << st.out;
+    EXPECT_TRUE(prints_row(st.out, row.str())) << row.str() << "\n" << st.out;
     ++rows;
   }
   EXPECT_EQ(rows, 14);
