@@ -6,6 +6,7 @@
 // (1000 epochs, batch 100, Adam lr 1e-4) unless the options are given.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -13,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include "experiments/cli/commands.h"
@@ -102,22 +104,25 @@ void run_sequence(const TrainOptions& o, SequenceTrainOptions s, const SequenceS
 void refuse_foreign_options(const CLI::App& cmd, const std::string& kind,
                             const std::string& model) {
   const unsigned bit = model_kind_bit(kind);
-  // What this kind reads, said beside the options of every run.
-  static const std::set<std::string> every_run = {"--model",  "--seed",  "--out",
-                                                  "--device", "--force", "--threads"};
+  // What this kind reads, said beside the options of every run (in this order).
+  static constexpr std::string_view kEveryRun[] = {"--model",  "--seed",    "--out",
+                                                   "--device", "--threads", "--force"};
+  auto every_run = [](std::string_view flag) {
+    return std::find(std::begin(kEveryRun), std::end(kEveryRun), flag) != std::end(kEveryRun);
+  };
   std::set<std::string> mine;
   for (const TrainOptionKinds& o : kTrainOptionKinds)
-    if ((o.kinds & bit) && !every_run.count(std::string(o.flag))) mine.emplace(o.flag);
+    if ((o.kinds & bit) && !every_run(o.flag)) mine.emplace(o.flag);
   for (const CLI::Option* o : cmd.get_options()) {
     const std::string name = o->get_name();
     if (o->count() == 0 || name == "--help" || name == "--help-all" ||
         (train_option_kinds(name) & bit))
       continue;
-    std::string list;
+    std::string list, always;
     for (const std::string& n : mine) list += (list.empty() ? "" : " ") + n;
+    for (std::string_view n : kEveryRun) always += (always.empty() ? "" : " ") + std::string(n);
     throw std::invalid_argument("train: " + name + " does not apply to model '" + model + "' (a " +
-                                kind + " model reads " + list +
-                                ", and --model --seed --out --device --threads --force)");
+                                kind + " model reads " + list + ", and " + always + ")");
   }
 }
 
