@@ -1,6 +1,7 @@
 #include "experiments/re_trainer.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -88,23 +89,6 @@ std::vector<int> argmax_rows(const Tensor& logits) {
 enum class ClassWeights { by_corpus, on, off };
 constexpr Named<ClassWeights> kClassWeights[] = {
     {ClassWeights::by_corpus, "auto"}, {ClassWeights::on, "on"}, {ClassWeights::off, "off"}};
-
-// ReTrainOptions::null_margin, parsed.
-struct NullMarginRule {
-  bool tune = false;
-  double margin = 0;  // when not tuned
-  bool is_argmax() const { return !tune && margin == 0; }
-};
-
-NullMarginRule parse_null_margin(const std::string& s) {
-  if (s == "tune") return {true, 0};
-  char* end = nullptr;
-  const double m = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || !std::isfinite(m))
-    throw std::invalid_argument("train: --null-margin " + s +
-                                ": expected a number (0: argmax) or tune");
-  return {false, m};
-}
 
 struct Evaluation {
   RelationScores relations;
@@ -243,6 +227,16 @@ std::vector<std::string> class_weight_names() {
   return names_list(kClassWeights);
 }
 
+std::optional<NullMarginRule> parse_null_margin(const std::string& text) {
+  if (text == "tune") return NullMarginRule{true, 0};
+  if (text.empty()) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const double m = std::strtod(text.c_str(), &end);
+  if (errno != 0 || *end != '\0' || !std::isfinite(m)) return std::nullopt;
+  return NullMarginRule{false, m};
+}
+
 nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress, bool tty) {
   if (opt.out.empty()) throw std::invalid_argument("train: --out DIR is required");
   if (opt.data.empty())
@@ -251,7 +245,11 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
     throw std::invalid_argument(
         "train: --steps, --batch, --eval-every and --eval-batch must be ≥ 1");
   const ReBatching batching = parse_re_batching(opt.batching);
-  const NullMarginRule margin_rule = parse_null_margin(opt.null_margin);
+  const std::optional<NullMarginRule> parsed_margin = parse_null_margin(opt.null_margin);
+  if (!parsed_margin)
+    throw std::invalid_argument("train: --null-margin " + opt.null_margin +
+                                ": expected a number (0: argmax) or tune");
+  const NullMarginRule margin_rule = *parsed_margin;
   const ClassWeights* class_weights_mode = value_of(kClassWeights, opt.class_weights);
   if (!class_weights_mode)
     throw std::invalid_argument("train: --class-weights " + opt.class_weights + ": expected " +

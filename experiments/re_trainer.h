@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -73,6 +74,16 @@ struct ReTrainOptions {
 
 // What ReTrainOptions::class_weights (--class-weights) takes: auto, on, off.
 std::vector<std::string> class_weight_names();
+
+// ReTrainOptions::null_margin (--null-margin, a spec's null_margin) read: "tune", or a
+// finite number (0: argmax). nullopt for anything else; the one grammar the trainer,
+// the command line and a sweep spec accept.
+struct NullMarginRule {
+  bool tune = false;
+  double margin = 0;  // when not tuned
+  bool is_argmax() const { return !tune && margin == 0; }
+};
+std::optional<NullMarginRule> parse_null_margin(const std::string& text);
 
 // Runs, resumes or (when finished with the same configuration) skips the run;
 // returns result.json's contents. Progress lines go to `progress` (one line

@@ -298,8 +298,7 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Validator(
           [](std::string& s) -> std::string {
-            double m = 0;
-            if (s == "tune" || (detail::parse_number(s, m))) return "";
+            if (parse_null_margin(s)) return "";
             return "expected a number (0: argmax) or tune, got '" + s + "'";
           },
           "M|tune"));

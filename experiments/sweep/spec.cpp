@@ -742,19 +742,17 @@ void add_option(const Ctx& c, const Opt& o, const Val& v, const std::string& dat
       b.command.insert(b.command.end(), {flag, number_text(x)});
       return;
     }
-    case Type::number_or_tune: {
-      if (v.is_scalar() && v.text == "tune") {
-        b.params[key] = v.text;
-        b.command.insert(b.command.end(), {flag, v.text});
-        return;
-      }
+    case Type::number_or_tune: {  // parse_null_margin's grammar (re_trainer.h)
       const std::string& t = scalar(c, v, "a number or tune for " + key);
-      char* end = nullptr;
-      const double x = std::strtod(t.c_str(), &end);
-      if (t.empty() || *end != '\0' || !std::isfinite(x))
-        c.fail(v.line, "expected a number or tune for " + key + ", found '" + t + "'");
-      b.params[key] = x;
-      b.command.insert(b.command.end(), {flag, number_text(x)});
+      const std::optional<NullMarginRule> rule = parse_null_margin(t);
+      if (!rule) c.fail(v.line, "expected a number or tune for " + key + ", found '" + t + "'");
+      if (rule->tune) {
+        b.params[key] = t;
+        b.command.insert(b.command.end(), {flag, t});
+      } else {
+        b.params[key] = rule->margin;
+        b.command.insert(b.command.end(), {flag, number_text(rule->margin)});
+      }
       return;
     }
     case Type::boolean: {

@@ -51,6 +51,16 @@ const std::string& tiny_corpus() {
   return source;
 }
 
+// train_re_model(o) refuses the run with an invalid_argument whose message holds `says`.
+void expect_refused(const ReTrainOptions& o, const std::string& says) {
+  try {
+    train_re_model(o, nullptr);
+    ADD_FAILURE() << "not refused; expected: " << says;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
+
 ReTrainOptions options(const std::string& model, const std::string& run) {
   ReTrainOptions o;
   o.model = model;
@@ -212,14 +222,20 @@ TEST(ReTrain, TunedNullMarginDecidesAndDoesNotTrain) {
   EXPECT_EQ(c["test"]["relations"]["micro"]["recall"].get<double>(), 1.0);
   fixed.null_margin = "lots";
   fixed.out = scratch() / "nm_bad";
-  try {
-    train_re_model(fixed, nullptr);
-    ADD_FAILURE() << "--null-margin lots accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("--null-margin lots: expected a number"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_refused(fixed, "--null-margin lots: expected a number");
+}
+
+// The one grammar of --null-margin, a spec's null_margin and the trainer's option.
+TEST(ReTrain, NullMarginGrammar) {
+  ASSERT_TRUE(parse_null_margin("tune").has_value());
+  EXPECT_TRUE(parse_null_margin("tune")->tune);
+  EXPECT_TRUE(parse_null_margin("0")->is_argmax());
+  EXPECT_EQ(parse_null_margin("-1e9")->margin, -1e9);
+  EXPECT_EQ(parse_null_margin("2.5")->margin, 2.5);
+  EXPECT_FALSE(parse_null_margin("2.5")->tune);
+  // (Leading blanks are strtod's, as before the three copies became one: " 1" reads 1.)
+  for (const char* bad : {"", "lots", "2x", "1 ", "nan", "inf", "1e999", "Tune"})
+    EXPECT_FALSE(parse_null_margin(bad).has_value()) << "'" << bad << "'";
 }
 
 TEST(ReTrain, FinishedRunIsSkippedAndAnotherConfigurationRefused) {
@@ -232,13 +248,7 @@ TEST(ReTrain, FinishedRunIsSkippedAndAnotherConfigurationRefused) {
   EXPECT_EQ(fs::last_write_time(o.out / "result.json"), stamp);
   ReTrainOptions other = o;
   other.lr = 1e-3f;
-  try {
-    train_re_model(other, nullptr);
-    ADD_FAILURE() << "a finished run of another configuration was reused";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("another configuration (lr"), std::string::npos)
-        << e.what();
-  }
+  expect_refused(other, "another configuration (lr");  // a finished run is not reused
   other.force = true;
   const nlohmann::json forced = train_re_model(other, nullptr);
   EXPECT_EQ(forced["status"], "completed");
@@ -258,14 +268,7 @@ TEST(ReTrain, AStartedRunOfAnotherConfigurationIsRefused) {
   ReTrainOptions other = o;
   other.after_evaluation = nullptr;
   other.batch = 4;
-  try {
-    train_re_model(other, nullptr);
-    ADD_FAILURE() << "a started run of another configuration was resumed";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("holds a started run of another configuration (batch"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_refused(other, "holds a started run of another configuration (batch");
   EXPECT_EQ(slurp(o.out / "last.ckpt"), state);
   other.force = true;
   std::vector<int64_t> evaluated;
