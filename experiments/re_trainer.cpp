@@ -62,15 +62,6 @@ struct GradientNorms {
 constexpr uint32_t kStreamTaskChoice = 4;     // NER or RE, one draw per step
 constexpr uint64_t kDrawsPerStep = 1u << 16;  // batch sampling: stream position step · 2^16
 
-ReBatch to_device(ReBatch b, Device d) {
-  if (d == Device::cpu) return b;
-  for (Tensor* t : {&b.words, &b.mask, &b.ngrams, &b.chars, &b.pos_tags, &b.entity_tags,
-                    &b.ner_targets, &b.pair_doc, &b.labels, &b.head_offsets, &b.head_rows,
-                    &b.tail_offsets, &b.tail_rows, &b.head_pos, &b.tail_pos})
-    if (t->defined()) *t = t->to(d);
-  return b;
-}
-
 std::vector<int> argmax_rows(const Tensor& logits) {
   const Tensor z = logits.to(Device::cpu);
   const int64_t n = z.dim(0), c = z.dim(1);
@@ -148,7 +139,7 @@ Evaluation evaluate(ReModel& model, const ReCorpus& corpus, const ReSplit& split
       const Tensor z = out.pair_logits->value.to(Device::cpu);
       const std::vector<PairDecision> d = pair_decisions(z.f32(), z.dim(0), z.dim(1));
       for (int64_t k = 0; k < batch.P; ++k) decisions[at[batch.example_index[k]]] = d[k];
-      steps_sum += out.mean_steps, steps_batches += 1;
+      steps_sum += out.mean_steps(), steps_batches += 1;
     }
     if (ner) {
       ReOutput out = model.forward(batch, ReTask::entities, ctx);

@@ -298,6 +298,10 @@ bool Tensor::known_index_range(int32_t& lo, int32_t& hi) const {
   return true;
 }
 
+bool Tensor::host_has_bytes() const {
+  return storage_ && (device_ == Device::cpu || storage_->host_copy != nullptr);
+}
+
 void Tensor::vouch_index_range(int32_t lo, int32_t hi) {
   check_dtype(*this, DType::i32, "vouch_index_range");
   if (!storage_ || device_ == Device::cpu) return;  // the host reads CPU tensors directly

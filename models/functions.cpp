@@ -207,14 +207,14 @@ Var cross_entropy(const Var& logits, const Tensor& targets, const Tensor& weight
   CrossEntropyResult r = cross_entropy_forward(logits->value, targets, weights);
   return record(r.loss, {logits}, [logits, probs = r.probs, targets, weights](Node& s) {
     Tensor dl = grad_of(logits);
-    cross_entropy_backward(dl, s.grad.item(), probs, targets, weights);
+    cross_entropy_backward(dl, s.grad, probs, targets, weights);
   });
 }
 
 Var mse(const Var& pred, const Var& target) {
   return record(mse_forward(pred->value, target->value), {pred, target}, [pred, target](Node& s) {
     Tensor dp = grad_of(pred), dt = grad_of(target);
-    mse_backward(dp, dt, s.grad.item(), pred->value, target->value);
+    mse_backward(dp, dt, s.grad, pred->value, target->value);
   });
 }
 

@@ -21,8 +21,7 @@ Halting halting(const Var& h, const Tensor& mask, int t_max, float eps) {
   std::vector<Var> out =
       record_multi({r.p, r.ponder}, {h}, [h, r, mask](const std::vector<Tensor>& grads) {
         Tensor dh = grad_of(h);
-        const float d_ponder = grads[1].defined() ? grads[1].to(Device::cpu).f32()[0] : 0.0f;
-        halting_backward(dh, grads[0], d_ponder, h->value, r, mask);
+        halting_backward(dh, grads[0], grads[1], h->value, r, mask);
       });
   return {out[0], out[1], r.steps, r.remainder, r.halted};
 }

@@ -62,6 +62,18 @@ struct ReBatch {
   std::vector<int64_t> example_index;  // [P]
 };
 
+// The batch with every tensor on `device` (itself on the CPU). Uploaded from host
+// memory, its index tensors carry their ranges and (small ones) their bytes to the GPU
+// (Tensor::to), so the ops' checks of ids, targets and pair sets read no device memory.
+inline ReBatch to_device(ReBatch b, Device device) {
+  if (device == Device::cpu) return b;
+  for (Tensor* t : {&b.words, &b.mask, &b.ngrams, &b.chars, &b.pos_tags, &b.entity_tags,
+                    &b.ner_targets, &b.pair_doc, &b.labels, &b.head_offsets, &b.head_rows,
+                    &b.tail_offsets, &b.tail_rows, &b.head_pos, &b.tail_pos})
+    if (t->defined()) *t = t->to(device);
+  return b;
+}
+
 // A batch's pairs as they are gathered on the host, one at a time: push the rows of
 // the pair's head and tail mention tokens onto head_rows and tail_rows, then
 // close_pair; pairs_into writes them as the batch's pair tensors (the CSR sets of

@@ -18,11 +18,21 @@ class ModelSpec;
 
 enum class ReTask { relations, entities };
 
+// The mean of `steps` (i32 [N], halting's iterations per token) over the tokens that
+// `token_mask` ([N], nonzero = real) keeps; 0 when `steps` is undefined or no token
+// is real. Reads both from their device.
+double mean_halting_steps(const Tensor& steps, const Tensor& token_mask);
+
 struct ReOutput {
-  ag::Var pair_logits;      // [P, relations] (ReTask::relations)
-  ag::Var ner_logits;       // [B·T, ner_tags] (ReTask::entities)
-  ag::Var aux_loss;         // [1] to add to the task loss (ponder cost), or null
-  double mean_steps = 0.0;  // mean iterations per real token (halting), 0 without
+  ag::Var pair_logits;  // [P, relations] (ReTask::relations)
+  ag::Var ner_logits;   // [B·T, ner_tags] (ReTask::entities)
+  ag::Var aux_loss;     // [1] to add to the task loss (ponder cost), or null
+  // Halting: the iterations each token took, i32 [B·T], and the token mask [B·T], on
+  // the model's device; undefined without halting. A training step never reads them
+  // (on the GPU a read waits for the device); mean_steps() does, when asked.
+  Tensor halting_steps, token_mask;
+  // The mean iterations per real token (halting), 0 without halting.
+  double mean_steps() const { return mean_halting_steps(halting_steps, token_mask); }
 };
 
 // What the data fixes about a model: vocabulary sizes, label sets, optional

@@ -206,22 +206,24 @@ class AttentionRe : public ReModel {
       return h;
     }
     // Dynamic halting (SPEC §4.4): h_t from X_t = H_{t−1} + P_t, before the block.
+    // The loop reads the device once an iteration: whether every token has halted.
+    // That read also gives the host the next iteration's running mask, which goes up
+    // with its bytes known to the host (the memory mixer asks whether it is all ones).
     std::vector<ag::Var> probs, states;
-    Tensor halted = Tensor::zeros({N}, dev);
+    Tensor halted = Tensor::zeros({N});  // on the host
     for (int t = 0; t < c_.max_steps; ++t) {
       ag::Var x = ag::add(h, ag::constant(nn::position_signal(B, T, d, t + 1, dev)));
       probs.push_back(ag::reshape(ag::sigmoid(halt_(x)), {1, N}));
-      // Tokens that halted before this step keep their state.
-      Tensor run = Tensor::full({N}, 1.0f, dev);
-      run = add_forward(run, scale_forward(halted, -1.0f));
+      // Tokens that halted before this step keep their state: run = 1 − halted.
+      const Tensor run = running_of(halted).on(dev);
       ag::Var next = apply_block(t % static_cast<int>(blocks_.size()), x, batch, run, ctx);
       Tensor run_wide = nn::expand_mask(run.reshape({B, T}), d);
       h = ag::add(h, ag::mul(ag::add(next, ag::scale(h, -1.0f)), ag::constant(run_wide)));
       states.push_back(h);
       ag::Halting now = ag::halting(ag::constant(concat_forward(values_of(probs), 0)), token_mask,
                                     c_.max_steps, c_.halt_eps);
-      halted = now.halted;
-      if (all_halted(now.halted, token_mask)) break;
+      halted = now.halted.on(Device::cpu);
+      if (all_halted(halted, token_mask)) break;
     }
     ag::Halting w = ag::halting(ag::concat(probs, 0), token_mask, c_.max_steps, c_.halt_eps);
     // Ĥ = Σ_t p_t H_t
@@ -234,11 +236,8 @@ class AttentionRe : public ReModel {
       acc = acc ? ag::add(acc, term) : term;
     }
     out.aux_loss = ag::scale(w.ponder, c_.ponder_weight);
-    const Tensor steps = w.steps.to(Device::cpu), m = token_mask.to(Device::cpu);
-    double total = 0, real = 0;
-    for (int64_t i = 0; i < N; ++i)
-      if (m.f32()[i] > 0) total += steps.i32()[i], real += 1;
-    out.mean_steps = real > 0 ? total / real : 0.0;
+    out.halting_steps = w.steps;
+    out.token_mask = token_mask;
     return ag::reshape(acc, {B, T, d});
   }
 
@@ -248,11 +247,19 @@ class AttentionRe : public ReModel {
     return out;
   }
 
+  // halted: [N] on the host, 0 or 1; mask: [N] (a batch's: its host copy answers).
   static bool all_halted(const Tensor& halted, const Tensor& mask) {
-    const Tensor h = halted.to(Device::cpu), m = mask.to(Device::cpu);
-    for (int64_t i = 0; i < h.numel(); ++i)
-      if (m.f32()[i] > 0 && h.f32()[i] == 0.0f) return false;
+    const Tensor m = mask.to(Device::cpu);
+    for (int64_t i = 0; i < halted.numel(); ++i)
+      if (m.f32()[i] > 0 && halted.f32()[i] == 0.0f) return false;
     return true;
+  }
+
+  // 1 − halted on the host, as add(1, scale(halted, −1)) rounds it: exactly 1 or +0.
+  static Tensor running_of(const Tensor& halted) {
+    Tensor run = Tensor::empty(halted.shape());
+    for (int64_t i = 0; i < halted.numel(); ++i) run.f32()[i] = 1.0f + -1.0f * halted.f32()[i];
+    return run;
   }
 
   // E = W1 · ReLU(Norm?(W0 · H))
@@ -380,6 +387,15 @@ class CnnRe : public ReModel {
 };
 
 }  // namespace
+
+double mean_halting_steps(const Tensor& halting_steps, const Tensor& token_mask) {
+  if (!halting_steps.defined()) return 0.0;
+  const Tensor steps = halting_steps.to(Device::cpu), m = token_mask.to(Device::cpu);
+  double total = 0, real = 0;
+  for (int64_t i = 0; i < steps.numel(); ++i)
+    if (m.f32()[i] > 0) total += steps.i32()[i], real += 1;
+  return real > 0 ? total / real : 0.0;
+}
 
 std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConfig& config,
                                         uint64_t seed) {

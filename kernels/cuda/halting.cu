@@ -96,14 +96,16 @@ __global__ void real_count_kernel(const float* __restrict__ mask, int64_t n,
 
 // Per real token i, with c = d_ponder / real and d_R = d_p[n−1, i] + c (halted)
 // or c (running): d_h[t, i] += d_p[t, i] − d_R for t < n − 1 (halted) or t < K
-// (running). d_p may be null (zero).
+// (running). d_p and d_ponder may be null (zero).
 __global__ void halting_backward_kernel(float* __restrict__ d_h, const float* __restrict__ d_p,
-                                        float d_ponder, const int32_t* __restrict__ steps,
+                                        const float* __restrict__ d_ponder_ptr,
+                                        const int32_t* __restrict__ steps,
                                         const float* __restrict__ halted,
                                         const float* __restrict__ mask,
                                         const double* __restrict__ real, int64_t n) {
   const double count = *real;
   if (!(count > 0)) return;
+  const float d_ponder = d_ponder_ptr ? *d_ponder_ptr : 0.0f;
   const float c = static_cast<float>(__ddiv_rn(static_cast<double>(d_ponder), count));
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -138,10 +140,10 @@ HaltingResult halting_forward(const Tensor& h, const Tensor& mask, int t_max, fl
   return r;
 }
 
-void halting_backward(Tensor& d_h, const Tensor& d_p, float d_ponder, const Tensor& h,
+void halting_backward(Tensor& d_h, const Tensor& d_p, const Tensor& d_ponder, const Tensor& h,
                       const HaltingResult& fwd, const Tensor& mask) {
   if (!d_h.defined()) return;
-  require_cuda({&d_h, &d_p, &h, &fwd.steps, &fwd.halted, &mask}, "halting_backward");
+  require_cuda({&d_h, &d_p, &d_ponder, &h, &fwd.steps, &fwd.halted, &mask}, "halting_backward");
   const int64_t n = h.dim(1);
   if (n == 0) return;
   const float* m = mask.defined() ? mask.f32() : nullptr;
@@ -149,8 +151,8 @@ void halting_backward(Tensor& d_h, const Tensor& d_p, float d_ponder, const Tens
   real_count_kernel<<<1, kThreads, 0, stream()>>>(m, n, real.as<double>());
   MARE_LAUNCH_CHECK("real_count_kernel");
   launch("halting_backward_kernel", n, halting_backward_kernel, d_h.f32(),
-         d_p.defined() ? d_p.f32() : nullptr, d_ponder, fwd.steps.i32(), fwd.halted.f32(), m,
-         real.as<double>(), n);
+         d_p.defined() ? d_p.f32() : nullptr, d_ponder.defined() ? d_ponder.f32() : nullptr,
+         fwd.steps.i32(), fwd.halted.f32(), m, real.as<double>(), n);
 }
 
 }  // namespace mare::cuda

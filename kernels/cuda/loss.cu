@@ -11,12 +11,17 @@
 //   (softmax.cu), probs = exp(log p) elementwise, as on the CPU. Backward
 //   recomputes Σ w[y] in the same one-block kernel, then one thread per element
 //   adds d_loss · w[y] / Σw · (p − [c = y]).
-// - Targets are validated on the device before use, forward and backward, as
-//   the CPU's weight_sum does: a grid-stride scan finds the first row whose
-//   target is neither −1 nor a class in [0, C) (integer atomicMin, independent
-//   of scheduling), one thread writes (found, row, target), the host copies
-//   those bytes back (one stream synchronisation) and throws the CPU's
-//   std::out_of_range with the CPU's message. The kernels then trust them.
+// - Targets are validated before use, forward and backward, as the CPU's
+//   weight_sum does; the kernels then trust them. Targets whose range the host
+//   knows (uploaded from host memory, as a batch's labels are:
+//   Tensor::known_index_range) inside [−1, C) need no look. Others are scanned on
+//   the device: a grid-stride scan finds the first row whose target is neither
+//   −1 nor a class in [0, C) (integer atomicMin, independent of scheduling), one
+//   thread writes (found, row, target), the host reads those bytes back (one
+//   counted device read, a stream synchronisation) and throws the CPU's
+//   std::out_of_range with the CPU's message.
+// - The loss's own gradient d_loss is a [1] tensor on the GPU, read by the
+//   kernels: a backward pass never waits for the device to learn it.
 #include <cub/block/block_reduce.cuh>
 
 #include <cstdint>
@@ -105,10 +110,12 @@ __global__ void cross_entropy_grad_kernel(float* __restrict__ d_logits,
                                           const float* __restrict__ probs,
                                           const int32_t* __restrict__ targets,
                                           const float* __restrict__ weights,
-                                          const double* __restrict__ wsum_ptr, float d_loss,
-                                          int64_t n, int64_t c) {
+                                          const double* __restrict__ wsum_ptr,
+                                          const float* __restrict__ d_loss_ptr, int64_t n,
+                                          int64_t c) {
   const double wsum = *wsum_ptr;
   if (!(wsum > 0)) return;
+  const float d_loss = *d_loss_ptr;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n * c;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t row = i / c, j = i % c;
@@ -133,10 +140,12 @@ __global__ void mse_loss_kernel(const float* __restrict__ pred, const float* __r
   if (threadIdx.x == 0) loss[0] = n ? static_cast<float>(s / n) : 0.0f;
 }
 
-// g = k · (pred − target); d_pred += g; d_target −= g (either may be null)
+// g = k · (pred − target) with k = 2 · d_loss / n, as the CPU rounds it; d_pred += g;
+// d_target −= g (either may be null). n > 0.
 __global__ void mse_grad_kernel(float* __restrict__ d_pred, float* __restrict__ d_target,
                                 const float* __restrict__ pred, const float* __restrict__ target,
-                                int64_t n, float k) {
+                                int64_t n, const float* __restrict__ d_loss) {
+  const float k = __fdiv_rn(__fmul_rn(2.0f, *d_loss), static_cast<float>(n));
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float g = __fmul_rn(k, __fsub_rn(pred[i], target[i]));
@@ -146,11 +155,13 @@ __global__ void mse_grad_kernel(float* __restrict__ d_pred, float* __restrict__ 
 }
 
 // The CPU's target check (kernels/ops/loss.cpp, weight_sum) for targets on the
-// GPU: the same std::out_of_range with the same message. Synchronises the
-// stream once (nothing to check, and no synchronisation, when n = 0).
+// GPU: the same std::out_of_range with the same message. Nothing to do when the
+// host knows the targets lie in [−1, classes) (or there are none); otherwise it
+// synchronises the stream once.
 void check_targets_on_device(const Tensor& targets, int64_t classes, const char* op) {
   const int64_t n = to_int(targets.numel(), op);
-  if (n == 0) return;
+  int32_t lo = 0, hi = 0;
+  if (n == 0 || (targets.known_index_range(lo, hi) && lo >= -1 && hi < classes)) return;
   Workspace ws(4 * sizeof(int));
   unsigned int* first = ws.as<unsigned int>();
   int* verdict = reinterpret_cast<int*>(first + 1);
@@ -159,8 +170,7 @@ void check_targets_on_device(const Tensor& targets, int64_t classes, const char*
   targets_verdict_kernel<<<1, 1, 0, stream()>>>(targets.i32(), first, verdict);
   MARE_LAUNCH_CHECK("targets_verdict_kernel");
   int v[3] = {0, 0, 0};
-  MARE_CUDA_CHECK(cudaMemcpyAsync(v, verdict, sizeof v, cudaMemcpyDeviceToHost, stream()));
-  MARE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  copy_bytes(v, Device::cpu, verdict, Device::cuda, sizeof v);  // a counted device read
   if (v[0])
     throw std::out_of_range(std::string(op) + ": target " + std::to_string(v[2]) + " of row " +
                             std::to_string(v[1]) + " is not a class in [0, " +
@@ -188,10 +198,10 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& tar
   return r;
 }
 
-void cross_entropy_backward(Tensor& d_logits, float d_loss, const Tensor& probs,
+void cross_entropy_backward(Tensor& d_logits, const Tensor& d_loss, const Tensor& probs,
                             const Tensor& targets, const Tensor& weights) {
   if (!d_logits.defined()) return;
-  require_cuda({&d_logits, &probs, &targets, &weights}, "cross_entropy_backward");
+  require_cuda({&d_logits, &d_loss, &probs, &targets, &weights}, "cross_entropy_backward");
   const int64_t n = probs.dim(0), c = probs.dim(1);
   check_targets_on_device(targets, c, "cross_entropy_backward");
   if (n * c == 0) return;
@@ -200,7 +210,7 @@ void cross_entropy_backward(Tensor& d_logits, float d_loss, const Tensor& probs,
   weight_sum_kernel<<<1, kThreads, 0, stream()>>>(targets.i32(), w, n, c, wsum.as<double>());
   MARE_LAUNCH_CHECK("weight_sum_kernel");
   launch("cross_entropy_grad_kernel", n * c, cross_entropy_grad_kernel, d_logits.f32(), probs.f32(),
-         targets.i32(), w, wsum.as<double>(), d_loss, n, c);
+         targets.i32(), w, wsum.as<double>(), d_loss.f32(), n, c);
 }
 
 Tensor mse_forward(const Tensor& pred, const Tensor& target) {
@@ -212,14 +222,13 @@ Tensor mse_forward(const Tensor& pred, const Tensor& target) {
   return out;
 }
 
-void mse_backward(Tensor& d_pred, Tensor& d_target, float d_loss, const Tensor& pred,
+void mse_backward(Tensor& d_pred, Tensor& d_target, const Tensor& d_loss, const Tensor& pred,
                   const Tensor& target) {
-  require_cuda({&d_pred, &d_target, &pred, &target}, "mse_backward");
+  require_cuda({&d_pred, &d_target, &d_loss, &pred, &target}, "mse_backward");
   const int64_t n = pred.numel();
   if (n == 0 || (!d_pred.defined() && !d_target.defined())) return;
-  const float k = 2.0f * d_loss / n;  // on the host, exactly as the CPU
   launch("mse_grad_kernel", n, mse_grad_kernel, d_pred.defined() ? d_pred.f32() : nullptr,
-         d_target.defined() ? d_target.f32() : nullptr, pred.f32(), target.f32(), n, k);
+         d_target.defined() ? d_target.f32() : nullptr, pred.f32(), target.f32(), n, d_loss.f32());
 }
 
 }  // namespace mare::cuda

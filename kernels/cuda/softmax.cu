@@ -15,14 +15,16 @@
 //   Instead of atomics, the (row index, position) pairs are sorted by row with
 //   CUB's stable radix sort, and one thread per (row, column) of d_x adds the
 //   contributions of its positions in increasing order (the CPU's order).
-// - Index sets are validated on the device before use, with the CPU's checks in
-//   the CPU's order (kernels/ops/softmax.cpp, check_sets): a grid-stride scan
-//   finds the first bad set and the first bad row index (integer atomicMin,
-//   so the result does not depend on scheduling), one thread turns that into
-//   an error code, position and value, and the host copies those few bytes
-//   back (one stream synchronisation) and throws the CPU's exception with the
-//   CPU's message. Forward and backward both validate; the compute kernels can
-//   then trust the sets.
+// - Index sets are validated before use, forward and backward, with the CPU's
+//   checks in the CPU's order; the compute kernels then trust the sets. Sets
+//   uploaded from host memory (the bi-affine scorer's) are checked on the host
+//   by the CPU's own check_index_sets (host_can_check_index_sets), with no launch
+//   and no wait. Others are checked on the device: a grid-stride scan finds the
+//   first bad set and the first bad row index (integer atomicMin, so the result
+//   does not depend on scheduling), one thread turns that into an error code,
+//   position and value, and the host reads those few bytes back (one counted
+//   device read, a stream synchronisation) and throws the CPU's exception with
+//   the CPU's message.
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
@@ -33,6 +35,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
+#include "kernels/ops/softmax.h"
 
 namespace mare::cuda {
 
@@ -275,10 +278,15 @@ __global__ void logsumexp_sets_backward_kernel(
 }
 
 // ------------------------------------------------------------------ helpers
-// The CPU's check_sets (kernels/ops/softmax.cpp) for index sets on the GPU: the
-// same exceptions with the same messages. Synchronises the stream once.
+// The CPU's check_index_sets (kernels/ops/softmax.cpp) for index sets on the GPU:
+// the same exceptions with the same messages. On the host when it kept their
+// bytes; else on the device, synchronising the stream once.
 void check_sets_on_device(const Tensor& offsets, const Tensor& rows, int64_t num_rows,
                           const char* op) {
+  if (host_can_check_index_sets(offsets, rows, num_rows)) {
+    check_index_sets(offsets, rows, num_rows, op);
+    return;
+  }
   const int64_t num_sets = to_int(offsets.numel(), op) - 1;  // >= 0 (checked by the caller)
   const int64_t num_idx = to_int(rows.numel(), op);
   Workspace ws(5 * sizeof(int));
@@ -291,8 +299,7 @@ void check_sets_on_device(const Tensor& offsets, const Tensor& rows, int64_t num
                                              verdict);
   MARE_LAUNCH_CHECK("sets_verdict_kernel");
   int v[3] = {0, 0, 0};
-  MARE_CUDA_CHECK(cudaMemcpyAsync(v, verdict, sizeof v, cudaMemcpyDeviceToHost, stream()));
-  MARE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  copy_bytes(v, Device::cpu, verdict, Device::cuda, sizeof v);  // a counted device read
   switch (v[0]) {
     case kSetsValid:
       return;

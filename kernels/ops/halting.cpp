@@ -88,9 +88,13 @@ HaltingResult halting_forward(const Tensor& h, const Tensor& mask, int t_max, fl
   return r;
 }
 
-void halting_backward(Tensor& d_h, const Tensor& d_p, float d_ponder, const Tensor& h,
+void halting_backward(Tensor& d_h, const Tensor& d_p, const Tensor& d_ponder, const Tensor& h,
                       const HaltingResult& fwd, const Tensor& mask) {
   check_defined(h, "halting_backward");
+  if (d_ponder.defined()) {
+    check_dtype(d_ponder, DType::f32, "halting_backward: d_ponder");
+    check_shape(d_ponder, {1}, "halting_backward: d_ponder");
+  }
   check_rank(h, 2, "halting_backward");
   const int64_t k = h.dim(0), n = h.dim(1);
   if (mask.defined()) {
@@ -101,7 +105,7 @@ void halting_backward(Tensor& d_h, const Tensor& d_p, float d_ponder, const Tens
   if (d_p.defined()) check_same_shape(d_p, h, "halting_backward: d_p");
   if (d_h.defined()) check_same_shape(d_h, h, "halting_backward: d_h");
   MARE_CUDA_DISPATCH("halting_backward", halting_backward(d_h, d_p, d_ponder, h, fwd, mask), &d_h,
-                     &d_p, &h, &fwd.steps, &fwd.halted, &mask);
+                     &d_p, &d_ponder, &h, &fwd.steps, &fwd.halted, &mask);
   if (!d_h.defined()) return;
   // Host step counts are checked before anything is written (a GPU run trusts
   // its own forward's).
@@ -116,7 +120,8 @@ void halting_backward(Tensor& d_h, const Tensor& d_p, float d_ponder, const Tens
                                   std::to_string(k) + "]");
   }
   if (real == 0) return;
-  const float c = static_cast<float>(static_cast<double>(d_ponder) / real);
+  const float g = d_ponder.defined() ? d_ponder.f32()[0] : 0.0f;
+  const float c = static_cast<float>(static_cast<double>(g) / real);
   const float* dp = d_p.defined() ? d_p.f32() : nullptr;
   float* dh = d_h.f32();
   for (int64_t i = 0; i < n; ++i) {

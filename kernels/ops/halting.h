@@ -39,8 +39,10 @@ struct HaltingResult {
 // real); eps ∈ [0, 1).
 HaltingResult halting_forward(const Tensor& h, const Tensor& mask, int t_max, float eps = 0.01f);
 // d_h: [K, N] (skipped when undefined); d_p: [K, N] or undefined; fwd: the
-// forward result for the same h, mask (its steps and halted are read).
-void halting_backward(Tensor& d_h, const Tensor& d_p, float d_ponder, const Tensor& h,
+// forward result for the same h, mask (its steps and halted are read); d_ponder:
+// [1], the ponder cost's gradient on h's device (read there by the GPU kernels), or
+// undefined (zero).
+void halting_backward(Tensor& d_h, const Tensor& d_p, const Tensor& d_ponder, const Tensor& h,
                       const HaltingResult& fwd, const Tensor& mask);
 
 }  // namespace mare

@@ -27,6 +27,13 @@ double weight_sum(const Tensor& targets, const Tensor& weights, int64_t classes,
   return total;
 }
 
+// The loss's gradient: a defined float32 [1] tensor.
+void check_loss_gradient(const Tensor& d_loss, const char* what) {
+  check_defined(d_loss, what);
+  check_dtype(d_loss, DType::f32, what);
+  check_shape(d_loss, {1}, what);
+}
+
 }  // namespace
 
 CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& targets,
@@ -53,9 +60,10 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& tar
   return r;
 }
 
-void cross_entropy_backward(Tensor& d_logits, float d_loss, const Tensor& probs,
+void cross_entropy_backward(Tensor& d_logits, const Tensor& d_loss, const Tensor& probs,
                             const Tensor& targets, const Tensor& weights) {
   if (!d_logits.defined()) return;
+  check_loss_gradient(d_loss, "cross_entropy_backward: d_loss");
   check_rank(probs, 2, "cross_entropy_backward: probs");
   check_same_shape(d_logits, probs, "cross_entropy_backward: d_logits");
   int64_t n = probs.dim(0), c = probs.dim(1);
@@ -64,13 +72,14 @@ void cross_entropy_backward(Tensor& d_logits, float d_loss, const Tensor& probs,
   if (weights.defined()) check_shape(weights, {c}, "cross_entropy_backward: weights");
   MARE_CUDA_DISPATCH("cross_entropy_backward",
                      cross_entropy_backward(d_logits, d_loss, probs, targets, weights), &d_logits,
-                     &probs, &targets, &weights);
+                     &d_loss, &probs, &targets, &weights);
   double wsum = weight_sum(targets, weights, c, "cross_entropy_backward");
   if (wsum <= 0) return;
+  const float g = d_loss.f32()[0];
   for (int64_t i = 0; i < n; ++i) {
     int32_t y = targets.i32()[i];
     if (y == -1) continue;
-    float k = static_cast<float>(d_loss * (weights.defined() ? weights.f32()[y] : 1.0) / wsum);
+    float k = static_cast<float>(g * (weights.defined() ? weights.f32()[y] : 1.0) / wsum);
     for (int64_t j = 0; j < c; ++j)
       d_logits.f32()[i * c + j] += k * (probs.f32()[i * c + j] - (j == y ? 1.0f : 0.0f));
   }
@@ -89,14 +98,15 @@ Tensor mse_forward(const Tensor& pred, const Tensor& target) {
   return out;
 }
 
-void mse_backward(Tensor& d_pred, Tensor& d_target, float d_loss, const Tensor& pred,
+void mse_backward(Tensor& d_pred, Tensor& d_target, const Tensor& d_loss, const Tensor& pred,
                   const Tensor& target) {
+  check_loss_gradient(d_loss, "mse_backward: d_loss");
   check_same_shape(pred, target, "mse_backward");
   if (d_pred.defined()) check_same_shape(d_pred, pred, "mse_backward: d_pred");
   if (d_target.defined()) check_same_shape(d_target, target, "mse_backward: d_target");
   MARE_CUDA_DISPATCH("mse_backward", mse_backward(d_pred, d_target, d_loss, pred, target), &d_pred,
-                     &d_target, &pred, &target);
-  float k = pred.numel() ? 2.0f * d_loss / pred.numel() : 0.0f;
+                     &d_target, &d_loss, &pred, &target);
+  float k = pred.numel() ? 2.0f * d_loss.f32()[0] / static_cast<float>(pred.numel()) : 0.0f;
   for (int64_t i = 0, n_i = pred.numel(); i < n_i; ++i) {
     float g = k * (pred.f32()[i] - target.f32()[i]);
     if (d_pred.defined()) d_pred.f32()[i] += g;

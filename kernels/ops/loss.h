@@ -17,12 +17,15 @@ struct CrossEntropyResult {
 };
 CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& targets,
                                          const Tensor& weights = {});
-void cross_entropy_backward(Tensor& d_logits, float d_loss, const Tensor& probs,
+// d_loss: [1], the loss's gradient, on the device of the other tensors (the GPU
+// kernels read it there: no wait for the device).
+void cross_entropy_backward(Tensor& d_logits, const Tensor& d_loss, const Tensor& probs,
                             const Tensor& targets, const Tensor& weights = {});
 
 // loss = mean((pred − target)²) over all elements; pred, target: same shape.
 Tensor mse_forward(const Tensor& pred, const Tensor& target);
-void mse_backward(Tensor& d_pred, Tensor& d_target, float d_loss, const Tensor& pred,
+// d_loss: [1], as for cross_entropy_backward.
+void mse_backward(Tensor& d_pred, Tensor& d_target, const Tensor& d_loss, const Tensor& pred,
                   const Tensor& target);
 
 }  // namespace mare

@@ -77,10 +77,25 @@ void check_set_shapes(const Tensor& offsets, const Tensor& rows, const char* op)
     throw std::invalid_argument(std::string(op) + ": offsets must start at 0");
 }
 
-// The values of host index sets (after check_set_shapes).
-void check_sets(const Tensor& offsets, const Tensor& rows, int64_t num_rows, const char* op) {
-  const int32_t* o = offsets.i32();
-  int64_t s = offsets.numel() - 1;
+}  // namespace
+
+namespace {
+bool rows_inside(const Tensor& rows, int64_t num_rows) {
+  int32_t lo = 0, hi = 0;
+  return rows.known_index_range(lo, hi) && lo >= 0 && hi < num_rows;
+}
+}  // namespace
+
+bool host_can_check_index_sets(const Tensor& offsets, const Tensor& rows, int64_t num_rows) {
+  return offsets.host_has_bytes() && (rows.host_has_bytes() || rows_inside(rows, num_rows));
+}
+
+void check_index_sets(const Tensor& offsets, const Tensor& rows, int64_t num_rows, const char* op) {
+  if (!host_can_check_index_sets(offsets, rows, num_rows))
+    throw std::logic_error(std::string(op) + ": index sets the host cannot check");
+  const Tensor on_host = offsets.on(Device::cpu);
+  const int32_t* o = on_host.i32();
+  int64_t s = on_host.numel() - 1;
   if (o[0] != 0) throw std::invalid_argument(std::string(op) + ": offsets must start at 0");
   for (int64_t i = 0; i < s; ++i)
     if (o[i + 1] <= o[i])
@@ -89,14 +104,15 @@ void check_sets(const Tensor& offsets, const Tensor& rows, int64_t num_rows, con
   if (o[s] != rows.numel())
     throw std::invalid_argument(std::string(op) + ": offsets end at " + std::to_string(o[s]) +
                                 " but there are " + std::to_string(rows.numel()) + " row indices");
+  if (!rows.host_has_bytes()) return;  // its known range lies inside [0, num_rows)
+  const Tensor rows_on_host = rows.on(Device::cpu);
+  const int32_t* r = rows_on_host.i32();
   for (int64_t i = 0, n_i = rows.numel(); i < n_i; ++i)
-    if (rows.i32()[i] < 0 || rows.i32()[i] >= num_rows)
-      throw std::out_of_range(std::string(op) + ": row index " + std::to_string(rows.i32()[i]) +
+    if (r[i] < 0 || r[i] >= num_rows)
+      throw std::out_of_range(std::string(op) + ": row index " + std::to_string(r[i]) +
                               " at position " + std::to_string(i) + " is outside [0, " +
                               std::to_string(num_rows) + ")");
 }
-
-}  // namespace
 
 Tensor softmax_forward(const Tensor& x, const Tensor& mask) {
   check_defined(x, "softmax_forward");
@@ -156,7 +172,7 @@ Tensor logsumexp_sets_forward(const Tensor& x, const Tensor& offsets, const Tens
   check_set_shapes(offsets, rows, "logsumexp_sets_forward");
   MARE_CUDA_DISPATCH("logsumexp_sets_forward", logsumexp_sets_forward(x, offsets, rows), &x,
                      &offsets, &rows);
-  check_sets(offsets, rows, x.dim(0), "logsumexp_sets_forward");
+  check_index_sets(offsets, rows, x.dim(0), "logsumexp_sets_forward");
   int64_t s = offsets.numel() - 1, c = x.dim(1);
   Tensor out = Tensor::empty({s, c}, x.device());
   const int32_t *o = offsets.i32(), *idx = rows.i32();
@@ -189,7 +205,7 @@ void logsumexp_sets_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x, 
   MARE_CUDA_DISPATCH("logsumexp_sets_backward",
                      logsumexp_sets_backward(d_x, d_out, x, out, offsets, rows), &d_x, &d_out, &x,
                      &out, &offsets, &rows);
-  check_sets(offsets, rows, x.dim(0), "logsumexp_sets_backward");
+  check_index_sets(offsets, rows, x.dim(0), "logsumexp_sets_backward");
   int64_t s = offsets.numel() - 1, c = x.dim(1);
   const int32_t *o = offsets.i32(), *idx = rows.i32();
   for (int64_t set = 0; set < s; ++set)

@@ -27,4 +27,14 @@ Tensor logsumexp_sets_forward(const Tensor& x, const Tensor& offsets, const Tens
 void logsumexp_sets_backward(Tensor& d_x, const Tensor& d_out, const Tensor& x, const Tensor& out,
                              const Tensor& offsets, const Tensor& rows);
 
+// The checks of both ops above on index sets for R = num_rows rows, in their order
+// and with their messages (std::invalid_argument for the offsets, std::out_of_range
+// for a row index; op names the caller), made by the host without reading the
+// device. It can when host_can_check_index_sets: the host holds the offsets' bytes
+// (a CPU tensor, or a GPU tensor uploaded from host memory: Tensor::host_has_bytes)
+// and the rows' bytes, or knows the rows' range to lie in [0, R)
+// (Tensor::known_index_range: a large upload).
+bool host_can_check_index_sets(const Tensor& offsets, const Tensor& rows, int64_t num_rows);
+void check_index_sets(const Tensor& offsets, const Tensor& rows, int64_t num_rows, const char* op);
+
 }  // namespace mare

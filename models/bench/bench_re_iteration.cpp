@@ -155,10 +155,10 @@ void BM_ReIteration(benchmark::State& st, const std::string& model_name, const D
     for (auto _ : st) {
       uint64_t f = 0;
       t0 = Clock::now();
-      steps_sum += count_gemm_flops(f, [&] {
-                     return re_training_step(*model, adam, batch, step++);
-                   }).mean_steps;
+      const ReStepResult r =
+          count_gemm_flops(f, [&] { return re_training_step(*model, adam, batch, step++); });
       seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      steps_sum += r.mean_steps();
       flops.push_back(static_cast<double>(f));
     }
     std::sort(seconds.begin(), seconds.end());

@@ -142,7 +142,10 @@ inline int64_t real_tokens(const ReBatch& b) {
 
 struct ReStepResult {
   double loss = 0.0;
-  double mean_steps = 0.0;  // halting's mean iterations per real token (0 without halting)
+  Tensor halting_steps, token_mask;  // the forward's (ReOutput), undefined without halting
+  // Halting's mean iterations per real token (0 without halting): a read of the device,
+  // made when asked (after the step's clock, by the benchmarks).
+  double mean_steps() const { return mean_halting_steps(halting_steps, token_mask); }
 };
 
 // The trainer's RE step (experiments/re_trainer.cpp), lr 5e-4; on the GPU it
@@ -159,7 +162,8 @@ inline ReStepResult re_training_step(ReModel& model, Adam& adam, const ReBatch& 
   if (out.aux_loss) loss = ag::add(loss, out.aux_loss);
   ReStepResult r;
   r.loss = loss->value.item();
-  r.mean_steps = out.mean_steps;
+  r.halting_steps = out.halting_steps;
+  r.token_mask = out.token_mask;
   ag::backward(loss);
   adam.step(5e-4f);
 #ifdef MARE_WITH_CUDA

@@ -77,7 +77,7 @@ OpCase halting_case(const std::string& name, Tensor h, Tensor mask, int t_max) {
   c.backward = [=](const Ts& in, const Ts& g, Ts& d) {
     Tensor m = on_dev(mask);
     HaltingResult r = halting_forward(in[0], m, t_max, eps);
-    halting_backward(d[0], g[0], g[1].item(), in[0], r, m);
+    halting_backward(d[0], g[0], g[1], in[0], r, m);
   };
   VecD mref = mask.defined() ? to_double(mask) : VecD{};
   c.reference = [=](const Vs& in) {

@@ -666,7 +666,7 @@ std::vector<OpCase> loss_cases() {
     };
     c.backward = [=](const Ts& in, const Ts& g, Ts& d) {
       Tensor td = on_dev(t), wd = on_dev(w);
-      cross_entropy_backward(d[0], g[0].item(), cross_entropy_forward(in[0], td, wd).probs, td, wd);
+      cross_entropy_backward(d[0], g[0], cross_entropy_forward(in[0], td, wd).probs, td, wd);
     };
     VecD wd = weighted ? to_double(w) : VecD{1, 1, 1, 1};
     c.reference = [=](const Vs& in) {
@@ -690,7 +690,7 @@ std::vector<OpCase> loss_cases() {
     c.differentiable = {true, true};
     c.forward = [](const Ts& in) { return Ts{mse_forward(in[0], in[1])}; };
     c.backward = [](const Ts& in, const Ts& g, Ts& d) {
-      mse_backward(d[0], d[1], g[0].item(), in[0], in[1]);
+      mse_backward(d[0], d[1], g[0], in[0], in[1]);
     };
     c.reference = [](const Vs& in) {
       double s = 0.0;

@@ -10,8 +10,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kernels/ops.h"
 #include "kernels/random.h"
@@ -226,6 +228,90 @@ TEST(CudaRuntime, UploadedIdsAreCheckedWithoutReadingTheDevice) {
   ASSERT_TRUE(r.argmax.known_index_range(lo, hi));
   EXPECT_EQ(lo, 0);
   EXPECT_EQ(hi, 3);
+}
+
+// The same for the cross-entropy's targets and the log-sum-exp's index sets, forward
+// and backward: uploaded from host memory, they are checked from what the host sent
+// (targets by their range, sets from the host's copy of the offsets and the rows, or
+// of the offsets and the rows' range when the rows are too large to copy); written on
+// the GPU, they take the device scan and one counted read, with the CPU's message
+// either way.
+TEST(CudaRuntime, UploadedTargetsAndIndexSetsAreCheckedWithoutReadingTheDevice) {
+  MARE_NEEDS_GPU();
+  auto written_on_the_gpu = [](const Tensor& host) {
+    Tensor t = Tensor::empty(host.shape(), Device::cuda, host.dtype());
+    t.copy_from(host);  // a copy into the tensor: the host knows nothing of it
+    return t;
+  };
+  auto reads = [](const std::function<void()>& f) {
+    const DispatchCounts before = dispatch_counts();
+    f();
+    return (dispatch_counts() - before).device_reads;
+  };
+  const Tensor logits = random_tensor({3, 4}, 9).to(Device::cuda);
+  const Tensor targets = Tensor::from_indices({0, -1, 3}, {3}), one = Tensor::full({1}, 1.0f);
+  for (const bool uploaded : {true, false}) {
+    const Tensor t = uploaded ? targets.to(Device::cuda) : written_on_the_gpu(targets);
+    CrossEntropyResult r;
+    EXPECT_EQ(reads([&] { r = cross_entropy_forward(logits, t); }), uploaded ? 0 : 1);
+    Tensor d_logits = Tensor::zeros({3, 4}, Device::cuda);
+    EXPECT_EQ(reads([&] { cross_entropy_backward(d_logits, one.to(Device::cuda), r.probs, t); }),
+              uploaded ? 0 : 1);
+  }
+  const Tensor x = random_tensor({3, 2}, 10).to(Device::cuda);
+  const Tensor offsets = Tensor::from_indices({0, 1, 3}, {3}),
+               rows = Tensor::from_indices({0, 2, 1}, {3});
+  for (const bool uploaded : {true, false}) {
+    const Tensor o = uploaded ? offsets.to(Device::cuda) : written_on_the_gpu(offsets);
+    const Tensor r = uploaded ? rows.to(Device::cuda) : written_on_the_gpu(rows);
+    Tensor out;
+    EXPECT_EQ(reads([&] { out = logsumexp_sets_forward(x, o, r); }), uploaded ? 0 : 1);
+    Tensor d_x = Tensor::zeros({3, 2}, Device::cuda);
+    EXPECT_EQ(
+        reads([&] {
+          logsumexp_sets_backward(d_x, Tensor::full({2, 2}, 1.0f, Device::cuda), x, out, o, r);
+        }),
+        uploaded ? 0 : 1);
+  }
+  // Rows beyond the host copy's 1 MiB: their range decides, with no read.
+  const int64_t n = 300000;
+  std::vector<int32_t> many(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) many[static_cast<size_t>(i)] = static_cast<int32_t>(i % 3);
+  const Tensor big = Tensor::from_indices(many, {n}).to(Device::cuda);
+  ASSERT_FALSE(big.host_has_bytes());
+  const Tensor big_offsets = Tensor::from_indices({0, static_cast<int32_t>(n)}, {2});
+  EXPECT_EQ(reads([&] { logsumexp_sets_forward(x, big_offsets.to(Device::cuda), big); }), 0);
+  // The CPU's messages on both paths.
+  auto message = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "(nothing thrown)";
+  };
+  const Tensor bad_targets = Tensor::from_indices({0, 4, 1}, {3});
+  const std::string target_error =
+      message([&] { cross_entropy_forward(logits.to(Device::cpu), bad_targets); });
+  EXPECT_NE(target_error, "(nothing thrown)");
+  EXPECT_EQ(message([&] { cross_entropy_forward(logits, bad_targets.to(Device::cuda)); }),
+            target_error);
+  EXPECT_EQ(message([&] { cross_entropy_forward(logits, written_on_the_gpu(bad_targets)); }),
+            target_error);
+  const std::vector<std::pair<Tensor, Tensor>> bad_sets = {
+      {Tensor::from_indices({1, 1, 3}, {3}), rows},      // start
+      {Tensor::from_indices({0, 2, 2}, {3}), rows},      // empty set
+      {Tensor::from_indices({0, 1, 2}, {3}), rows},      // end
+      {offsets, Tensor::from_indices({0, 3, 1}, {3})}};  // row outside
+  for (const auto& [o, r] : bad_sets) {
+    const std::string cpu = message([&] { logsumexp_sets_forward(x.to(Device::cpu), o, r); });
+    EXPECT_NE(cpu, "(nothing thrown)");
+    EXPECT_EQ(message([&] { logsumexp_sets_forward(x, o.to(Device::cuda), r.to(Device::cuda)); }),
+              cpu);
+    EXPECT_EQ(
+        message([&] { logsumexp_sets_forward(x, written_on_the_gpu(o), written_on_the_gpu(r)); }),
+        cpu);
+  }
 }
 
 // The embedding's backward over long runs of one id (the padding id of a

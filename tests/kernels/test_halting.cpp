@@ -124,7 +124,7 @@ TEST(Halting, AllPaddingGivesZeroPonderAndNoGradient) {
   EXPECT_EQ(r.halted.to_vector(), (std::vector<float>{1, 1}));
   EXPECT_EQ(r.ponder.item(), 0.0f);
   Tensor d_h = Tensor::full({2, 2}, 1.0f);
-  halting_backward(d_h, Tensor::full({2, 2}, 3.0f), 1.0f, h, r, mask);
+  halting_backward(d_h, Tensor::full({2, 2}, 3.0f), Tensor::full({1}, 1.0f), h, r, mask);
   EXPECT_EQ(d_h.to_vector(), (std::vector<float>{1, 1, 1, 1}));
 }
 
@@ -137,7 +137,7 @@ TEST(Halting, HandComputedGradient) {
   ASSERT_EQ(r.steps.to_index_vector(), (std::vector<int32_t>{1, 3, 2, 0}));
   Tensor d_p = from_columns({{2, 4, 8}, {1, 2, 4}, {0.5f, 3, 16}, {5, 5, 5}});
   Tensor d_h = Tensor::zeros({3, 4});
-  halting_backward(d_h, d_p, 2.0f, h, r, mask);  // c = d_ponder / 3 real tokens
+  halting_backward(d_h, d_p, Tensor::full({1}, 2.0f), h, r, mask);  // c = d_ponder / 3 real tokens
   const float c = static_cast<float>(2.0 / 3);
   // token 0 (n = 1): nothing depends on h; token 1 (n = 3): d_p_t − d_p_3 − c
   // for t < 3; token 2 (n = 2): d_p_1 − d_p_2 − c; padding: nothing.
@@ -148,7 +148,7 @@ TEST(Halting, HandComputedGradient) {
 
   // Undefined d_p: the ponder term alone.
   Tensor d_h2 = Tensor::zeros({3, 4});
-  halting_backward(d_h2, Tensor(), 2.0f, h, r, mask);
+  halting_backward(d_h2, Tensor(), Tensor::full({1}, 2.0f), h, r, mask);
   EXPECT_EQ(column(d_h2, 0), (std::vector<float>{0, 0, 0}));
   EXPECT_EQ(column(d_h2, 1), (std::vector<float>{-c, -c, 0}));
   EXPECT_EQ(column(d_h2, 2), (std::vector<float>{-c, 0, 0}));
@@ -161,8 +161,8 @@ TEST(Halting, RunningTokenGradientReachesEveryStep) {
   HaltingResult r = halting_forward(h, Tensor(), 4);
   ASSERT_EQ(r.halted.to_vector(), (std::vector<float>{0, 1}));
   Tensor d_p = from_columns({{3, 5}, {7, 9}});
-  Tensor d_h = Tensor::full({2, 2}, 1.0f);           // accumulates
-  halting_backward(d_h, d_p, 4.0f, h, r, Tensor());  // c = 4 / 2 = 2
+  Tensor d_h = Tensor::full({2, 2}, 1.0f);                              // accumulates
+  halting_backward(d_h, d_p, Tensor::full({1}, 4.0f), h, r, Tensor());  // c = 4 / 2 = 2
   EXPECT_EQ(column(d_h, 0), (std::vector<float>{1 + 3 - 2, 1 + 5 - 2}));
   EXPECT_EQ(column(d_h, 1), (std::vector<float>{1 + 7 - (9 + 2), 1}));
 }
@@ -208,7 +208,7 @@ TEST(Halting, BadInputIsRefusedByName) {
   Tensor d_h = Tensor::full({2, 3}, 1.0f);
   expect_error<ShapeError>(
       [&] {
-        halting_backward(d_h, Tensor::zeros({3, 2}), 1.0f, h, r, Tensor());
+        halting_backward(d_h, Tensor::zeros({3, 2}), Tensor::full({1}, 1.0f), h, r, Tensor());
       },
       {"halting_backward", "[3, 2]", "[2, 3]"});
   // Step counts that no forward with these h could give: refused before any write.
@@ -216,7 +216,8 @@ TEST(Halting, BadInputIsRefusedByName) {
   bad.steps = Tensor::from_indices({1, 3, 2}, {3});
   expect_error<std::invalid_argument>(
       [&] {
-        halting_backward(d_h, Tensor::full({2, 3}, 1.0f), 1.0f, h, bad, Tensor());
+        halting_backward(d_h, Tensor::full({2, 3}, 1.0f), Tensor::full({1}, 1.0f), h, bad,
+                         Tensor());
       },
       {"halting_backward", "fwd.steps[1] = 3"});
   EXPECT_EQ(d_h.to_vector(), std::vector<float>(6, 1.0f))

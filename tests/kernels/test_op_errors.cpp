@@ -42,6 +42,40 @@ Tensor nonzero(const Shape& shape, uint64_t seed) {
   return Tensor::from_vector(v, shape);
 }
 
+// A loss's gradient (and the ponder cost's) is a [1] tensor on the device of the
+// other arguments, which the GPU kernels read there; anything else is refused before
+// a gradient is touched.
+TEST(OpInputErrors, LossGradientsAreOneElementTensors) {
+  const Tensor logits = random_tensor({3, 4}, 1), targets = Tensor::from_indices({0, 3, -1}, {3});
+  const CrossEntropyResult r = cross_entropy_forward(logits, targets);
+  Tensor d_logits = nonzero({3, 4}, 2);
+  const std::vector<float> before = d_logits.to_vector();
+  expect_error<ShapeError>(
+      [&] { cross_entropy_backward(d_logits, Tensor::full({2}, 1.0f), r.probs, targets); },
+      {"cross_entropy_backward: d_loss", "[2]", "[1]"});
+  expect_error<std::invalid_argument>(
+      [&] { cross_entropy_backward(d_logits, Tensor(), r.probs, targets); },
+      {"cross_entropy_backward: d_loss", "undefined"});
+  expect_unchanged(d_logits, before);
+  const Tensor pred = random_tensor({2, 3}, 3), target = random_tensor({2, 3}, 4);
+  Tensor d_pred = nonzero({2, 3}, 5), d_target = nonzero({2, 3}, 6);
+  const std::vector<float> pred_before = d_pred.to_vector();
+  expect_error<ShapeError>(
+      [&] {
+        mse_backward(d_pred, d_target, Tensor::full({1, 1}, 1.0f), pred, target);
+      },
+      {"mse_backward: d_loss", "[1, 1]", "[1]"});
+  expect_unchanged(d_pred, pred_before);
+  const Tensor h = Tensor::full({2, 3}, 0.5f);
+  const HaltingResult fwd = halting_forward(h, Tensor(), 2);
+  Tensor d_h = nonzero({2, 3}, 7);
+  const std::vector<float> h_before = d_h.to_vector();
+  expect_error<ShapeError>(
+      [&] { halting_backward(d_h, Tensor(), Tensor::full({3}, 1.0f), h, fwd, Tensor()); },
+      {"halting_backward: d_ponder", "[3]", "[1]"});
+  expect_unchanged(d_h, h_before);
+}
+
 TEST(OpInputErrors, ConcatForwardChecksRanksBeforeShapes) {
   // A lower-rank piece: the axis (1) lies past its last dimension.
   std::vector<Tensor> xs = {random_tensor({2, 3}, 1), random_tensor({3}, 2)};

@@ -334,7 +334,7 @@ TEST(NtcreModel, GradientsWithHaltingAndSeveralIterations) {
   // parameters exist under the block's mixer.
   ASSERT_NE(m->parameters().get("block0.mixer.xi.w"), nullptr);
   nn::Context ctx;
-  EXPECT_GT(m->forward(tiny_batch(), ReTask::relations, ctx).mean_steps, 1.0)
+  EXPECT_GT(m->forward(tiny_batch(), ReTask::relations, ctx).mean_steps(), 1.0)
       << "the case must run more than one iteration";
   expect_gradients_match(*m, tiny_batch(), ReTask::relations);
 }

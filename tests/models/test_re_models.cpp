@@ -182,8 +182,8 @@ TEST(ReModels, HaltingTakesBetweenOneAndMaxSteps) {
   auto m = build("UTRE-CPD" + kSmall + "+max_steps=3");
   nn::Context ctx;
   ReOutput out = m->forward(tiny_batch(), ReTask::relations, ctx);
-  EXPECT_GE(out.mean_steps, 1.0);
-  EXPECT_LE(out.mean_steps, 3.0);
+  EXPECT_GE(out.mean_steps(), 1.0);
+  EXPECT_LE(out.mean_steps(), 3.0);
   ASSERT_TRUE(out.aux_loss);
   // Ponder cost per token is N + R ∈ (1, 4]; the aux loss is β₂ = 1e-5 times its mean.
   const float aux = out.aux_loss->value.item();
@@ -559,11 +559,7 @@ TEST(ReModelsCuda, OneTrainingStepMatchesTheCpu) {
                                                           "bran" + kSmall, "UTRE-CPD" + kSmall}) {
     auto cpu = build(name), gpu = build(name);
     gpu->to(Device::cuda);
-    ReBatch b = tiny_batch(), bg = tiny_batch();
-    for (Tensor* t : {&bg.words, &bg.mask, &bg.ngrams, &bg.chars, &bg.entity_tags, &bg.ner_targets,
-                      &bg.pair_doc, &bg.labels, &bg.head_offsets, &bg.head_rows, &bg.tail_offsets,
-                      &bg.tail_rows, &bg.head_pos, &bg.tail_pos})
-      *t = t->to(Device::cuda);
+    const ReBatch b = tiny_batch(), bg = to_device(tiny_batch(), Device::cuda);
     const ag::Var lc = task_loss(*cpu, b, ReTask::relations);
     const ag::Var lg = task_loss(*gpu, bg, ReTask::relations);
     EXPECT_NEAR(lc->value.item(), lg->value.to(Device::cpu).item(),
@@ -600,6 +596,48 @@ TEST(ReModelsCuda, OneTrainingStepMatchesTheCpu) {
       for (size_t i = 0; i < wc.size(); ++i)
         ASSERT_NEAR(wc[i], wg[i], 4 * std::ldexp(std::fabs(wc[i]), -23) + 1e-6 * lr)
             << name << " " << pc[k]->name << "[" << i << "] after the step";
+    }
+  }
+}
+
+// A training step on the GPU (forward, loss, backward, Adam) waits for the device only
+// where the host must decide from its data: once per halting iteration, whether every
+// token has halted (the CPD models). Nothing else reads device memory: the batch's ids,
+// targets and pair sets are checked from what the host uploaded, the losses' gradients
+// and the ponder cost's stay on the device, and halting's mean steps are read only when
+// asked. The trainer then reads its losses with one more read (Tensor::items). Every read
+// is a synchronisation, which a CUDA graph of the step could not hold; this count is
+// what mare bench iteration prints as device_reads. Skips without a GPU.
+TEST(ReModelsCuda, ATrainingStepReadsTheDeviceOnlyForItsHaltingDecisions) {
+  MARE_NEEDS_GPU();
+  for (const std::string& name :
+       std::vector<std::string>{"cnn+d=6+filters=5+dropout=0", "bran" + kSmall, "UTRE" + kSmall,
+                                "UTRE-CPD" + kSmall, "NTCRE-CPD" + kSmall}) {
+    auto m = build(name);
+    m->to(Device::cuda);
+    Adam adam(m->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
+    const ReBatch batch = to_device(tiny_batch(), Device::cuda);
+    for (int step = 0; step < 2; ++step) {  // the first step builds Adam's state
+      nn::Context ctx;
+      ctx.training = true;
+      ctx.step = static_cast<uint64_t>(step);
+      const DispatchCounts before = dispatch_counts();
+      ReOutput out = m->forward(batch, ReTask::relations, ctx);
+      ag::Var loss = ag::cross_entropy(out.pair_logits, batch.labels);
+      if (out.aux_loss) loss = ag::add(loss, out.aux_loss);
+      ag::backward(loss);
+      adam.step(1e-3f);
+      const DispatchCounts used = dispatch_counts() - before;
+      int64_t halting_iterations = 0;  // the loop's length: the most steps a real token took
+      if (out.halting_steps.defined()) {
+        const std::vector<int32_t> steps = out.halting_steps.to_index_vector();
+        const std::vector<float> mask = out.token_mask.to_vector();
+        for (size_t i = 0; i < steps.size(); ++i)
+          if (mask[i] > 0) halting_iterations = std::max<int64_t>(halting_iterations, steps[i]);
+        EXPECT_GE(halting_iterations, 1) << name;
+      }
+      EXPECT_EQ(used.device_reads, halting_iterations) << name << ", step " << step;
+      EXPECT_EQ(used.uploads, 0) << name << ", step " << step;
     }
   }
 }
