@@ -299,7 +299,7 @@ bool Tensor::known_index_range(int32_t& lo, int32_t& hi) const {
 }
 
 bool Tensor::host_has_bytes() const {
-  return storage_ && (device_ == Device::cpu || storage_->host_copy != nullptr);
+  return storage_ && (device_ == Device::cpu || numel() == 0 || storage_->host_copy != nullptr);
 }
 
 void Tensor::vouch_index_range(int32_t lo, int32_t hi) {

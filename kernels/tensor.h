@@ -120,9 +120,9 @@ class Tensor {
   // (Tensor::to computes them there) or vouched for by the kernel that wrote
   // it, and not written since. False otherwise (and for every CPU tensor).
   bool known_index_range(int32_t& lo, int32_t& hi) const;
-  // True when to(Device::cpu) needs no read of the device: a CPU tensor, or a GPU
-  // tensor uploaded from host memory (up to 1 MiB) and not written since, whose
-  // bytes the host kept. A check of index data can then run on the host.
+  // True when to(Device::cpu) needs no read of the device: a CPU tensor, an empty
+  // one, or a GPU tensor uploaded from host memory (up to 1 MiB) and not written
+  // since, whose bytes the host kept. A check of index data can then run on the host.
   bool host_has_bytes() const;
   // The kernel that just wrote this int32 GPU tensor vouches that every
   // element lies in [lo, hi] (e.g. an argmax over an axis of extent hi + 1).
