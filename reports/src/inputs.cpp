@@ -47,6 +47,15 @@ RunRecord read_run_dir(const fs::path& dir) {
   r.dir = dir;
   r.source = dir;
   r.legacy = f.legacy;
+  if (r.legacy) {  // from manifest.json and result.json, before they move into r
+    r.kind = "train";
+    r.cell = stats::legacy_cell(dir);
+    r.params = json::object();
+    const json config = stats::legacy_config(f);  // a named object: items() refers to it
+    for (const auto& [k, v] : config.items())
+      if (k != "seed" && v.is_primitive() && !v.is_null()) r.params[k] = v;
+    r.seed = stats::legacy_seed(f).value_or(r.seed);
+  }
   r.run = std::move(f.run);
   r.manifest = std::move(f.manifest);
   r.result = std::move(f.result);
@@ -77,13 +86,6 @@ RunRecord read_run_dir(const fs::path& dir) {
     r.params = r.run.value("params", json::object());
     if (!r.params.is_object())
       throw InputError(run_json.string() + ": \"params\" must be an object");
-  } else {
-    r.kind = "train";
-    r.cell = stats::legacy_cell(dir);
-    r.params = json::object();
-    for (const auto& [k, v] : stats::legacy_config(f).items())
-      if (k != "seed" && v.is_primitive() && !v.is_null()) r.params[k] = v;
-    r.seed = stats::legacy_seed(f).value_or(r.seed);
   }
   fill_values(r);
   // A sweep's run.json says its table; "" (a spec with no `table:`, e.g.

@@ -101,16 +101,27 @@ TEST(ReportInputs, FindsEveryKindOfInput) {
   EXPECT_EQ(in.benchmarks[0].kind, "allocation");
   EXPECT_EQ(in.benchmarks[1].kind, "iteration");
   EXPECT_EQ(in.corpora.size(), 1u);
-  int legacy = 0;
+  // Legacy runs are placed by their manifest's configuration and take its seed.
+  int legacy = 0, grpu = 0, cdr = 0;
+  std::set<int64_t> grpu_seeds;
   for (const RunRecord& r : in.runs) {
     legacy += r.legacy;
     if (r.legacy && r.table == "5.1") {
+      ++grpu;
       EXPECT_EQ(r.cell, "r3_grpu_b10");  // <cell>/seed<k>/
       EXPECT_EQ(param(r, "batch"), "10");
+      grpu_seeds.insert(r.seed);
     }
-    if (r.legacy && r.table == "4.5") EXPECT_EQ(r.cell, "bran-synth-cdr");  // trailing -seed1 cut
+    if (r.legacy && r.table == "4.5") {
+      ++cdr;
+      EXPECT_EQ(r.cell, "bran-synth-cdr");  // trailing -seed1 cut
+      EXPECT_EQ(r.seed, 1);
+    }
   }
   EXPECT_EQ(legacy, 4);
+  EXPECT_EQ(grpu, 3);
+  EXPECT_EQ(cdr, 1);
+  EXPECT_EQ(grpu_seeds, (std::set<int64_t>{1, 2, 3}));
 }
 
 TEST(ReportInputs, TheSameRunFoundTwiceIsKeptOnce) {
