@@ -399,11 +399,14 @@ TEST(SweepLockTest, SecondSweepIsRefusedAndSigintInterrupts) {
 }
 
 // SIGTERM: both running runs are interrupted; the next sweep resumes them from their
-// last.ckpt to the bytes of an uninterrupted sweep.
+// last.ckpt to the bytes of an uninterrupted sweep. The two runs are long enough (1000
+// epochs, ~1 s alone) that both are still running when both have a last.ckpt, on a
+// loaded machine too (at 150 epochs one could finish before the other's first
+// checkpoint, and the wait below timed out).
 TEST(SweepSignals, SigtermInterruptsAndTheNextSweepResumes) {
   const test::TempDir t("sweep_term");
   const SweepPlan plan = make_plan(
-      "term", {grpu_run("a", 6, 1, 150), grpu_run("b", 6, 2, 150), grpu_run("c", 4, 3, 20)});
+      "term", {grpu_run("a", 6, 1, 1000), grpu_run("b", 6, 2, 1000), grpu_run("c", 4, 3, 20)});
   const fs::path spec = write_plan(t / "spec", plan), root = t / "root", ref = t / "ref";
   const std::vector<std::string> args = {"sweep", spec.string(), "--jobs", "2", "--out"};
   auto with = [&](const fs::path& r) {
