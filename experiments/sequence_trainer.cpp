@@ -1,6 +1,7 @@
 // The sequence training run (see experiments/sequence_trainer.h).
 #include "experiments/sequence_trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -145,7 +146,10 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
                          {"test_mse", test_mse}});
     }
     epoch_seconds.push_back(std::chrono::duration<double>(Clock::now() - epoch_start).count());
-    if (progress) {
+    // A terminal gets every epoch on one line; a log (a sweep's, a pipe) about 20 lines.
+    const bool line_due =
+        tty || epoch == opt.epochs || epoch % std::max<int64_t>(1, opt.epochs / 20) == 0;
+    if (progress && line_due) {
       double per =
           std::chrono::duration<double>(Clock::now() - start).count() / (epoch - first_epoch + 1);
       *progress << (tty ? "\r" : "") << "epoch " << epoch << "/" << opt.epochs << "  loss "

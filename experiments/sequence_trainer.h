@@ -50,8 +50,9 @@ struct SequenceTrainOptions {
 };
 
 // Runs (or, when result.json exists and !force, skips) the run and returns the
-// contents of result.json. `progress` receives a status line per epoch;
-// `tty` makes it one line rewritten in place.
+// contents of result.json. `progress` (when non-null) hears of a resume and receives a
+// status line per epoch, rewritten in place when `tty`; otherwise (a log) one every
+// epochs/20 epochs and the last.
 nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostream* progress,
                                     bool tty = false);
 

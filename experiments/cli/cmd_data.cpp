@@ -111,7 +111,8 @@ void run_stats(const StatsArgs& a) {
 }  // namespace
 
 void add_data_command(CLI::App& app) {
-  CLI::App* data_cmd = add_group(app, "data", "Generate synthetic corpora; inspect data files");
+  CLI::App* data_cmd =
+      add_group(app, "data", "Generate synthetic corpora; inspect data files; corpus statistics");
 
   auto [gen, gen_args] = add_command<GenerateArgs>(
       *data_cmd, "generate",

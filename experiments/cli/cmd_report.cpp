@@ -42,6 +42,8 @@ void run_report(const ReportArgs& a) {
             << "\n";
   for (const auto& t : s.tables)
     if (!t.missing.empty()) std::cout << "  " << t.id << ": not made: " << t.missing << "\n";
+  for (const auto& f : s.figures)
+    if (!f.missing.empty()) std::cout << "  " << f.id << ": not drawn: " << f.missing << "\n";
 }
 
 }  // namespace

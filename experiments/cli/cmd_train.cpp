@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <set>
@@ -35,6 +36,15 @@ namespace {
 std::string num(double v) {
   std::ostringstream s;
   s << v;
+  return s.str();
+}
+
+// A score or error of the summary line, to 4 significant digits (result.json has them all);
+// a value that is not a number (null when a run diverged) as JSON writes it.
+std::string score(const nlohmann::json& v) {
+  if (!v.is_number()) return v.dump();
+  std::ostringstream s;
+  s << std::setprecision(4) << v.get<double>();
   return s.str();
 }
 
@@ -81,7 +91,7 @@ void run_sequence(const TrainOptions& o, SequenceTrainOptions s, const SequenceS
   s.task = o.task;
   take_common(s, o, cmd);
   if (cmd.count("--epochs")) s.epochs = o.epochs;
-  bool tty = ::isatty(STDERR_FILENO);
+  const bool tty = ::isatty(STDERR_FILENO);
   {
     // The structure and size before the run starts.
     SequenceTask probe = make_sequence_task(s.task, s.seed, 1, 1, false);
@@ -89,13 +99,14 @@ void run_sequence(const TrainOptions& o, SequenceTrainOptions s, const SequenceS
     std::cerr << model->describe() << "\nparameters: " << model->parameters().count() << "\n";
   }
   const bool before = !o.force && std::filesystem::exists(o.out / "result.json");
-  nlohmann::json r = train_sequence_model(s, tty ? &std::cerr : nullptr, tty);
+  nlohmann::json r = train_sequence_model(s, &std::cerr, tty);
   say_if_finished_before(before, o.out);
   const auto& f = r["final"];
   std::cout << r["model"].get<std::string>() << " on " << r["task"].get<std::string>() << " (seed "
             << r["seed"] << ", " << r["parameters"]
             << " parameters): " << r["status"].get<std::string>() << ", " << r["steps"]
-            << " steps, train mse " << f["train_mse"] << ", test mse " << f["test_mse"] << "\n"
+            << " steps, train mse " << score(f["train_mse"]) << ", test mse "
+            << score(f["test_mse"]) << "\n"
             << "run directory: " << o.out.string() << "\n";
 }
 
@@ -144,15 +155,15 @@ void run_relation(const TrainOptions& o, ReTrainOptions r, const SequenceTrainOp
             << " steps";
   if (res.contains("test")) {
     const auto& m = res["test"]["relations"]["micro"];
-    std::cout << ", best step " << res["best_step"] << ", test P " << m["precision"] << " R "
-              << m["recall"] << " F1 " << m["f1"];
+    std::cout << ", best step " << res["best_step"] << ", test P " << score(m["precision"]) << " R "
+              << score(m["recall"]) << " F1 " << score(m["f1"]);
     const auto& ref = res["test_references"];
     std::cout << "\n  beside it on test: ";
-    if (ref.contains("oracle_f1")) std::cout << "oracle F1 " << ref["oracle_f1"] << ", ";
+    if (ref.contains("oracle_f1")) std::cout << "oracle F1 " << score(ref["oracle_f1"]) << ", ";
     std::cout << "majority (" << ref["majority_class"].get<std::string>() << ") F1 "
-              << ref["majority_f1"] << ", every pair "
+              << score(ref["majority_f1"]) << ", every pair "
               << ref["constant_positive_class"].get<std::string>() << " F1 "
-              << ref["constant_positive_f1"];
+              << score(ref["constant_positive_f1"]);
   }
   std::cout << "\nrun directory: " << o.out.string() << "\n";
 }

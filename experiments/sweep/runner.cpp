@@ -437,9 +437,11 @@ SweepPlan load_plan(const std::string& path, const std::string& profile) {
   return load_sweep(path, profile.empty() ? "default" : profile);
 }
 
-std::string substitute(std::string arg, const std::string& run, const std::string& root) {
+std::string substitute(std::string arg, const std::string& run, const std::string& root,
+                       const std::string& out) {
   for (const auto& [key, value] : {std::pair<std::string, std::string>{"{run}", run},
-                                   std::pair<std::string, std::string>{"{root}", root}}) {
+                                   std::pair<std::string, std::string>{"{root}", root},
+                                   std::pair<std::string, std::string>{"{out}", out}}) {
     size_t pos = 0;
     while ((pos = arg.find(key, pos)) != std::string::npos) {
       arg.replace(pos, key.size(), value);
@@ -744,15 +746,8 @@ void Sweep::generate_data(const std::vector<size_t>& todo) {
     fs::remove_all(tmp);
     const fs::path log = tmp.string() + ".log";
     std::vector<std::string> args;
-    for (const auto& a : need.command) {
-      std::string s = a;
-      size_t pos = 0;
-      while ((pos = s.find("{out}", pos)) != std::string::npos) {
-        s.replace(pos, 5, tmp.string());
-        pos += tmp.string().size();
-      }
-      args.push_back(substitute(s, "", root_.string()));
-    }
+    for (const auto& a : need.command)
+      args.push_back(substitute(a, "", root_.string(), tmp.string()));
     log_line("generating " + need.dir + ": " + command_text(binary_, args));
     Child c = spawn(binary_, args, log, log, threads_ * jobs_);
     int st = 0;
@@ -997,9 +992,13 @@ void print_plan(const SweepPlan& plan, const RunnerOptions& o, std::ostream& out
   out << "# " << plan.name << " (" << plan.profile << ")"
       << (plan.table.empty() ? "" : ", table " + plan.table) << ", spec " << plan.spec_path
       << (o.shard.whole() ? "" : ", shard " + o.shard.text()) << ", root " << root.string() << "\n";
-  for (const DataNeed& d : plan.data)
+  for (const DataNeed& d : plan.data) {
+    std::vector<std::string> args;  // into the data's own folder (the sweep writes a sibling)
+    for (const auto& a : d.command)
+      args.push_back(substitute(a, "", root.string(), (root / d.dir).string()));
     out << "data\t" << d.dir << "\t" << (fs::exists(root / d.dir) ? "done" : "todo") << "\t"
-        << command_text(binary, d.command) << "\n";
+        << command_text(binary, args) << "\n";
+  }
   out << "cell\tseed\tdir\tstate\tcommand\n";
   for (size_t k : mine) {
     const RunPlan& r = plan.runs[k];

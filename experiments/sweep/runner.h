@@ -58,8 +58,9 @@ SweepPlan plan_from_json(const nlohmann::json& j, const std::string& file);
 // `profile` must be empty or equal to the plan's.
 SweepPlan load_plan(const std::string& path, const std::string& profile);
 
-// `arg` with every "{run}" and "{root}" replaced.
-std::string substitute(std::string arg, const std::string& run, const std::string& root);
+// `arg` with every "{run}", "{root}" and (in a data command) "{out}" replaced.
+std::string substitute(std::string arg, const std::string& run, const std::string& root,
+                       const std::string& out = "");
 
 // What the sweep root holds for one run.
 enum class RunState { todo, done, failed };

@@ -112,6 +112,20 @@ TEST(ReportCli, WritesTablesAndIndex) {
     EXPECT_TRUE(fs::exists(out / f)) << f;
 }
 
+// A figure whose inputs are absent is named with the reason, as a table is.
+TEST(ReportCli, SaysWhyAFigureWasNotDrawn) {
+  mare::test::TempDir dir("report_cli_fig");
+  ASSERT_EQ(run(dir, "report " + quoted(fixtures().string()) + " --out " +
+                         quoted((dir / "rep").string()) + " --only fig4.2"),
+            0)
+      << slurp(dir / "stderr");
+  const std::string said = slurp(dir / "stdout");
+  EXPECT_NE(said.find("0 of 1 figures"), std::string::npos) << said;
+  EXPECT_NE(said.find("fig4.2: not drawn: no `mare inspect memory` output directory"),
+            std::string::npos)
+      << said;
+}
+
 TEST(ReportCli, MalformedInputExitsTwoNamingTheFile) {
   mare::test::TempDir dir("report_cli_bad");
   const fs::path run_dir = dir / "runs/a/seed1";
