@@ -25,7 +25,10 @@ void add_list_command(CLI::App& app) {
                                                              : "+" + std::string(sw.name) + "=";
         if (sw.kind == SwitchInfo::Kind::choice) form += std::string(sw.choices);
         // A form wider than its column (a long choice list) takes a line of its own.
-        if (form.size() > 30) std::cout << "      " << form << "\n", form.clear();
+        if (form.size() > 30) {
+          std::cout << "      " << form << "\n";
+          form.clear();
+        }
         std::cout << "      " << std::left << std::setw(30) << form << " " << sw.help
                   << " (default " << sw.default_value << ")\n";
       }
