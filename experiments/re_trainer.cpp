@@ -291,8 +291,13 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
                            {"patience", opt.patience},  {"max_tokens", corpus.max_tokens},
                            {"word2vec", opt.word2vec},  {"class_weights", weighted},
                            {"ner_trained", trains_ner}, {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
-  if (!margin_rule.is_argmax()) config["null_margin"] = opt.null_margin;  // argmax runs: as before
-  RunLifecycle life(opt.out, config, opt.force);
+  // Options the manifests did not always record, recorded where they are not the
+  // default, so that the manifests of earlier runs (the default) still match: an argmax
+  // run, the bran batching, no gradient norms (the device: RunLifecycle).
+  if (!margin_rule.is_argmax()) config["null_margin"] = opt.null_margin;
+  if (opt.batching != ReTrainOptions{}.batching) config["batching"] = opt.batching;
+  if (opt.grad_norms) config["grad_norms"] = true;
+  RunLifecycle life(opt.out, config, opt.force, opt.device);
   const std::string device_name = to_string(opt.device);
   nlohmann::json manifest = training_manifest(opt.seed, device_name, params.count());
   manifest["model_structure"] = model->describe();

@@ -77,8 +77,11 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b) {
   return "(the whole configuration)";
 }
 
-RunLifecycle::RunLifecycle(std::filesystem::path out, nlohmann::json config, bool force)
-    : dir_(std::move(out)), config_(std::move(config)), force_(force) {}
+RunLifecycle::RunLifecycle(std::filesystem::path out, nlohmann::json config, bool force,
+                           Device device)
+    : dir_(std::move(out)), config_(std::move(config)), force_(force) {
+  if (device != Device::cpu) config_["device"] = to_string(device);
+}
 
 RunLifecycle::Start RunLifecycle::begin(const nlohmann::json& manifest_extra,
                                         std::ostream* progress) {
@@ -88,13 +91,15 @@ RunLifecycle::Start RunLifecycle::begin(const nlohmann::json& manifest_extra,
     const nlohmann::json manifest = read_json(manifest_path);
     const nlohmann::json old = manifest.value("config", nlohmann::json());
     const std::string diff = first_difference(old, config_);
+    // A key recorded only where it is not the default (the device, the batching, …).
+    auto value = [&diff](const nlohmann::json& c) {
+      return c.is_object() && c.contains(diff) ? c[diff].dump() : std::string("the default");
+    };
     if (!diff.empty())
-      throw std::invalid_argument(dir_.path().string() + " holds a " +
-                                  (dir_.finished() ? "finished" : "started") +
-                                  " run of another configuration (" + diff + ": " +
-                                  old.value(diff, nlohmann::json()).dump() + " there, " +
-                                  config_.value(diff, nlohmann::json()).dump() +
-                                  " now); use --force to replace it, or another --out");
+      throw std::invalid_argument(
+          dir_.path().string() + " holds a " + (dir_.finished() ? "finished" : "started") +
+          " run of another configuration (" + diff + ": " + value(old) + " there, " +
+          value(config_) + " now); use --force to replace it, or another --out");
     if (dir_.finished()) {
       finished_ = read_json(dir_.path() / "result.json");
       if (progress)

@@ -38,8 +38,11 @@ class RunLifecycle {
   enum class Start { finished, resumed, fresh };
 
   // `config` is what makes two runs the same run (model, data, seed, steps, …;
-  // never timings or paths of outputs).
-  RunLifecycle(std::filesystem::path out, nlohmann::json config, bool force);
+  // never timings, paths of outputs or the thread count, which changes no byte), and
+  // the device it runs on: recorded as config's "device" where it is not the CPU (the
+  // manifests of earlier runs did not record it, and a CPU run's still match), so that
+  // a run is never resumed, nor a finished one taken, on another device.
+  RunLifecycle(std::filesystem::path out, nlohmann::json config, bool force, Device device);
 
   // Decides how the run starts; for fresh runs writes the manifest
   // ({"config"} + manifest_extra). A finished run is announced on `progress`.

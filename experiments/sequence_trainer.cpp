@@ -77,7 +77,7 @@ nlohmann::json train_sequence_model(const SequenceTrainOptions& opt, std::ostrea
                            {"eval_every", opt.eval_every},
                            {"loss", "mse"},
                            {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
-  RunLifecycle life(opt.out, config, opt.force);
+  RunLifecycle life(opt.out, config, opt.force, opt.device);
   const RunLifecycle::Start begun =
       life.begin(training_manifest(opt.seed, to_string(opt.device), params.count()), progress);
   if (begun == RunLifecycle::Start::finished) return life.finished_result();

@@ -99,7 +99,7 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
                            {"batch", opt.batch},        {"lr", decimal(opt.lr)},
                            {"schedule", opt.schedule},  {"clip_norm", decimal(opt.clip_norm)},
                            {"l2", decimal(opt.l2)},     {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
-  RunLifecycle life(opt.out, config, opt.force);
+  RunLifecycle life(opt.out, config, opt.force, opt.device);
   const RunLifecycle::Start begun =
       life.begin(training_manifest(opt.seed, to_string(opt.device), params.count()), progress);
   if (begun == RunLifecycle::Start::finished) return life.finished_result();

@@ -247,6 +247,13 @@ TEST(ReTrain, FinishedRunIsSkippedAndAnotherConfigurationRefused) {
   EXPECT_EQ(train_re_model(o, nullptr), first);
   EXPECT_EQ(fs::last_write_time(o.out / "result.json"), stamp);
   ReTrainOptions other = o;
+  // Options recorded only where they are not the default are compared too.
+  other.batching = "balanced";
+  expect_refused(other, "another configuration (batching: the default there, \"balanced\" now");
+  other = o;
+  other.grad_norms = true;
+  expect_refused(other, "another configuration (grad_norms");
+  other = o;
   other.lr = 1e-3f;
   expect_refused(other, "another configuration (lr");  // a finished run is not reused
   other.force = true;

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "experiments/run_dir.h"
+#include "experiments/run_lifecycle.h"
 #include "tests/temp_dir.h"
 
 namespace mare {
@@ -57,6 +58,35 @@ TEST(RunDir, ResultMarksTheRunFinished) {
 
 namespace mare {
 namespace {
+
+// A run is neither resumed nor taken as finished on another device: the device is part
+// of the configuration (recorded where it is not the CPU, so earlier CPU manifests match).
+TEST(RunLifecycle, AnotherDeviceIsAnotherConfiguration) {
+  const std::filesystem::path d = fresh_dir("device");
+  const nlohmann::json config = {{"model", "mlp"}, {"seed", 1}};
+  {
+    RunLifecycle gpu(d, config, false, Device::cuda);
+    ASSERT_EQ(gpu.begin({}), RunLifecycle::Start::fresh);  // writes the manifest, no GPU work
+    gpu.finish({{"status", "completed"}});
+  }
+  EXPECT_EQ(RunLifecycle(d, config, false, Device::cuda).begin({}), RunLifecycle::Start::finished);
+  try {
+    RunLifecycle(d, config, false, Device::cpu).begin({});
+    ADD_FAILURE() << "a finished GPU run was taken for a CPU one";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(
+        std::string(e.what()).find(
+            "finished run of another configuration (device: \"cuda\" there, the default now)"),
+        std::string::npos)
+        << e.what();
+  }
+  // A CPU run's manifest holds no device, as before: a CPU run of an earlier version
+  // is the same configuration.
+  const std::filesystem::path c = fresh_dir("device_cpu");
+  RunLifecycle cpu(c, config, false, Device::cpu);
+  ASSERT_EQ(cpu.begin({}), RunLifecycle::Start::fresh);
+  EXPECT_FALSE(nlohmann::json::parse(slurp(c / "manifest.json"))["config"].contains("device"));
+}
 
 TEST(RunDir, FloatsPrintInTheirShortDecimalForm) {
   EXPECT_EQ(nlohmann::json(decimal(0.01f)).dump(), "0.01");
