@@ -8,6 +8,7 @@
 // resume on the next sweep); 2 for errors (bad spec, lock held, data generation failed).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "experiments/cli/commands.h"
 #include "experiments/cli/validators.h"
 #include "experiments/sweep/runner.h"
+#include "kernels/tensor.h"
 
 namespace mare::cli {
 
@@ -57,6 +59,19 @@ void run(const SweepArgs& a, bool profile_given) {
     sw::print_plan(plan, o, std::cout);
     return;
   }
+  // Runs on the GPU where none can run would each fail after the sweep wrote its root:
+  // refused before anything is written, as `mare train --device cuda` is (a dry run and
+  // --emit slurm, often on a login node without the GPUs, still go on).
+  if (a.emit.empty())
+    for (const sw::RunPlan& r : plan.runs) {
+      const auto at = std::find(r.command.begin(), r.command.end(), "--device");
+      if (at == r.command.end() || at + 1 == r.command.end()) continue;
+      const Device device = parse_device(*(at + 1));
+      if (std::string why = device_unavailable(device); !why.empty())
+        throw std::invalid_argument("sweep: --device " + std::string(to_string(device)) + ": " +
+                                    why + " (the runs of " + a.spec + ", profile " + plan.profile +
+                                    ")");
+    }
   if (a.emit == "slurm") {
     if (!shard.whole())
       throw std::invalid_argument("--emit slurm writes every shard itself: leave --shard out");

@@ -330,6 +330,17 @@ TEST(CliContract, AnUnusableDeviceIsRefusedAlikeEverywhere) {
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << joined(args) << ": " << o.err;
   }
   for (const char* run : {"r1", "r2", "r3", "r4"}) EXPECT_FALSE(std::filesystem::exists(dir / run));
+  // A sweep whose spec puts its runs on the GPU: refused before it writes its root.
+  std::ofstream(dir / "gpu.yaml") << "name: g\ncommand: bench-allocation\nseq: [1]\nmem: [4]\n"
+                                     "batch: 2\nrepetitions: 1\nseeds: [1]\ndevice: cuda\n"
+                                     "profiles:\n  smoke: {}\n  default: {}\n  paper: {}\n";
+  const Outcome sweep = run_mare(dir, {"sweep", "gpu.yaml", "--out", "sw"});
+  EXPECT_EQ(sweep.status, 2) << sweep.err;
+  EXPECT_EQ(
+      sweep.err.rfind("mare: error: sweep: --device cuda: " + why + " (the runs of gpu.yaml", 0),
+      0u)
+      << sweep.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "sw"));
 }
 
 // Rerunning a finished run runs nothing and says so before the earlier result line
