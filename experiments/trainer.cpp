@@ -142,6 +142,7 @@ nlohmann::json train_classifier(const TrainOptions& opt, std::ostream* progress)
                          {"train_accuracy", train_eval.accuracy},
                          {"test_loss", test_eval.loss},
                          {"test_accuracy", test_eval.accuracy}});
+    if (opt.after_evaluation) opt.after_evaluation(epoch);
     if (epoch < opt.epochs)
       life.save_state(params, adam, {},
                       {{"epoch", epoch}, {"step", step}, {"shuffle_position", shuffle.position()}});

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ struct TrainOptions {
   Device device = Device::cpu;  // where the model trains (the data is made on the host)
   std::filesystem::path out;
   bool force = false;  // rerun even when result.json exists
+  // Called after each epoch's metrics line, before last.ckpt is written (tests kill a
+  // run here, as for the other trainers).
+  std::function<void(int64_t epoch)> after_evaluation;
 };
 
 // Runs (or, when the run directory already holds a result and !force, skips)

@@ -28,6 +28,7 @@ check models/ "" kernels/ models/
 check stats/ "" stats/
 check reports/ "" reports/ stats/
 check experiments/ experiments/cli/ experiments/ models/ kernels/ stats/ mare_build_info.h
+check experiments/data/ "" experiments/data/  # plain C++: no kernels/ nor models/ (its README)
 for dir in kernels/ops/ kernels/memory/; do
   bad=$(git ls-files "$dir" | xargs -r grep -n '^#include "kernels/cuda/')
   if [ -n "$bad" ]; then

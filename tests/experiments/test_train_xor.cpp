@@ -8,6 +8,8 @@
 #include <fstream>
 #include <limits>
 #include <regex>
+#include <stdexcept>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -90,6 +92,27 @@ TEST(TrainXor, SameSeedGivesByteIdenticalResult) {
   train_classifier(c, nullptr);
   EXPECT_NE(slurp(a.out / "metrics.jsonl"), slurp(c.out / "metrics.jsonl"));
   for (auto* o : {&a, &b, &c}) std::filesystem::remove_all(o->out);
+}
+
+// The lifecycle every trainer shares: a run killed after an evaluation resumes from its
+// last.ckpt (not from the start) to the bytes of an uninterrupted run.
+TEST(TrainXor, KilledRunResumesToTheSameBytes) {
+  TrainOptions a = xor_options("mare_xor_k1", 6), c = xor_options("mare_xor_k2", 6);
+  a.epochs = c.epochs = 6;
+  train_classifier(a, nullptr);
+  c.after_evaluation = [](int64_t epoch) {
+    if (epoch == 4) throw std::runtime_error("killed");
+  };
+  EXPECT_THROW(train_classifier(c, nullptr), std::runtime_error);
+  EXPECT_TRUE(std::filesystem::exists(c.out / "last.ckpt"));
+  std::vector<int64_t> evaluated;
+  c.after_evaluation = [&](int64_t epoch) { evaluated.push_back(epoch); };
+  train_classifier(c, nullptr);
+  EXPECT_EQ(evaluated, (std::vector<int64_t>{4, 5, 6}));  // from epoch 3's state
+  for (const char* f : {"result.json", "metrics.jsonl", "checkpoint.bin"})
+    EXPECT_EQ(slurp(a.out / f), slurp(c.out / f)) << f;
+  EXPECT_FALSE(std::filesystem::exists(c.out / "last.ckpt"));
+  for (auto* o : {&a, &c}) std::filesystem::remove_all(o->out);
 }
 
 TEST(TrainXor, FinishedRunIsNotRepeatedUnlessForced) {

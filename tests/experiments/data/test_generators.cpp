@@ -5,6 +5,7 @@
 // no expected value is copied from a generator's output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -120,6 +121,29 @@ TEST_P(EachGenerator, MarkerNamesTheGeneratorWhereALoaderLooks) {
         << f;
   }
   fs::remove_all(dir);
+}
+
+// --docs is the number of training documents; synth-ctd and synth-semeval write
+// max(10, docs/4) to validate and as many to test (experiments/data/README.md).
+TEST(Generators, CtdAndSemevalSplitSizesFollowDocs) {
+  for (const int docs : {20, 60}) {
+    const size_t held = static_cast<size_t>(std::max(10, docs / 4));
+    const std::string ctd = temp_dir("ctd_split" + std::to_string(docs));
+    generate_corpus("synth-ctd", ctd, {1, docs});
+    EXPECT_EQ(load_bran_tsv(ctd + "/train.tsv").size(), static_cast<size_t>(docs));
+    for (const char* split : {"valid", "test"})
+      EXPECT_EQ(load_bran_tsv(ctd + "/" + split + ".tsv").size(), held) << split << ", " << docs;
+    const std::string sem = temp_dir("sem_split" + std::to_string(docs));
+    generate_corpus("synth-semeval", sem, {1, docs});
+    for (const char* split : {"train", "valid", "test"}) {
+      const std::string base = sem + "/subtask1.1/" + split;
+      EXPECT_EQ(load_semeval(base + ".text.xml", base + ".relations.txt").size(),
+                std::string(split) == "train" ? static_cast<size_t>(docs) : held)
+          << split << ", " << docs;
+    }
+    fs::remove_all(ctd);
+    fs::remove_all(sem);
+  }
 }
 
 TEST(Generators, AFolderWithoutAMarkerIsNoGeneratorsAndABadOneIsAnError) {

@@ -287,6 +287,21 @@ profiles: {smoke: {}, default: {}, paper: {}}
   ASSERT_EQ(p.data.size(), 1u);  // both subsets come from one generated corpus
 }
 
+// `false` turns a flag switch off (experiments/specs/README.md: `switches: {cpd: false}`):
+// UTRE-CPD without its halting is UTRE.
+TEST(SweepSpec, FalseTurnsAFlagSwitchOff) {
+  const SweepPlan p = load_sweep(
+      write_spec("flag_off.yaml", relation_spec("models: [UTRE-CPD]\nswitches: {cpd: false, d: 8, "
+                                                "heads: 2}\nseeds: [1]\n")),
+      "smoke");
+  ASSERT_EQ(p.runs.size(), 1u);
+  const auto& cmd = p.runs[0].command;
+  const auto model = std::find(cmd.begin(), cmd.end(), "--model");
+  ASSERT_NE(model, cmd.end());
+  EXPECT_EQ((model + 1)->find("cpd"), std::string::npos) << *(model + 1);
+  EXPECT_NE((model + 1)->find("utre"), std::string::npos) << *(model + 1);
+}
+
 // Every malformed spec is refused with "file:line: expected ...".
 TEST(SweepSpec, BadSpecsNameFileLineAndWhatWasExpected) {
   struct Case {

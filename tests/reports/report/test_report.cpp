@@ -476,6 +476,22 @@ TEST(ReportPaper, CompiledInCopiesEqualTheFiles) {
   EXPECT_EQ(load_paper(dir).files.size(), on_disk.size());
 }
 
+// reports/paper/ holds byte-for-byte copies of ../shared/paper/'s CSVs (reports/paper/
+// README.md): every shared CSV has its copy, unchanged. Skips where ../shared is absent.
+TEST(ReportPaper, CopiesEqualTheSharedFolder) {
+  const fs::path shared = source_dir() / ".." / "shared" / "paper";
+  if (!fs::is_directory(shared)) GTEST_SKIP() << shared << " is not here: nothing to compare";
+  int compared = 0;
+  for (const auto& e : fs::directory_iterator(shared)) {
+    if (e.path().extension() != ".csv") continue;
+    const fs::path copy = source_dir() / "reports/paper" / e.path().filename();
+    ASSERT_TRUE(fs::exists(copy)) << copy << " (a copy of " << e.path() << ") is missing";
+    EXPECT_EQ(read(copy), read(e.path())) << copy << " differs from " << e.path();
+    ++compared;
+  }
+  EXPECT_GT(compared, 0) << "no CSV in " << shared;
+}
+
 TEST(ReportText, CsvParsingAndNumbers) {
   const CsvTable t = parse_csv("# note\r\na,b\r\n\"x, \"\"y\"\"\",\"line\nbreak\"\r\n\r\n3,4", "t");
   ASSERT_EQ(t.rows.size(), 2u);
