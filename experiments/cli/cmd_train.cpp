@@ -323,8 +323,9 @@ void add_train_command(CLI::App& app) {
              device_names());
   cmd->add_flag("--force", a->opt.force, "Run again even if DIR/result.json exists");
   cmd->add_option("--threads", a->threads,
-                  "Kernel threads (default: MARE_THREADS, else every core); the results are the "
-                  "same bytes at any count, manifest.json and result.json record it")
+                  "Kernel threads (default: MARE_THREADS, else every core); every metric, "
+                  "checkpoint and number a run writes is the same at any count (manifest.json "
+                  "and result.json record the count itself)")
       ->check(whole_number(1, kMaxThreads));
 }
 
