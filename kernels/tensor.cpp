@@ -147,6 +147,7 @@ std::string device_unavailable(Device device) {
     return "this build has no CUDA backend (configure with -DMARE_CUDA=ON on a machine with nvcc)";
 #ifdef MARE_WITH_CUDA
   if (!cuda::device_present()) return "no CUDA device (" + cuda::no_device_reason() + ")";
+  if (std::string why = cuda::device_choice_problem(); !why.empty()) return why;
 #endif
   return "";
 }

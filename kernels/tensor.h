@@ -203,7 +203,8 @@ void count_upload();
 bool cuda_compiled();
 bool cuda_available();
 // Why `device` cannot run here, in words for an error message ("" when it can):
-// "this build has no CUDA backend (…)" or "no CUDA device (the driver's reason)".
+// "this build has no CUDA backend (…)", "no CUDA device (the driver's reason)" or what is
+// wrong with the device MARE_CUDA_DEVICE names ("CUDA device 3 does not exist (1 visible)").
 // Every command that takes --device refuses with it (`<command>: --device cuda: <why>`).
 std::string device_unavailable(Device device);
 

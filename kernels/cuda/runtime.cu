@@ -123,6 +123,17 @@ bool device_present() {
   return device_count() > 0;
 }
 
+std::string device_choice_problem() {
+  std::lock_guard lock(g_mutex);
+  if (g_device >= 0) return "";  // chosen (and checked) already
+  try {
+    check_index(default_device());
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
 DeviceInfo device_info(int index) {
   check_index(index);
   cudaDeviceProp p{};

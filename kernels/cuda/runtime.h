@@ -65,5 +65,9 @@ void fill_f32(float* p, size_t n, float value);
 
 // True when a device is present and usable (a failing driver counts as absent).
 bool device_present();
+// What is wrong with the device MARE_CUDA_DEVICE chooses, before anything runs on it
+// ("MARE_CUDA_DEVICE='x': expected a device index", "CUDA device 3 does not exist (1
+// visible)"), or "" when it can be used (or one is in use already).
+std::string device_choice_problem();
 
 }  // namespace mare::cuda

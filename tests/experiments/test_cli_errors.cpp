@@ -18,6 +18,7 @@
 #include "experiments/train_option_kinds.h"
 #include "kernels/tensor.h"
 #include "tests/cli_binary.h"
+#include "tests/gpu_required.h"
 #include "tests/temp_dir.h"
 
 #ifndef MARE_CLI_BINARY
@@ -341,6 +342,30 @@ TEST(CliContract, AnUnusableDeviceIsRefusedAlikeEverywhere) {
       0u)
       << sweep.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "sw"));
+}
+
+// Where a GPU is usable, a MARE_CUDA_DEVICE that names no device is refused as an unusable
+// device is, before anything is written (it was an error of the runtime's, without the
+// command's "--device cuda:", after bench allocation had printed its sweep).
+TEST(CliContract, AMissingCudaDeviceIsRefusedLikeAnUnusableOne) {
+  MARE_NEEDS_GPU();
+  TempDir dir("cli");
+  ::setenv("MARE_CUDA_DEVICE", "99", 1);
+  const Outcome train = run_mare(dir, {"train", "--model", "mlp", "--task", "xor", "--device",
+                                       "cuda", "--out", "r"}),
+                bench = run_mare(dir, {"bench", "allocation", "--device", "cuda"});
+  ::unsetenv("MARE_CUDA_DEVICE");
+  EXPECT_EQ(train.status, 2);
+  EXPECT_EQ(train.err.rfind("mare: error: train: --device cuda: CUDA device 99 does not exist", 0),
+            0u)
+      << train.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "r"));
+  EXPECT_EQ(bench.status, 2);
+  EXPECT_EQ(bench.out, "") << bench.out;
+  EXPECT_EQ(bench.err.rfind(
+                "mare: error: bench allocation: --device cuda: CUDA device 99 does not exist", 0),
+            0u)
+      << bench.err;
 }
 
 // Rerunning a finished run runs nothing and says so before the earlier result line
