@@ -77,13 +77,12 @@ void check_set_shapes(const Tensor& offsets, const Tensor& rows, const char* op)
     throw std::invalid_argument(std::string(op) + ": offsets must start at 0");
 }
 
-}  // namespace
-
-namespace {
+// Rows whose range the host knows (a large upload) to lie in [0, num_rows).
 bool rows_inside(const Tensor& rows, int64_t num_rows) {
   int32_t lo = 0, hi = 0;
   return rows.known_index_range(lo, hi) && lo >= 0 && hi < num_rows;
 }
+
 }  // namespace
 
 bool host_can_check_index_sets(const Tensor& offsets, const Tensor& rows, int64_t num_rows) {
