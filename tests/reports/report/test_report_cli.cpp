@@ -145,6 +145,32 @@ TEST(ReportCli, MalformedInputExitsTwoNamingTheFile) {
             0);
 }
 
+namespace {
+
+// A report regenerated into `out` against the committed one: without gnuplot, the table's
+// Markdown, CSV and LaTeX; with it, the same files, figure data to 1e-12
+// (expect_same_numbers) and every other file but the images the same bytes.
+void expect_regenerated(const fs::path& committed, const fs::path& out, bool figures,
+                        const std::string& table) {
+  if (!figures) {
+    for (const char* ext : {".md", ".csv", ".tex"}) {
+      const std::string t = "tables/" + table + ext;
+      EXPECT_EQ(slurp(out / t), slurp(committed / t)) << t;
+    }
+    return;
+  }
+  EXPECT_EQ(files_under(out), files_under(committed));
+  for (const std::string& f : files_under(committed)) {
+    const std::string ext = fs::path(f).extension().string();
+    if (ext == ".dat")
+      expect_same_numbers(committed / f, out / f);
+    else if (ext != ".png" && ext != ".svg")  // rendering depends on gnuplot's version
+      EXPECT_EQ(slurp(out / f), slurp(committed / f)) << f;
+  }
+}
+
+}  // namespace
+
 // The committed reports/grpu/report/ is what the README's command makes from the
 // committed runs today: the same files, the same tables and index bytes, the same
 // figure data (to 1e-12: see expect_same_numbers) and scripts. Without gnuplot, the
@@ -162,19 +188,9 @@ TEST(ReportCli, TheCommittedGrpuReportIsItsRegeneration) {
                 source_dir()),
             0)
       << slurp(dir / "stderr");
-  if (!figures) {
-    for (const char* t : {"tables/table5.1.md", "tables/table5.1.csv", "tables/table5.1.tex"})
-      EXPECT_EQ(slurp(out / t), slurp(committed / t)) << t;
+  expect_regenerated(committed, out, figures, "table5.1");
+  if (!figures)
     GTEST_SKIP() << "gnuplot is not installed: the tables match; the figures were not compared";
-  }
-  EXPECT_EQ(files_under(out), files_under(committed));
-  for (const std::string& f : files_under(committed)) {
-    const std::string ext = fs::path(f).extension().string();
-    if (ext == ".dat")
-      expect_same_numbers(committed / f, out / f);
-    else if (ext != ".png" && ext != ".svg")  // rendering depends on gnuplot's version
-      EXPECT_EQ(slurp(out / f), slurp(committed / f)) << f;
-  }
 }
 
 // The same for the committed learning report (reports/learning/README.md's command).
@@ -195,19 +211,9 @@ TEST(ReportCli, TheCommittedLearningReportIsItsRegeneration) {
           source_dir()),
       0)
       << slurp(dir / "stderr");
-  if (!figures) {
-    for (const char* t : {"tables/ceiling.md", "tables/ceiling.csv", "tables/ceiling.tex"})
-      EXPECT_EQ(slurp(out / t), slurp(committed / t)) << t;
+  expect_regenerated(committed, out, figures, "ceiling");
+  if (!figures)
     GTEST_SKIP() << "gnuplot is not installed: the tables match; the figures were not compared";
-  }
-  EXPECT_EQ(files_under(out), files_under(committed));
-  for (const std::string& f : files_under(committed)) {
-    const std::string ext = fs::path(f).extension().string();
-    if (ext == ".dat")
-      expect_same_numbers(committed / f, out / f);
-    else if (ext != ".png" && ext != ".svg")  // rendering depends on gnuplot's version
-      EXPECT_EQ(slurp(out / f), slurp(committed / f)) << f;
-  }
 }
 
 // --paper DIR reads the published tables from DIR instead of the compiled-in copies:
