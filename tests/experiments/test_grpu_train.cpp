@@ -13,6 +13,7 @@
 
 #include "experiments/grpu_tasks.h"
 #include "experiments/sequence_trainer.h"
+#include "tests/experiments/run_checks.h"
 #include "tests/gpu_required.h"
 #include "tests/temp_dir.h"
 
@@ -158,24 +159,12 @@ TEST(GrpuTrain, SameSeedGivesByteIdenticalResult) {
 // finished run is skipped; another configuration in its directory is refused
 // unless forced.
 TEST(GrpuTrain, KilledRunResumesToTheSameBytes) {
-  SequenceTrainOptions a = short_run("mare_grpu_r1", "grpu+hidden=6"),
-                       c = short_run("mare_grpu_r2", "grpu+hidden=6");
-  train_sequence_model(a, nullptr);
-  c.after_evaluation = [](int64_t epoch) {
-    if (epoch == 4) throw std::runtime_error("killed");
-  };
-  EXPECT_THROW(train_sequence_model(c, nullptr), std::runtime_error);
-  EXPECT_TRUE(std::filesystem::exists(c.out / "last.ckpt"));
   // Resumed from epoch 3's state, not restarted (which gives the same bytes): the
-  // epochs evaluated now are 4 and 5 only.
-  std::vector<int64_t> evaluated;
-  c.after_evaluation = [&](int64_t epoch) { evaluated.push_back(epoch); };
-  train_sequence_model(c, nullptr);
-  EXPECT_EQ(evaluated, (std::vector<int64_t>{4, 5}));
-  EXPECT_EQ(slurp(a.out / "result.json"), slurp(c.out / "result.json"));
-  EXPECT_EQ(slurp(a.out / "metrics.jsonl"), slurp(c.out / "metrics.jsonl"));
-  EXPECT_EQ(slurp(a.out / "checkpoint.bin"), slurp(c.out / "checkpoint.bin"));
-  EXPECT_FALSE(std::filesystem::exists(c.out / "last.ckpt"));
+  // epochs evaluated after the kill are 4 and 5 only.
+  test::expect_killed_run_resumes(
+      [](const SequenceTrainOptions& o, std::ostream* p) { return train_sequence_model(o, p); },
+      short_run("mare_grpu_r1", "grpu+hidden=6"), short_run("mare_grpu_r2", "grpu+hidden=6"), 4,
+      {4, 5});
 }
 
 TEST(GrpuTrain, FinishedRunIsSkippedAndAnotherConfigurationRefused) {

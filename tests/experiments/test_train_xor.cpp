@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/trainer.h"
+#include "tests/experiments/run_checks.h"
 #include "tests/gpu_required.h"
 #include "tests/temp_dir.h"
 
@@ -99,19 +100,7 @@ TEST(TrainXor, SameSeedGivesByteIdenticalResult) {
 TEST(TrainXor, KilledRunResumesToTheSameBytes) {
   TrainOptions a = xor_options("mare_xor_k1", 6), c = xor_options("mare_xor_k2", 6);
   a.epochs = c.epochs = 6;
-  train_classifier(a, nullptr);
-  c.after_evaluation = [](int64_t epoch) {
-    if (epoch == 4) throw std::runtime_error("killed");
-  };
-  EXPECT_THROW(train_classifier(c, nullptr), std::runtime_error);
-  EXPECT_TRUE(std::filesystem::exists(c.out / "last.ckpt"));
-  std::vector<int64_t> evaluated;
-  c.after_evaluation = [&](int64_t epoch) { evaluated.push_back(epoch); };
-  train_classifier(c, nullptr);
-  EXPECT_EQ(evaluated, (std::vector<int64_t>{4, 5, 6}));  // from epoch 3's state
-  for (const char* f : {"result.json", "metrics.jsonl", "checkpoint.bin"})
-    EXPECT_EQ(slurp(a.out / f), slurp(c.out / f)) << f;
-  EXPECT_FALSE(std::filesystem::exists(c.out / "last.ckpt"));
+  test::expect_killed_run_resumes(train_classifier, a, c, 4, {4, 5, 6});  // from epoch 3's state
   for (auto* o : {&a, &c}) std::filesystem::remove_all(o->out);
 }
 
