@@ -39,11 +39,11 @@ using bench::process_cpu_seconds;
 constexpr int64_t kSeqBatch = 100;
 constexpr float kSeqLr = 1e-4f;
 
-// One training step: the loss (read back) and how to read halting's mean steps (none
-// without halting), which the row calls after the step's clocks and counts.
+// One training step: the loss (read back) and halting's steps and token mask
+// (undefined without halting), which the row reads after the step's clocks and counts.
 struct StepOut {
   double loss = 0;
-  std::function<double()> mean_steps;
+  Tensor halting_steps, token_mask;
 };
 using StepFn = std::function<StepOut(uint64_t step)>;
 
@@ -96,7 +96,7 @@ RowTiming time_row(const IterationBenchOptions& opt, const std::string& what, co
       r.ops.push_back(static_cast<double>(used.ops));
       r.device_reads.push_back(static_cast<double>(used.device_reads));
       r.uploads.push_back(static_cast<double>(used.uploads));
-      if (s.mean_steps) r.steps_sum += s.mean_steps();
+      r.steps_sum += mean_halting_steps(s.halting_steps, s.token_mask);
     }
   }
   return r;
@@ -398,7 +398,7 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
             std::make_unique<Adam>(model->parameters(), AdamConfig{.l2 = 1e-4f, .clip_norm = 3.0f});
         return [&](uint64_t step) {
           const bench::ReStepResult s = bench::re_training_step(*model, *adam, batch, step);
-          return StepOut{s.loss, [s] { return s.mean_steps(); }};
+          return StepOut{s.loss, s.halting_steps, s.token_mask};
         };
       };
       factory();  // the parameter count before the row runs
@@ -458,7 +458,7 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
       return [&](uint64_t) {
         model->parameters().zero_grad();
         ag::Var loss = ag::mse(model->forward(batch), ag::constant(target));
-        StepOut s{loss->value.item(), {}};
+        StepOut s{loss->value.item(), {}, {}};
         ag::backward(loss);
         adam->step(kSeqLr);
         return s;
