@@ -28,6 +28,7 @@
   X(add_forward) X(add_backward)                              \
   X(mul_forward) X(mul_backward)                              \
   X(scale_forward) X(scale_backward)                          \
+  X(select_rows_forward) X(select_rows_backward)              \
   X(relu_forward) X(relu_backward)                            \
   X(relu6_forward) X(relu6_backward)                          \
   X(sigmoid_forward) X(sigmoid_backward)                      \

@@ -54,6 +54,13 @@ Var mul(const Var& a, const Var& b) {
   });
 }
 
+Var select_rows(const Tensor& keep, const Var& a, const Var& b) {
+  return record(select_rows_forward(keep, a->value, b->value), {a, b}, [keep, a, b](Node& s) {
+    Tensor da = grad_of(a), db = grad_of(b);
+    select_rows_backward(da, db, g_of(s), keep);
+  });
+}
+
 Var scale(const Var& x, float k) {
   return record(scale_forward(x->value, k), {x}, [x, k](Node& s) {
     Tensor dx = grad_of(x);

@@ -23,6 +23,8 @@ Var bias_add(const Var& x, const Var& bias);
 Var add(const Var& a, const Var& b);
 Var mul(const Var& a, const Var& b);
 Var scale(const Var& x, float s);
+// Rows of a where keep ≠ 0, else of b (keep [R]: a mask, no gradient; kernels/ops/elementwise.h).
+Var select_rows(const Tensor& keep, const Var& a, const Var& b);
 Var relu(const Var& x);
 Var relu6(const Var& x);
 Var sigmoid(const Var& x);

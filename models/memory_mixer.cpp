@@ -1,6 +1,5 @@
 #include "models/memory_mixer.h"
 
-#include <map>
 #include <stdexcept>
 
 #include "kernels/memory/interface.h"
@@ -136,31 +135,18 @@ ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const
     reads = ag::read_vectors(mem, wr);
   }
 
-  // Halted and padded tokens keep their state: next·run + prev·(1 − run), with
-  // run ∈ {0, 1} exact in both terms.
+  // Halted and padded tokens keep their state: each memory's row of the new state
+  // where run = 1, of the previous one where run = 0 (next·run + prev·(1 − run) with
+  // run ∈ {0, 1}, as one selection a state).
   const Tensor run = mul_forward(running, mask.reshape({M}));
   MemoryState next{mem, u, ww, wr, prec, links, reads};
   if (!all_ones(running, mask)) {
-    const Tensor stop = add_forward(Tensor::full({M}, 1.0f, dev), scale_forward(run, -1.0f));
-    std::map<std::string, std::pair<ag::Var, ag::Var>> wide;  // per shape: (run, 1 − run)
-    auto hold = [&](const ag::Var& now, const ag::Var& before) {
-      const Shape shape = now->value.shape();
-      const int64_t k = shape.numel() / M;
-      auto it = wide.find(shape.str());
-      if (it == wide.end()) {
-        auto expand = [&](const Tensor& r) {
-          return ag::constant(expand_mask(r.reshape({M, 1}), k).reshape(shape));
-        };
-        it = wide.emplace(shape.str(), std::make_pair(expand(run), expand(stop))).first;
-      }
-      return ag::add(ag::mul(now, it->second.first), ag::mul(before, it->second.second));
-    };
-    next.memory = hold(mem, p.memory);
-    next.usage = hold(u, p.usage);
-    next.write_weights = hold(ww, p.write_weights);
-    next.read_weights = hold(wr, p.read_weights);
-    next.precedence = hold(prec, p.precedence);
-    next.links = hold(links, p.links);
+    next.memory = ag::select_rows(run, mem, p.memory);
+    next.usage = ag::select_rows(run, u, p.usage);
+    next.write_weights = ag::select_rows(run, ww, p.write_weights);
+    next.read_weights = ag::select_rows(run, wr, p.read_weights);
+    next.precedence = ag::select_rows(run, prec, p.precedence);
+    next.links = ag::select_rows(run, links, p.links);
   }
   s_ = next;
   if (ctx.memory_recording) {

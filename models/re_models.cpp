@@ -3,6 +3,7 @@
 // self-attention blocks whose token mixer is a module (multi-head attention
 // here; NTCRE swaps in the memory controller) and whose weights are either one
 // set per block (bran) or shared over iterations (utre).
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <sstream>
@@ -215,10 +216,13 @@ class AttentionRe : public ReModel {
       ag::Var x = ag::add(h, ag::constant(nn::position_signal(B, T, d, t + 1, dev)));
       probs.push_back(ag::reshape(ag::sigmoid(halt_(x)), {1, N}));
       // Tokens that halted before this step keep their state: run = 1 − halted.
-      const Tensor run = running_of(halted).on(dev);
+      const Tensor run_host = running_of(halted), run = run_host.on(dev);
       ag::Var next = apply_block(t % static_cast<int>(blocks_.size()), x, batch, run, ctx);
-      Tensor run_wide = nn::expand_mask(run.reshape({B, T}), d);
-      h = ag::add(h, ag::mul(ag::add(next, ag::scale(h, -1.0f)), ag::constant(run_wide)));
+      // A running token takes its new state, a halted one keeps its old (SPEC §4.4);
+      // while none has halted, that is the new state.
+      const float* r = run_host.f32();
+      h = std::all_of(r, r + N, [](float v) { return v == 1.0f; }) ? next
+                                                                   : ag::select_rows(run, next, h);
       states.push_back(h);
       ag::Halting now = ag::halting(ag::constant(concat_forward(values_of(probs), 0)), token_mask,
                                     c_.max_steps, c_.halt_eps);

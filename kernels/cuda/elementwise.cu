@@ -1,5 +1,5 @@
-// Elementwise ops on the GPU: bias add, add, mul, scale, the activations and
-// dropout (kernels/ops/elementwise.cpp is the reference).
+// Elementwise ops on the GPU: bias add, add, mul, scale, row selection, the
+// activations and dropout (kernels/ops/elementwise.cpp is the reference).
 //
 // Design: one thread per element in grid-stride loops. Each forward map and
 // each backward accumulation is a functor applied by one generic kernel
@@ -146,6 +146,29 @@ __global__ void mul_grad_kernel(float* __restrict__ d, const float* __restrict__
     d[i] = __fadd_rn(d[i], __fmul_rn(d_out[i], other[i]));
 }
 
+// out[r, j] = keep[r] != 0 ? a[r, j] : b[r, j]   (rows × w, a row launch)
+__global__ void select_rows_kernel(const float* __restrict__ keep, const float* __restrict__ a,
+                                   const float* __restrict__ b, float* __restrict__ out,
+                                   int64_t rows, int64_t w) {
+  for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step()) {
+    const float* src = (keep[r] != 0.0f ? a : b) + r * w;
+    for (int64_t j = launch_col_begin(); j < w; j += launch_col_step()) out[r * w + j] = src[j];
+  }
+}
+
+// d_a[r, j] += d_out[r, j] where keep[r] != 0, d_b[r, j] += d_out[r, j] elsewhere (either
+// may be null: that side takes nothing)
+__global__ void select_rows_grad_kernel(const float* __restrict__ keep,
+                                        const float* __restrict__ d_out, float* __restrict__ d_a,
+                                        float* __restrict__ d_b, int64_t rows, int64_t w) {
+  for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step()) {
+    float* dst = keep[r] != 0.0f ? d_a : d_b;
+    if (dst == nullptr) continue;
+    for (int64_t j = launch_col_begin(); j < w; j += launch_col_step())
+      dst[r * w + j] = __fadd_rn(dst[r * w + j], d_out[r * w + j]);
+  }
+}
+
 // mask[j] = u(seed, stream, offset + j) >= p ? keep_scale : 0;  out[j] = x[j] · mask[j]
 __global__ void dropout_kernel(const float* __restrict__ x, float* __restrict__ out,
                                float* __restrict__ mask, int64_t n, float p, float keep_scale,
@@ -242,6 +265,31 @@ void mul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a
   if (d_b.defined()) {
     launch("mul_grad_kernel", n, mul_grad_kernel, d_b.f32(), d_out.f32(), a.f32(), n);
   }
+}
+
+Tensor select_rows_forward(const Tensor& keep, const Tensor& a, const Tensor& b) {
+  require_cuda({&keep, &a, &b}, "select_rows_forward");
+  Tensor out = Tensor::empty(a.shape(), Device::cuda);
+  const int64_t rows = keep.numel();
+  if (out.numel() == 0) return out;
+  const int64_t w = out.numel() / rows;
+  const RowLaunch l = row_launch(rows, w);
+  select_rows_kernel<<<l.grid, l.block, 0, stream()>>>(keep.f32(), a.f32(), b.f32(), out.f32(),
+                                                       rows, w);
+  MARE_LAUNCH_CHECK("select_rows_kernel");
+  return out;
+}
+
+void select_rows_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& keep) {
+  require_cuda({&d_a, &d_b, &d_out, &keep}, "select_rows_backward");
+  const int64_t rows = keep.numel();
+  if (d_out.numel() == 0 || (!d_a.defined() && !d_b.defined())) return;
+  const int64_t w = d_out.numel() / rows;
+  const RowLaunch l = row_launch(rows, w);
+  select_rows_grad_kernel<<<l.grid, l.block, 0, stream()>>>(
+      keep.f32(), d_out.f32(), d_a.defined() ? d_a.f32() : nullptr,
+      d_b.defined() ? d_b.f32() : nullptr, rows, w);
+  MARE_LAUNCH_CHECK("select_rows_grad_kernel");
 }
 
 Tensor scale_forward(const Tensor& x, float s) {

@@ -149,6 +149,60 @@ void mul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a
   });
 }
 
+namespace {
+
+// The row width of select_rows: a and b have one shape, keep is [R], and a's leading
+// axes hold exactly R rows (their product is R); throws ShapeError naming `op` otherwise.
+int64_t selected_row_width(const Tensor& keep, const Tensor& a, const Tensor& b, const char* op) {
+  check_defined(keep, op);
+  check_dtype(keep, DType::f32, op);
+  check_rank(keep, 1, op);
+  check_same_shape(a, b, op);
+  const int64_t rows = keep.dim(0);
+  int64_t lead = rows == 0 ? 0 : 1;
+  for (int axis = 0; axis < a.rank() && lead < rows; ++axis) lead *= a.dim(axis);
+  if (lead != rows || (rows == 0 && a.numel() != 0))
+    throw ShapeError(std::string(op) + ": keep " + keep.shape().str() + " names " +
+                     std::to_string(rows) + " rows, but the leading axes of " + a.shape().str() +
+                     " do not hold exactly that many");
+  return rows == 0 ? 0 : a.numel() / rows;
+}
+
+}  // namespace
+
+Tensor select_rows_forward(const Tensor& keep, const Tensor& a, const Tensor& b) {
+  const int64_t w = selected_row_width(keep, a, b, "select_rows_forward");
+  MARE_CUDA_DISPATCH("select_rows_forward", select_rows_forward(keep, a, b), &keep, &a, &b);
+  Tensor out = Tensor::empty(a.shape(), a.device());
+  const float *pk = keep.f32(), *pa = a.f32(), *pb = b.f32();
+  float* po = out.f32();
+  for_items(keep.numel(), static_cast<double>(w), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* src = (pk[r] != 0.0f ? pa : pb) + r * w;
+      std::copy(src, src + w, po + r * w);
+    }
+  });
+  return out;
+}
+
+void select_rows_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& keep) {
+  const int64_t w = selected_row_width(keep, d_out, d_out, "select_rows_backward");
+  check_accumulate(d_a, d_out, "select_rows_backward: d_a");
+  check_accumulate(d_b, d_out, "select_rows_backward: d_b");
+  MARE_CUDA_DISPATCH("select_rows_backward", select_rows_backward(d_a, d_b, d_out, keep), &d_a,
+                     &d_b, &d_out, &keep);
+  const float *pk = keep.f32(), *pg = d_out.f32();
+  float* da = d_a.defined() ? d_a.f32() : nullptr;
+  float* db = d_b.defined() ? d_b.f32() : nullptr;
+  for_items(keep.numel(), static_cast<double>(w), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* dst = pk[r] != 0.0f ? da : db;
+      if (dst == nullptr) continue;
+      for (int64_t j = r * w; j < (r + 1) * w; ++j) dst[j] += pg[j];
+    }
+  });
+}
+
 Tensor scale_forward(const Tensor& x, float s) {
   check_defined(x, "scale_forward");
   MARE_CUDA_DISPATCH("scale_forward", scale_forward(x, s), &x);

@@ -1,4 +1,4 @@
-// Elementwise ops: bias add, add, mul, scale, activations, dropout.
+// Elementwise ops: bias add, add, mul, scale, row selection, activations, dropout.
 //
 // Rule of the whole kernel layer: forward returns new tensors; backward
 // ACCUMULATES (+=) into the gradient tensors it is given, and skips any that is
@@ -23,6 +23,16 @@ Tensor mul_forward(const Tensor& a, const Tensor& b);
 void mul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a, const Tensor& b);
 Tensor scale_forward(const Tensor& x, float s);
 void scale_backward(Tensor& d_x, const Tensor& d_out, float s);
+
+// out[r, ..] = keep[r] ≠ 0 ? a[r, ..] : b[r, ..]      keep: [R]; a, b: one shape whose
+// leading axes hold R rows ([R, ..] or [B, T, ..] with B·T = R)
+// A state carried through dynamic halting: a running token (keep 1) takes its new
+// state a, a halted or padded one (keep 0) keeps b. For finite values this is
+// a·keep + b·(1 − keep) with keep ∈ {0, 1}, in one pass and without the widened
+// masks. Backward routes each row of d_out to d_a (keep ≠ 0) or d_b (keep = 0);
+// keep, a mask, takes no gradient.
+Tensor select_rows_forward(const Tensor& keep, const Tensor& a, const Tensor& b);
+void select_rows_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& keep);
 
 // Activations. Backward takes whichever of x or out its derivative needs.
 Tensor relu_forward(const Tensor& x);  // max(0, x)

@@ -201,6 +201,30 @@ std::vector<OpCase> elementwise_cases() {
     };
     cs.push_back(c);
   }
+  // select_rows: keep [R] picks a's or b's row; rows over one axis ([5, 3]) and over two
+  // ([2, 3, 4]: B·T = 6), with the mask captured as data (it takes no gradient).
+  for (const Shape& shape : {Shape{5, 3}, Shape{2, 3, 4}}) {
+    const int64_t rows = shape.rank() == 2 ? shape[0] : shape[0] * shape[1];
+    std::vector<float> kv(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) kv[r] = (r * 7 + 3) % 3 == 0 ? 0.0f : 1.0f;
+    const Tensor keep = Tensor::from_vector(kv, {rows});
+    OpCase c;
+    c.name = "select_rows/" + shape.str();
+    c.op = "select_rows";
+    c.inputs = {random_tensor(shape, 28), random_tensor(shape, 29)};
+    c.differentiable = {true, true};
+    c.forward = [=](const Ts& in) { return Ts{select_rows_forward(on_dev(keep), in[0], in[1])}; };
+    c.backward = [=](const Ts&, const Ts& g, Ts& d) {
+      select_rows_backward(d[0], d[1], g[0], on_dev(keep));
+    };
+    c.reference = [=](const Vs& in) {
+      VecD y(in[0].size());
+      const size_t w = y.size() / static_cast<size_t>(rows);
+      for (size_t i = 0; i < y.size(); ++i) y[i] = kv[i / w] != 0 ? in[0][i] : in[1][i];
+      return Vs{y};
+    };
+    cs.push_back(c);
+  }
   {
     OpCase c;
     c.name = "scale/[2, 3, 5]";

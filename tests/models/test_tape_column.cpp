@@ -124,6 +124,25 @@ std::vector<TapeCase> linalg_and_elementwise() {
   cs.push_back({"mul/square", "mul", {rnd({3, 4}, 16)}, all(1), [](const Vars& v) {
                   return Vars{ag::mul(v[0], v[0])};
                 }});
+  {
+    // Rows 0 and 2 of a, rows 1 and 3 of b; and one Var on both sides (every row's
+    // gradient reaches it once); a constant b takes nothing.
+    const Tensor keep = Tensor::from_vector({1, 0, 1, 0}, {4});
+    cs.push_back({"select_rows/[4, 3]",
+                  "select_rows",
+                  {rnd({4, 3}, 23), rnd({4, 3}, 24)},
+                  all(2),
+                  [keep](const Vars& v) { return Vars{ag::select_rows(keep, v[0], v[1])}; }});
+    cs.push_back(
+        {"select_rows/same_var", "select_rows", {rnd({4, 3}, 25)}, all(1), [keep](const Vars& v) {
+           return Vars{ag::select_rows(keep, v[0], v[0])};
+         }});
+    cs.push_back({"select_rows/constant_b",
+                  "select_rows",
+                  {rnd({2, 2, 3}, 26), rnd({2, 2, 3}, 27)},
+                  {true, false},
+                  [keep](const Vars& v) { return Vars{ag::select_rows(keep, v[0], v[1])}; }});
+  }
   cs.push_back({"scale/[2, 5]", "scale", {rnd({2, 5}, 17)}, all(1), [](const Vars& v) {
                   return Vars{ag::scale(v[0], -1.5f)};
                 }});
