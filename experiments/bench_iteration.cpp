@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -61,8 +62,21 @@ std::pair<double, double> sys_and_faults() {
 struct RowTiming {
   std::vector<double> warm, times, cpu_times, flops, sys_times, minor_faults;
   std::vector<double> ops, device_reads, uploads;  // dispatch_counts() per timed iteration
+  std::map<std::string, int64_t> ops_by_name;      // op_tally() of the last timed one (by_op)
   double steps_sum = 0, last_loss = 0;
 };
+
+// What the op tally counted between two snapshots (the ops with none left out).
+std::map<std::string, int64_t> tally_between(const std::map<std::string, int64_t>& before,
+                                             const std::map<std::string, int64_t>& after) {
+  std::map<std::string, int64_t> out;
+  for (const auto& [op, n] : after) {
+    const auto it = before.find(op);
+    const int64_t used = n - (it == before.end() ? 0 : it->second);
+    if (used > 0) out[op] = used;
+  }
+  return out;
+}
 
 // `before_timed` runs before each timed iteration, outside its clocks.
 RowTiming time_row(const IterationBenchOptions& opt, const std::string& what, const StepFn& step_fn,
@@ -75,9 +89,12 @@ RowTiming time_row(const IterationBenchOptions& opt, const std::string& what, co
     const auto t0 = Clock::now();
     const double c0 = process_cpu_seconds();
     const auto [sys0, faults0] = sys_and_faults();
+    const std::map<std::string, int64_t> tally0 =
+        opt.by_op ? op_tally() : std::map<std::string, int64_t>{};
     const DispatchCounts d0 = dispatch_counts();
     const StepOut s = bench::count_gemm_flops(flops, [&] { return step_fn(step++); });
     const DispatchCounts used = dispatch_counts() - d0;
+    if (opt.by_op) r.ops_by_name = tally_between(tally0, op_tally());
     const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
     const double cpu = process_cpu_seconds() - c0;
     const auto [sys1, faults1] = sys_and_faults();
@@ -121,6 +138,7 @@ nlohmann::json timing_fields(const RowTiming& t, const Rates& rates, int threads
   j["ops"] = static_cast<int64_t>(stats::median(t.ops));
   j["device_reads"] = static_cast<int64_t>(stats::median(t.device_reads));
   j["uploads"] = static_cast<int64_t>(stats::median(t.uploads));
+  if (!t.ops_by_name.empty()) j["ops_by_name"] = t.ops_by_name;
   j["gemm_flops"] = static_cast<uint64_t>(flops);
   j["gemm_gflop"] = flops / 1e9;
   j["gemm_shape"] = rates.dominant.shape();
@@ -278,6 +296,17 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
   if (opt.grpu) rows.push_back({"grpu", "grpu", "", true});
   for (const Row& r : rows) resolve_model(r.name);
 
+  // The tally is on for the whole run and off again after it, however it ends.
+  struct TallyScope {
+    bool on;
+    explicit TallyScope(bool on) : on(on) {
+      if (on) set_op_tally(true);
+    }
+    ~TallyScope() {
+      if (on) set_op_tally(false);
+    }
+  } tally_scope(opt.by_op);
+
   const int main_threads = opt.device == Device::cpu ? threads() : 1;  // kernels/parallel.h
   const bool speedup = opt.speedup && opt.device == Device::cpu && main_threads > 1;
   nlohmann::json out;
@@ -308,7 +337,8 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
       "ops: the op dispatches of one timed iteration (median; on the GPU each is at least one "
       "kernel launch); device_reads: the reads of GPU memory by the host in it (each waits for "
       "the GPU; 0 on the CPU); uploads: its copies of host memory to the GPU "
-      "(kernels/tensor.h, dispatch_counts)";
+      "(kernels/tensor.h, dispatch_counts); ops_by_name (--by-op): the last timed iteration's "
+      "dispatches per op (kernels/tensor.h, op_tally)";
   out["gemm_bound"] =
       "gemm_flops: the GEMM flops (2mnk per product: matmuls, attention's products, conv taps, "
       "recurrent cells) of one timed iteration as the CPU kernels count them (median over the "

@@ -45,6 +45,9 @@ struct IterationBenchOptions {
   Device device = Device::cpu;
   bool grpu = false;     // add the GRPU's row (shape `addition`)
   bool speedup = false;  // also run every row at 1 thread (when threads() > 1)
+  // Tally the op dispatches by name (kernels/tensor.h, op_tally): every row gets ops_by_name,
+  // the dispatches of its last timed iteration per op. The tally takes a lock a dispatch.
+  bool by_op = false;
 };
 
 // What --shape and --size take.

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "kernels/parallel.h"
@@ -181,15 +183,32 @@ static void copy_bytes(void* dst, Device dd, const void* src, Device sd, size_t 
 // ---------------------------------------------------------------- counters
 namespace {
 std::atomic<int64_t> g_ops{0}, g_device_reads{0}, g_uploads{0};
+std::atomic<bool> g_tally_on{false};
+std::mutex g_tally_mutex;
+std::map<std::string, int64_t>& tally() {
+  static std::map<std::string, int64_t> t;
+  return t;
+}
 }  // namespace
+
+void set_op_tally(bool on) {
+  g_tally_on.store(on, std::memory_order_relaxed);
+}
+std::map<std::string, int64_t> op_tally() {
+  std::lock_guard lock(g_tally_mutex);
+  return tally();
+}
 
 DispatchCounts dispatch_counts() {
   return {g_ops.load(std::memory_order_relaxed), g_device_reads.load(std::memory_order_relaxed),
           g_uploads.load(std::memory_order_relaxed)};
 }
 namespace detail {
-void count_op() {
+void count_op(const char* op) {
   g_ops.fetch_add(1, std::memory_order_relaxed);
+  if (!g_tally_on.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(g_tally_mutex);
+  ++tally()[op];
 }
 void count_device_read() {
   g_device_reads.fetch_add(1, std::memory_order_relaxed);

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -193,8 +194,14 @@ struct DispatchCounts {
   }
 };
 DispatchCounts dispatch_counts();
+// The op dispatches by op name ("mul_forward": 12, ...), counted while the tally is on
+// (off by default: the counts above cost one atomic add a dispatch, the tally a lock).
+// mare bench iteration --by-op turns it on and prints a step's dispatches per op.
+void set_op_tally(bool on);
+std::map<std::string, int64_t> op_tally();
 namespace detail {
-void count_op();
+// `op`: the op's name, a string literal (kept by address until it is tallied).
+void count_op(const char* op);
 void count_device_read();
 void count_upload();
 }  // namespace detail

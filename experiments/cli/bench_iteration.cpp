@@ -3,9 +3,12 @@
 // shapes (experiments/bench_iteration.h), with each row's GEMM bound (and with
 // --speedup its 1-thread run), one progress line per row on stderr,
 // a table on stdout, the rows as JSON (written to a temporary file and renamed).
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "experiments/bench_iteration.h"
 #include "experiments/cli/commands.h"
@@ -61,6 +64,20 @@ void run(const Options& o) {
     }
     std::cout << "\n";
   }
+  if (b.by_op) {
+    // Each row's dispatches by op, most first, as one block a row.
+    for (const nlohmann::json& r : j["rows"]) {
+      if (!r.contains("ops_by_name")) continue;
+      std::vector<std::pair<int64_t, std::string>> ops;
+      for (const auto& [op, n] : r["ops_by_name"].items()) ops.emplace_back(n.get<int64_t>(), op);
+      std::stable_sort(ops.begin(), ops.end(),
+                       [](const auto& a, const auto& b) { return a.first > b.first; });
+      std::cout << "\nops of one iteration: " << r["model"].get<std::string>() << " on "
+                << r["shape"].get<std::string>() << " (" << r["ops"].get<int64_t>()
+                << " dispatches)\n";
+      for (const auto& [n, op] : ops) std::cout << "  " << std::setw(6) << n << "  " << op << "\n";
+    }
+  }
   if (!o.json_path.empty()) {
     atomic_write(o.json_path, json_text(j));
     std::cout << "wrote " << o.json_path << "\n";
@@ -99,6 +116,9 @@ void add_bench_iteration_command(CLI::App& bench) {
   it->add_flag("--speedup", o->bench.speedup,
                "Also run every row at 1 thread (threads_1 in the JSON) and report the 1-thread / "
                "K-thread speedup (with --threads K > 1, or MARE_THREADS, or every core)");
+  it->add_flag("--by-op", o->bench.by_op,
+               "Also count each row's op dispatches by op (the last timed iteration; "
+               "ops_by_name in the JSON) and print them, most first");
   it->add_option("--json", o->json_path, "Write the rows as JSON to FILE");
 }
 

@@ -62,13 +62,13 @@ inline bool on_cuda(const char* op, std::initializer_list<const Tensor*> ts) {
 #ifdef MARE_WITH_CUDA
 #define MARE_CUDA_DISPATCH(op, call, ...)                                               \
   do {                                                                                  \
-    ::mare::detail::count_op();                                                         \
+    ::mare::detail::count_op(op);                                                       \
     if (::mare::detail::on_cuda(op, {__VA_ARGS__})) return ::mare::cuda_backend().call; \
   } while (0)
 #else
 #define MARE_CUDA_DISPATCH(op, call, ...) \
   do {                                    \
-    ::mare::detail::count_op();           \
+    ::mare::detail::count_op(op);         \
   } while (0)
 #endif
 

@@ -155,7 +155,7 @@ Tensor grid_ids(int64_t rows, int64_t cols, bool by_row, Device device) {
   if (rows < 0 || cols < 0 || rows > INT32_MAX || cols > INT32_MAX)
     throw std::invalid_argument("grid_ids: rows " + std::to_string(rows) + " and cols " +
                                 std::to_string(cols) + " must lie in [0, 2^31)");
-  detail::count_op();
+  detail::count_op("grid_ids");
   if (device == Device::cuda) {
 #ifdef MARE_WITH_CUDA
     return cuda_backend().grid_ids(rows, cols, by_row);

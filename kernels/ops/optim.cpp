@@ -179,7 +179,7 @@ void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, flo
 
 Tensor adam_step(std::span<Tensor> ws, std::span<Tensor> gs, std::span<Tensor> ms,
                  std::span<Tensor> vs, const AdamStepConfig& c) {
-  detail::count_op();
+  detail::count_op("adam_step");
   const size_t n = ws.size();
   if (gs.size() != n || ms.size() != n || vs.size() != n)
     throw std::invalid_argument("adam_step: " + std::to_string(n) + " parameters but " +

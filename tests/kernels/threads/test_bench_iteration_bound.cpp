@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include "experiments/bench_iteration.h"
+#include "kernels/ops.h"
 #include "kernels/ops/gemm_count.h"
 #include "tests/kernels/threads/threads_check.h"
 
@@ -59,6 +62,38 @@ TEST(BenchIterationBound, FlopsBoundRatioAndSpeedup) {
                 one["median_s"].get<double>() / r["median_s"].get<double>(),
                 1e-9 * r["speedup"].get<double>());
   }
+}
+
+// --by-op: each row's dispatches by op add up to its op count (one timed iteration: the
+// median is that iteration), the tally is off again afterwards, and without the flag
+// no row carries them.
+TEST(BenchIterationBound, OpsByNameAddUpToTheIterationsDispatches) {
+  IterationBenchOptions opt;
+  opt.models = {"UTRE-CPD"};
+  opt.shape = "semeval";
+  opt.iterations = 1;
+  opt.warmup = 0;
+  opt.by_op = true;
+  const nlohmann::json j = run_iteration_bench(opt, nullptr);
+  ASSERT_EQ(j["rows"].size(), 1u);
+  const nlohmann::json& r = j["rows"][0];
+  ASSERT_TRUE(r.contains("ops_by_name"));
+  int64_t sum = 0;
+  for (const auto& [op, n] : r["ops_by_name"].items()) {
+    EXPECT_GT(n.get<int64_t>(), 0) << op;
+    sum += n.get<int64_t>();
+  }
+  EXPECT_EQ(sum, r["ops"].get<int64_t>());
+  // Every halting selection of the state is taken back too.
+  EXPECT_EQ(r["ops_by_name"].value("select_rows_forward", 0),
+            r["ops_by_name"].value("select_rows_backward", 0));
+
+  const std::map<std::string, int64_t> before = op_tally();
+  (void)add_forward(Tensor::zeros({2}), Tensor::zeros({2}));
+  EXPECT_EQ(op_tally(), before);  // off after the benchmark
+
+  opt.by_op = false;
+  EXPECT_FALSE(run_iteration_bench(opt, nullptr)["rows"][0].contains("ops_by_name"));
 }
 
 TEST(BenchIterationBound, SequenceModelsNeedTheGrpuFlag) {
