@@ -48,7 +48,8 @@ Var allocation(const Var& usage, AllocationVariant variant) {
   const Tensor& u = usage->value;
   Tensor out = Tensor::empty(u.shape(), u.device());
   Tensor lists;
-  if (allocation_has_free_list(variant)) lists = Tensor::empty(u.shape(), u.device(), DType::i32);
+  if (allocation_keeps_free_list(variant, u.device()))
+    lists = Tensor::empty(u.shape(), u.device(), DType::i32);
   if (!allocation_forward_into(out, u, variant, lists.defined() ? &lists : nullptr))
     lists = Tensor();
   return record(std::move(out), {usage}, [usage, variant, lists](Node& s) {

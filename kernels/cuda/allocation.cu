@@ -785,7 +785,7 @@ bool allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant
   if (free_lists != nullptr) require_cuda({free_lists}, "allocation_forward: free_lists");
   const int64_t count = to_int(usage.numel(), "allocation_forward: usage");
   if (count == 0)  // nothing to order: an empty list is every memory's list
-    return free_lists != nullptr && allocation_has_free_list(variant);
+    return free_lists != nullptr && allocation_keeps_free_list(variant, Device::cuda);
   return allocation_pass<false>(
       usage.f32(), nullptr, out.f32(), nullptr, free_lists != nullptr ? free_lists->i32() : nullptr,
       count, static_cast<int>(usage.dim(0)), static_cast<int>(usage.dim(1)), variant);

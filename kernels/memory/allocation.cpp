@@ -1723,8 +1723,9 @@ bool allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant
   float* a = out.f32();
   // `sorted` keeps its lists; `rank` and `network` order by SIMD kernels that
   // never write one (keeping it would cost them a scatter), the masks have none.
-  int32_t* lists =
-      variant == AllocationVariant::sorted && free_lists != nullptr ? free_lists->i32() : nullptr;
+  int32_t* lists = allocation_keeps_free_list(variant, Device::cpu) && free_lists != nullptr
+                       ? free_lists->i32()
+                       : nullptr;
   for_memories(rows, n, variant, [&](int64_t first, int64_t count) {
     FlushSubnormals flush;  // per chunk: MXCSR is per thread
     const float* uc = u + first * n;

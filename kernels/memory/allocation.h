@@ -98,14 +98,20 @@ constexpr bool allocation_has_free_list(AllocationVariant v) {
   return v == AllocationVariant::sorted || v == AllocationVariant::rank ||
          v == AllocationVariant::network;
 }
+// Whether allocation_forward_into writes the free lists of `v` on `device` (below):
+// `sorted` on both devices; `rank` and `network` on the GPU only (the CPU's SIMD
+// kernels order without a list, and keeping one would cost them a scatter).
+constexpr bool allocation_keeps_free_list(AllocationVariant v, Device device) {
+  return v == AllocationVariant::sorted || (device == Device::cuda && allocation_has_free_list(v));
+}
 
 // usage: [M, N] -> allocation: [M, N]
 Tensor allocation_forward(const Tensor& usage, AllocationVariant variant);
 // Same, into a preallocated out: [M, N] (what the benchmark times: no allocation).
 // free_lists (optional; int32 [M, N] on usage's device): the variants with a free
 // list write it there (row m: the slots of memory m in free-list order, φ) where
-// that costs nothing more: `sorted` on both devices, `rank` and `network` on the
-// GPU. Returns whether it did; the mask variants never do (they have no list).
+// that costs nothing more (allocation_keeps_free_list). Returns whether it did; the
+// mask variants never do (they have no list).
 // A backward given these lists does not order the slots again, as PyTorch's
 // autograd keeps the indices of its sort.
 bool allocation_forward_into(Tensor& out, const Tensor& usage, AllocationVariant variant,

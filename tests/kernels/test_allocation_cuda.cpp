@@ -206,7 +206,8 @@ void expect_kept_lists_on_gpu(const Tensor& u, uint64_t seed) {
   const Tensor g = random_tensor(u.shape(), seed).to(Device::cuda);
   for (AllocationVariant v : allocation_variants()) {
     PoisonedAllocations poison;
-    EXPECT_TRUE(kept_free_lists_agree(u.to(Device::cuda), g, v, allocation_has_free_list(v),
+    EXPECT_TRUE(kept_free_lists_agree(u.to(Device::cuda), g, v,
+                                      allocation_keeps_free_list(v, Device::cuda),
                                       name_of(v) + " on the GPU, N " + std::to_string(u.dim(1))));
   }
 }
