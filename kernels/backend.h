@@ -29,6 +29,7 @@
   X(mul_forward) X(mul_backward)                              \
   X(scale_forward) X(scale_backward)                          \
   X(select_rows_forward) X(select_rows_backward)              \
+  X(scale_rows_forward) X(scale_rows_backward)                \
   X(relu_forward) X(relu_backward)                            \
   X(relu6_forward) X(relu6_backward)                          \
   X(sigmoid_forward) X(sigmoid_backward)                      \

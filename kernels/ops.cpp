@@ -15,6 +15,7 @@ constexpr std::array kOps = {
     OpInfo{"mul", "elementwise", "a ⊙ b"},
     OpInfo{"scale", "elementwise", "s · x"},
     OpInfo{"select_rows", "elementwise", "rows of a where keep ≠ 0, else of b (halting)"},
+    OpInfo{"scale_rows", "elementwise", "x[r, ..] · s[r] (masks, halting weights)"},
     OpInfo{"relu", "elementwise", "max(0, x)"},
     OpInfo{"relu6", "elementwise", "min(max(0, x), 6)"},
     OpInfo{"sigmoid", "elementwise", "1 / (1 + e^-x)"},

@@ -61,6 +61,10 @@ Var select_rows(const Tensor& keep, const Var& a, const Var& b) {
   });
 }
 
+Var scale_rows(const Var& x, const Var& s) {
+  return apply_op(scale_rows_forward, scale_rows_backward, x, s);
+}
+
 Var scale(const Var& x, float k) {
   return record(scale_forward(x->value, k), {x}, [x, k](Node& s) {
     Tensor dx = grad_of(x);

@@ -25,6 +25,8 @@ Var mul(const Var& a, const Var& b);
 Var scale(const Var& x, float s);
 // Rows of a where keep ≠ 0, else of b (keep [R]: a mask, no gradient; kernels/ops/elementwise.h).
 Var select_rows(const Tensor& keep, const Var& a, const Var& b);
+// x[r, ..] · s[r] (s [R]; kernels/ops/elementwise.h).
+Var scale_rows(const Var& x, const Var& s);
 Var relu(const Var& x);
 Var relu6(const Var& x);
 Var sigmoid(const Var& x);

@@ -16,8 +16,8 @@ namespace mare::nn {
 namespace {
 
 // Constant tensors that a forward pass asks for again and again (the position
-// signal of every block and halting step, the repeat ids of every mask): made
-// once per shape and device (on the device: grid_ids and a gather), then handed
+// signal of every block and halting step): made once per shape and device (on
+// the device: grid_ids and a gather), then handed
 // out again while unwritten (Tensor::mark_unwritten; an entry something wrote
 // into is made anew). Least recently used entries go beyond kConstantCacheBytes.
 // Before, each call built them on the host (a [32, 398, 300] signal: 3.8 M sines
@@ -76,15 +76,7 @@ ConstantCache& constants() {
   return cache;
 }
 
-enum ConstantKind : int64_t { kRepeatIds = 1, kPositionSignal = 2, kPositionTable = 3 };
-
-// ids [rows, width] with ids[r, j] = r: the gather that repeats row r of a
-// [rows, 1] table `width` times (a broadcast whose backward is a sum). Made on
-// the device (grid_ids), no host memory.
-Tensor repeat_ids(int64_t rows, int64_t width, Device device) {
-  return constants().get({kRepeatIds, rows, width, 0, 0, static_cast<int64_t>(device)},
-                         [&] { return grid_ids(rows, width, true, device); });
-}
+enum ConstantKind : int64_t { kPositionSignal = 2, kPositionTable = 3 };
 
 // The signal's rows for positions 0 … rows − 1: [rows, D] (one sequence's).
 Tensor position_rows(int64_t rows, int64_t D, int64_t t) {
@@ -117,25 +109,12 @@ Tensor position_table(int64_t T, int64_t D, int64_t t, Device device) {
                          [&] { return position_rows(rows, D, t).to(device); });
 }
 
+// x [B, T, ..] with each token's row times its mask [B, T] (0 at padding).
 ag::Var masked(const ag::Var& x, const Tensor& mask) {
-  return ag::mul(x, ag::constant(expand_mask(mask, x->value.dim(-1))));
+  return ag::scale_rows(x, ag::constant(mask.reshape({mask.numel()})));
 }
 
 }  // namespace
-
-Tensor expand_mask(const Tensor& mask, int64_t width) {
-  const int64_t B = mask.dim(0), T = mask.dim(1);
-  Tensor table = mask.reshape({B * T, 1});
-  Tensor out = embedding_forward(table, repeat_ids(B * T, width, mask.device()));
-  return out.reshape({B, T, width});
-}
-
-ag::Var scale_rows(const ag::Var& x, const ag::Var& s) {
-  const int64_t n = x->value.dim(0), d = x->value.dim(1);
-  ag::Var table = ag::reshape(s, {n, 1});
-  ag::Var wide = ag::reshape(ag::embedding(table, repeat_ids(n, d, x->value.device())), {n, d});
-  return ag::mul(x, wide);
-}
 
 Tensor position_signal(int64_t B, int64_t T, int64_t D, int64_t t, Device device) {
   return constants().get({kPositionSignal, B, T, D, t, static_cast<int64_t>(device)}, [&] {

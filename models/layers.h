@@ -195,11 +195,7 @@ class Biaffine {
   int64_t dim_ = 0, classes_ = 0;
 };
 
-// Helpers on masks and broadcasting (device-generic: built with kernel ops).
-// mask [B, T] -> [B, T, width] (each token's value repeated over features).
-Tensor expand_mask(const Tensor& mask, int64_t width);
-// Row scaling: x [N, D] times s [N] (s broadcast over D), through the tape.
-ag::Var scale_rows(const ag::Var& x, const ag::Var& s);
+// Constants of the encoders (device-generic: built with kernel ops).
 // The sinusoidal position (and iteration) signal of SPEC §4.3, [B, T, D]:
 // P[i, 2j] = sin(i / 10000^{2j/D}) (+ sin(t / 10000^{2j/D}) when t ≥ 1),
 // P[i, 2j+1] = cos(...) (+ cos(...)). Built once per shape and device and

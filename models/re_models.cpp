@@ -236,7 +236,7 @@ class AttentionRe : public ReModel {
     std::vector<ag::Var> p_rows = ag::split(w.p, ones, 0);
     ag::Var acc;
     for (int64_t k = 0; k < K; ++k) {
-      ag::Var term = nn::scale_rows(ag::reshape(states[k], {N, d}), ag::reshape(p_rows[k], {N}));
+      ag::Var term = ag::scale_rows(ag::reshape(states[k], {N, d}), ag::reshape(p_rows[k], {N}));
       acc = acc ? ag::add(acc, term) : term;
     }
     out.aux_loss = ag::scale(w.ponder, c_.ponder_weight);
@@ -369,11 +369,11 @@ class CnnRe : public ReModel {
     };
     ag::Var seq = ag::concat(
         {ag::embedding(token, ids(rows)), pos_head_(ids(rel_h)), pos_tail_(ids(rel_t))}, 2);
-    const Tensor pair_mask = Tensor::from_vector(pmask, {P, T}).to(dev);
-    seq = ag::mul(seq, ag::constant(nn::expand_mask(pair_mask, seq->value.dim(2))));
+    const ag::Var pair_mask = ag::constant(Tensor::from_vector(pmask, {P * T}).to(dev));
+    seq = ag::scale_rows(seq, pair_mask);
     ag::Var conv = ag::relu(ag::conv1d(seq, conv_w_, conv_b_));
     // ReLU outputs are ≥ 0, so zeroing the padding keeps it out of the max.
-    conv = ag::mul(conv, ag::constant(nn::expand_mask(pair_mask, c_.filters)));
+    conv = ag::scale_rows(conv, pair_mask);
     ag::Var pooled = drop_(ag::max(conv, 1), ctx);  // [P, filters]
     ReOutput out;
     out.pair_logits = out_(pooled);

@@ -1,5 +1,6 @@
-// Elementwise ops on the GPU: bias add, add, mul, scale, row selection, the
-// activations and dropout (kernels/ops/elementwise.cpp is the reference).
+// Elementwise ops on the GPU: bias add, add, mul, scale, row selection and
+// scaling, the activations and dropout (kernels/ops/elementwise.cpp is the
+// reference).
 //
 // Design: one thread per element in grid-stride loops. Each forward map and
 // each backward accumulation is a functor applied by one generic kernel
@@ -169,6 +170,43 @@ __global__ void select_rows_grad_kernel(const float* __restrict__ keep,
   }
 }
 
+// out[r, j] = x[r, j] · s[r]   (rows × w, a row launch)
+__global__ void scale_rows_kernel(const float* __restrict__ x, const float* __restrict__ s,
+                                  float* __restrict__ out, int64_t rows, int64_t w) {
+  for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step()) {
+    const float sr = s[r];
+    for (int64_t j = launch_col_begin(); j < w; j += launch_col_step())
+      out[r * w + j] = __fmul_rn(x[r * w + j], sr);
+  }
+}
+
+// d_x[r, j] += d_out[r, j] · s[r]   (a row launch)
+__global__ void scale_rows_grad_x_kernel(float* __restrict__ d_x, const float* __restrict__ d_out,
+                                         const float* __restrict__ s, int64_t rows, int64_t w) {
+  for (int64_t r = launch_row_begin(); r < rows; r += launch_row_step()) {
+    const float sr = s[r];
+    for (int64_t j = launch_col_begin(); j < w; j += launch_col_step())
+      d_x[r * w + j] = __fadd_rn(d_x[r * w + j], __fmul_rn(d_out[r * w + j], sr));
+  }
+}
+
+// d_s[r] += Σ_j d_out[r, j] · x[r, j]: one warp a row, lane l adding j = l, l + 32, … in
+// float, then a fixed xor butterfly (the same bits run after run; the CPU adds j in
+// order, so the two agree to rounding)
+__global__ void scale_rows_grad_s_kernel(float* __restrict__ d_s, const float* __restrict__ d_out,
+                                         const float* __restrict__ x, int64_t rows, int64_t w) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  for (int64_t r = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32; r < rows; r += warps) {
+    float sum = 0.0f;
+    for (int64_t j = lane; j < w; j += 32)
+      sum = __fadd_rn(sum, __fmul_rn(d_out[r * w + j], x[r * w + j]));
+    for (int offset = 16; offset > 0; offset >>= 1)
+      sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, offset));
+    if (lane == 0) d_s[r] = __fadd_rn(d_s[r], sum);
+  }
+}
+
 // mask[j] = u(seed, stream, offset + j) >= p ? keep_scale : 0;  out[j] = x[j] · mask[j]
 __global__ void dropout_kernel(const float* __restrict__ x, float* __restrict__ out,
                                float* __restrict__ mask, int64_t n, float p, float keep_scale,
@@ -290,6 +328,38 @@ void select_rows_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const T
       keep.f32(), d_out.f32(), d_a.defined() ? d_a.f32() : nullptr,
       d_b.defined() ? d_b.f32() : nullptr, rows, w);
   MARE_LAUNCH_CHECK("select_rows_grad_kernel");
+}
+
+Tensor scale_rows_forward(const Tensor& x, const Tensor& s) {
+  require_cuda({&x, &s}, "scale_rows_forward");
+  Tensor out = Tensor::empty(x.shape(), Device::cuda);
+  const int64_t rows = s.numel();
+  if (out.numel() == 0) return out;
+  const int64_t w = out.numel() / rows;
+  const RowLaunch l = row_launch(rows, w);
+  scale_rows_kernel<<<l.grid, l.block, 0, stream()>>>(x.f32(), s.f32(), out.f32(), rows, w);
+  MARE_LAUNCH_CHECK("scale_rows_kernel");
+  return out;
+}
+
+void scale_rows_backward(Tensor& d_x, Tensor& d_s, const Tensor& d_out, const Tensor& x,
+                         const Tensor& s) {
+  require_cuda({&d_x, &d_s, &d_out, &x, &s}, "scale_rows_backward");
+  const int64_t rows = s.numel();
+  if (d_out.numel() == 0) return;  // no element: every gradient gets + 0
+  const int64_t w = d_out.numel() / rows;
+  if (d_x.defined()) {
+    const RowLaunch l = row_launch(rows, w);
+    scale_rows_grad_x_kernel<<<l.grid, l.block, 0, stream()>>>(d_x.f32(), d_out.f32(), s.f32(),
+                                                               rows, w);
+    MARE_LAUNCH_CHECK("scale_rows_grad_x_kernel");
+  }
+  if (d_s.defined()) {
+    // A warp a row: kThreads / 32 rows a block.
+    scale_rows_grad_s_kernel<<<blocks_for(rows, kThreads / 32), kThreads, 0, stream()>>>(
+        d_s.f32(), d_out.f32(), x.f32(), rows, w);
+    MARE_LAUNCH_CHECK("scale_rows_grad_s_kernel");
+  }
 }
 
 Tensor scale_forward(const Tensor& x, float s) {

@@ -151,8 +151,9 @@ void mul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a
 
 namespace {
 
-// The row width of select_rows: a and b have one shape, keep is [R], and a's leading
-// axes hold exactly R rows (their product is R); throws ShapeError naming `op` otherwise.
+// The row width of select_rows and scale_rows: a and b have one shape, keep is [R], and
+// a's leading axes hold exactly R rows (their product is R); throws ShapeError naming
+// `op` otherwise.
 int64_t selected_row_width(const Tensor& keep, const Tensor& a, const Tensor& b, const char* op) {
   check_defined(keep, op);
   check_dtype(keep, DType::f32, op);
@@ -199,6 +200,42 @@ void select_rows_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const T
       float* dst = pk[r] != 0.0f ? da : db;
       if (dst == nullptr) continue;
       for (int64_t j = r * w; j < (r + 1) * w; ++j) dst[j] += pg[j];
+    }
+  });
+}
+
+Tensor scale_rows_forward(const Tensor& x, const Tensor& s) {
+  const int64_t w = selected_row_width(s, x, x, "scale_rows_forward");
+  MARE_CUDA_DISPATCH("scale_rows_forward", scale_rows_forward(x, s), &x, &s);
+  Tensor out = Tensor::empty(x.shape(), x.device());
+  const float *px = x.f32(), *ps = s.f32();
+  float* po = out.f32();
+  for_items(s.numel(), static_cast<double>(w), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t j = r * w; j < (r + 1) * w; ++j) po[j] = px[j] * ps[r];
+  });
+  return out;
+}
+
+void scale_rows_backward(Tensor& d_x, Tensor& d_s, const Tensor& d_out, const Tensor& x,
+                         const Tensor& s) {
+  const int64_t w = selected_row_width(s, x, d_out, "scale_rows_backward");
+  check_accumulate(d_x, d_out, "scale_rows_backward: d_x");
+  if (d_s.defined()) check_same_shape(d_s, s, "scale_rows_backward: d_s");
+  MARE_CUDA_DISPATCH("scale_rows_backward", scale_rows_backward(d_x, d_s, d_out, x, s), &d_x, &d_s,
+                     &d_out, &x, &s);
+  const float *pg = d_out.f32(), *px = x.f32(), *ps = s.f32();
+  float* dx = d_x.defined() ? d_x.f32() : nullptr;
+  float* ds = d_s.defined() ? d_s.f32() : nullptr;
+  for_items(s.numel(), 2.0 * static_cast<double>(w), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      if (dx)
+        for (int64_t j = r * w; j < (r + 1) * w; ++j) dx[j] += pg[j] * ps[r];
+      if (ds) {
+        float sum = 0.0f;
+        for (int64_t j = r * w; j < (r + 1) * w; ++j) sum += pg[j] * px[j];
+        ds[r] += sum;
+      }
     }
   });
 }

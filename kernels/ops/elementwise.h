@@ -1,4 +1,5 @@
-// Elementwise ops: bias add, add, mul, scale, row selection, activations, dropout.
+// Elementwise ops: bias add, add, mul, scale, row selection and scaling, activations,
+// dropout.
 //
 // Rule of the whole kernel layer: forward returns new tensors; backward
 // ACCUMULATES (+=) into the gradient tensors it is given, and skips any that is
@@ -33,6 +34,14 @@ void scale_backward(Tensor& d_x, const Tensor& d_out, float s);
 // keep, a mask, takes no gradient.
 Tensor select_rows_forward(const Tensor& keep, const Tensor& a, const Tensor& b);
 void select_rows_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& keep);
+
+// out[r, ..] = x[r, ..] · s[r]      s: [R]; x: leading axes holding R rows, as select_rows
+// A per-row factor broadcast over the row, in one pass: a mask over tokens (padding),
+// halting's weights p_t of the states. Backward: d_x += d_out · s[r], and d_s[r] += the
+// row's Σ_j d_out[r, j] · x[r, j] (CPU: in float, j ascending, from 0, then added).
+Tensor scale_rows_forward(const Tensor& x, const Tensor& s);
+void scale_rows_backward(Tensor& d_x, Tensor& d_s, const Tensor& d_out, const Tensor& x,
+                         const Tensor& s);
 
 // Activations. Backward takes whichever of x or out its derivative needs.
 Tensor relu_forward(const Tensor& x);  // max(0, x)

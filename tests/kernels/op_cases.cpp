@@ -225,6 +225,26 @@ std::vector<OpCase> elementwise_cases() {
     };
     cs.push_back(c);
   }
+  // scale_rows: a factor per row over one axis ([5, 3]) and over two ([2, 3, 4]: 6 rows).
+  for (const Shape& shape : {Shape{5, 3}, Shape{2, 3, 4}}) {
+    const int64_t rows = shape.rank() == 2 ? shape[0] : shape[0] * shape[1];
+    OpCase c;
+    c.name = "scale_rows/" + shape.str();
+    c.op = "scale_rows";
+    c.inputs = {random_tensor(shape, 30), random_tensor({rows}, 31, -2, 2)};
+    c.differentiable = {true, true};
+    c.forward = [](const Ts& in) { return Ts{scale_rows_forward(in[0], in[1])}; };
+    c.backward = [](const Ts& in, const Ts& g, Ts& d) {
+      scale_rows_backward(d[0], d[1], g[0], in[0], in[1]);
+    };
+    c.reference = [rows](const Vs& in) {
+      VecD y(in[0].size());
+      const size_t w = y.size() / static_cast<size_t>(rows);
+      for (size_t i = 0; i < y.size(); ++i) y[i] = in[0][i] * in[1][i / w];
+      return Vs{y};
+    };
+    cs.push_back(c);
+  }
   {
     OpCase c;
     c.name = "scale/[2, 3, 5]";

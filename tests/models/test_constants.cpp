@@ -52,12 +52,6 @@ TEST(Constants, AWrittenSignalIsBuiltAnew) {
   EXPECT_TRUE(same_bytes(fresh, nn::position_signal_uncached(2, 4, 6, 1, Device::cpu)));
 }
 
-TEST(Constants, ExpandMaskRepeatsEachValue) {
-  const Tensor mask = Tensor::from_vector({1, 0, 1, 1, 0, 0}, {2, 3});
-  const std::vector<float> wide = nn::expand_mask(mask, 2).to_vector();
-  EXPECT_EQ(wide, (std::vector<float>{1, 1, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0}));
-}
-
 TEST(ConstantsCuda, TheGpuMakesTheSameConstants) {
   MARE_NEEDS_GPU();
   for (bool by_row : {true, false}) {
@@ -73,9 +67,6 @@ TEST(ConstantsCuda, TheGpuMakesTheSameConstants) {
     EXPECT_TRUE(same_bytes(nn::position_signal(4, T, 12, 2, Device::cuda),
                            nn::position_signal_uncached(4, T, 12, 2, Device::cpu)))
         << "T " << T;
-  const Tensor mask = Tensor::from_vector({1, 0, 1, 1, 0, 0}, {2, 3});
-  EXPECT_EQ(nn::expand_mask(mask.to(Device::cuda), 3).to_vector(),
-            nn::expand_mask(mask, 3).to_vector());
 }
 
 }  // namespace

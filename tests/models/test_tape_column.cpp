@@ -143,6 +143,16 @@ std::vector<TapeCase> linalg_and_elementwise() {
                   {true, false},
                   [keep](const Vars& v) { return Vars{ag::select_rows(keep, v[0], v[1])}; }});
   }
+  cs.push_back({"scale_rows/[4, 3]",
+                "scale_rows",
+                {rnd({4, 3}, 28), rnd({4}, 29)},
+                all(2),
+                [](const Vars& v) { return Vars{ag::scale_rows(v[0], v[1])}; }});
+  cs.push_back({"scale_rows/constant_factors",
+                "scale_rows",
+                {rnd({2, 2, 3}, 30), rnd({4}, 31)},
+                {true, false},
+                [](const Vars& v) { return Vars{ag::scale_rows(v[0], v[1])}; }});
   cs.push_back({"scale/[2, 5]", "scale", {rnd({2, 5}, 17)}, all(1), [](const Vars& v) {
                   return Vars{ag::scale(v[0], -1.5f)};
                 }});
