@@ -17,12 +17,12 @@ namespace {
 
 // Constant tensors that a forward pass asks for again and again (the position
 // signal of every block and halting step): made once per shape and device (on
-// the device: grid_ids and a gather), then handed
-// out again while unwritten (Tensor::mark_unwritten; an entry something wrote
-// into is made anew). Least recently used entries go beyond kConstantCacheBytes.
-// Before, each call built them on the host (a [32, 398, 300] signal: 3.8 M sines
-// and cosines) and uploaded them: most of a GPU iteration's time at the
-// thesis's sizes went there, the GPU waiting.
+// the device: grid_ids and a gather), then handed out again while unwritten
+// (Tensor::mark_unwritten; an entry something wrote into is made anew). Least
+// recently used entries go beyond kConstantCacheBytes. Before, each call built
+// them on the host (a [32, 398, 300] signal: 3.8 M sines and cosines) and
+// uploaded them: most of a GPU iteration's time at the thesis's sizes went
+// there, the GPU waiting.
 class ConstantCache {
  public:
   using Key = std::array<int64_t, 6>;
