@@ -14,6 +14,7 @@
 #include <span>
 #include <type_traits>
 
+#include "kernels/memory/fused_step.h"
 #include "kernels/ops.h"
 #include "kernels/ops/grpu.h"
 #include "kernels/ops/recurrent.h"
@@ -68,6 +69,7 @@
   X(read_vectors_forward) X(read_vectors_backward)            \
   X(allocation_forward_into)                                  \
   X(allocation_backward)                                      \
+  X(memory_step_forward) X(memory_step_backward)              \
   X(fill_uniform)                                             \
   X(fill_normal)                                              \
   X(fill_bernoulli)                                           \

@@ -113,7 +113,7 @@ ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const
   // One memory step (SPEC §3 steps 1–11) on every token's memory.
   const MemoryState& p = s_;
   ag::Var mem, u, ww, wr, prec, links, reads, alloc;
-  if (c_.fused && dev == Device::cpu) {
+  if (c_.fused_on(dev)) {
     const ag::MemoryStepVars st = ag::memory_step(
         xi, p.memory, p.usage, p.write_weights, p.read_weights, p.precedence, p.links, R, c_.alloc);
     mem = st.memory, u = st.usage, ww = st.write_weights, wr = st.read_weights;

@@ -6,8 +6,9 @@
 //   A   = Norm(X + MHA(X))                                   (eq. 3-15)
 //   ν   = W_ν A,  ξ = W_ξ A  (one interface per token, [B·T, |ξ|]; one GEMM
 //         against [W_ν W_ξ], the two parameters concatenated per call)
-//   one memory step of SPEC §3 (steps 1–11) on the tokens' memories (on the
-//         CPU the fused op of kernels/memory/fused_step.h)
+//   one memory step of SPEC §3 (steps 1–11) on the tokens' memories (the
+//         fused op of kernels/memory/fused_step.h, or the composed ops:
+//         MemoryConfig::step)
 //   out = MCAM = ν + W_r [r_1; …; r_R]                        (eq. 3-17)
 // The encoder's block (models/re_models.cpp) then applies
 // A' = Norm(X + MCAM) and H = A' + Transition(A'). Two differences from SPEC
@@ -46,9 +47,16 @@ struct MemoryConfig {
   int64_t read_heads = 2;  // R
   AllocationVariant alloc = AllocationVariant::sorted;
   Norm::Kind norm = Norm::Kind::batch;
-  // The memory step as one fused op on the CPU (kernels/memory/fused_step.h);
-  // false, or on the GPU: the composed ops of models/functions_memory.h.
-  bool fused = true;
+  // The memory step: one fused op (kernels/memory/fused_step.h) or the
+  // composed ops of models/functions_memory.h (the same equations; they agree
+  // to rounding). automatic: fused on the CPU, composed on the GPU, where the
+  // fused CUDA step (kernels/cuda/memory_step.cu) has not yet run on a GPU
+  // (issue 27; `memory_step=fused` asks for it there).
+  enum class Step { automatic, fused, composed };
+  Step step = Step::automatic;
+  bool fused_on(Device device) const {
+    return step == Step::fused || (step == Step::automatic && device == Device::cpu);
+  }
   float dropout = 0.0f;       // on the attention branch, before Norm(X + MHA(X))
   uint32_t dropout_site = 6;  // its Philox stream (kStreamDropoutBase + site)
 };

@@ -470,6 +470,11 @@ std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConf
     m.read_heads = spec.get_int("read_heads", m.read_heads);
     m.alloc = parse_allocation_variant(spec.switches.count("alloc") ? spec.switches.at("alloc")
                                                                     : "sorted");
+    const std::string step =
+        spec.switches.count("memory_step") ? spec.switches.at("memory_step") : "auto";
+    m.step = step == "fused"      ? nn::MemoryConfig::Step::fused
+             : step == "composed" ? nn::MemoryConfig::Step::composed
+                                  : nn::MemoryConfig::Step::automatic;
     m.norm = c.norm;
     m.dropout = c.dropout;
     const MixerFactory mixer = [m](ParameterSet& ps, nn::Buffers& buffers, const std::string& name,

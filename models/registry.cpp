@@ -165,6 +165,11 @@ constexpr SwitchInfo kAttentionSwitches[] = {
     {"slots", K::integer, "4", "memory slots N per token"},
     {"word", K::integer, "d", "memory word size W"},
     {"read_heads", K::integer, "2", "memory read heads R"},
+    {"memory_step", K::choice, "auto",
+     "the memory step as one fused op or as the ops of SPEC 3 one by one (the same equations, "
+     "equal to rounding); auto: fused on the CPU, composed on the GPU (the fused CUDA step "
+     "awaits its first GPU run)",
+     "auto|composed|fused"},
 };
 constexpr size_t kBranSwitchCount = 8;
 constexpr size_t kUtreSwitchCount = 14;  // then ntcre's memory switches

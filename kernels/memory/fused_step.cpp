@@ -26,6 +26,7 @@
 
 #include "kernels/memory/access.h"
 #include "kernels/memory/interface.h"
+#include "kernels/ops/common.h"
 #include "kernels/parallel.h"
 
 namespace mare {
@@ -405,42 +406,45 @@ void sorted_allocation_backward(const S* u, const S* g, S* d_u, std::vector<int6
 
 // ---- checks -------------------------------------------------------------------
 
-void expect_cpu(const Tensor& t, const Shape& shape, const char* what) {
+// Every tensor of a step is on `device` (xi's), f32, of its shape.
+void expect(const Tensor& t, const Shape& shape, Device device, const char* what) {
   if (!t.defined()) throw std::invalid_argument(std::string(what) + ": undefined tensor");
-  if (t.device() != Device::cpu)
-    throw std::invalid_argument(std::string(what) +
-                                ": the fused memory step runs on the CPU only (use the composed "
-                                "ops on the GPU)");
+  if (t.device() != device)
+    throw std::invalid_argument(std::string(what) + ": on " + to_string(t.device()) +
+                                ", the step's xi on " + to_string(device) +
+                                " (move them with Tensor::to() first)");
   if (t.dtype() != DType::f32) throw std::invalid_argument(std::string(what) + ": expected f32");
   if (t.shape() != shape)
     throw std::invalid_argument(std::string(what) + ": expected shape " + shape.str() + ", got " +
                                 t.shape().str());
 }
-float* maybe(Tensor& t, const Shape& shape, const char* what) {
-  if (!t.defined()) return nullptr;
-  expect_cpu(t, shape, what);
-  return t.f32();
+// A gradient that may be undefined: checked when given.
+void expect_optional(const Tensor& t, const Shape& shape, Device device, const char* what) {
+  if (t.defined()) expect(t, shape, device, what);
 }
-const float* maybe(const Tensor& t, const Shape& shape, const char* what) {
-  if (!t.defined()) return nullptr;
-  expect_cpu(t, shape, what);
-  return t.f32();
+float* maybe(Tensor& t) {
+  return t.defined() ? t.f32() : nullptr;
+}
+const float* maybe(const Tensor& t) {
+  return t.defined() ? t.f32() : nullptr;
 }
 
 Dims dims_of(const Tensor& xi, const MemoryStepState& prev, int64_t read_heads, const char* op) {
   if (!prev.memory.defined() || prev.memory.rank() != 3)
     throw std::invalid_argument(std::string(op) + ": memory must be [M, N, W]");
+  if (!xi.defined()) throw std::invalid_argument(std::string(op) + ": xi: undefined tensor");
   const int64_t M = prev.memory.dim(0), N = prev.memory.dim(1), W = prev.memory.dim(2),
                 R = read_heads;
   if (R < 1) throw std::invalid_argument(std::string(op) + ": need at least one read head");
   const std::string o(op);
-  expect_cpu(xi, {M, interface_width(R, W)}, (o + ": xi").c_str());
-  expect_cpu(prev.memory, {M, N, W}, (o + ": memory").c_str());
-  expect_cpu(prev.usage, {M, N}, (o + ": usage").c_str());
-  expect_cpu(prev.write_weights, {M, N}, (o + ": write_weights").c_str());
-  expect_cpu(prev.read_weights, {M, R, N}, (o + ": read_weights").c_str());
-  expect_cpu(prev.precedence, {M, N}, (o + ": precedence").c_str());
-  expect_cpu(prev.links, {M, N, N}, (o + ": links").c_str());
+  const Device dev = xi.device();
+  expect(xi, {M, interface_width(R, W)}, dev, (o + ": xi").c_str());
+  expect(prev.memory, {M, N, W}, dev, (o + ": memory").c_str());
+  expect(prev.usage, {M, N}, dev, (o + ": usage").c_str());
+  expect(prev.write_weights, {M, N}, dev, (o + ": write_weights").c_str());
+  expect(prev.read_weights, {M, R, N}, dev, (o + ": read_weights").c_str());
+  expect(prev.precedence, {M, N}, dev, (o + ": precedence").c_str());
+  expect(prev.links, {M, N, N}, dev, (o + ": links").c_str());
   return {N, W, R, interface_width(R, W)};
 }
 
@@ -469,6 +473,8 @@ StateRef<const float> cref(const MemoryStepState& s) {
 MemoryStepResult memory_step_forward(const Tensor& xi, const MemoryStepState& prev,
                                      int64_t read_heads, AllocationVariant variant) {
   const Dims d = dims_of(xi, prev, read_heads, "memory_step_forward");
+  MARE_CUDA_DISPATCH("memory_step_forward", memory_step_forward(xi, prev, read_heads, variant), &xi,
+                     &prev.memory);
   const int64_t M = xi.dim(0), N = d.N, W = d.W, R = d.R;
   MemoryStepResult out;
   out.state = {Tensor::empty({M, N, W}), Tensor::empty({M, N}), Tensor::empty({M, N}),
@@ -489,7 +495,14 @@ MemoryStepResult memory_step_forward(const Tensor& xi, const MemoryStepState& pr
       forward_usage(d, xi.f32() + b * d.X, ref_at(p, d, b), out.retention.f32() + b * N,
                     out.state.usage.f32() + b * N);
   });
-  out.allocation = allocation_forward(out.state.usage, variant);
+  // The allocation keeps its free lists for the backward where that is free (as
+  // ag::allocation does): the backward then sweeps them, with the same bits.
+  out.allocation = Tensor::empty({M, N});
+  if (allocation_keeps_free_list(variant, Device::cpu))
+    out.free_lists = Tensor::empty({M, N}, Device::cpu, DType::i32);
+  if (!allocation_forward_into(out.allocation, out.state.usage, variant,
+                               out.free_lists.defined() ? &out.free_lists : nullptr))
+    out.free_lists = Tensor();
   parallel_for_chunks(M, grain, [&](int64_t begin, int64_t end) {
     Scratch<float> t(d);  // one per chunk: chunks may run on different threads
     for (int64_t b = begin; b < end; ++b)
@@ -507,25 +520,44 @@ void memory_step_backward(Tensor& d_xi, MemoryStepState& d_prev, const MemorySte
                           int64_t read_heads, AllocationVariant variant) {
   const Dims d = dims_of(xi, prev, read_heads, "memory_step_backward");
   const int64_t M = xi.dim(0), N = d.N, W = d.W, R = d.R;
+  const Device dev = xi.device();
+  const char* op = "memory_step_backward";
+  auto check = [&](const Tensor& t, const Shape& shape, const char* what) {
+    expect_optional(t, shape, dev, (std::string(op) + ": " + what).c_str());
+  };
+  check(d_xi, {M, d.X}, "d_xi");
+  check(d_state.memory, {M, N, W}, "d memory");
+  check(d_state.usage, {M, N}, "d usage");
+  check(d_state.write_weights, {M, N}, "d write_weights");
+  check(d_state.read_weights, {M, R, N}, "d read_weights");
+  check(d_state.precedence, {M, N}, "d precedence");
+  check(d_state.links, {M, N, N}, "d links");
+  check(d_read_vectors, {M, R, W}, "d read_vectors");
+  check(d_prev.memory, {M, N, W}, "d_prev memory");
+  check(d_prev.usage, {M, N}, "d_prev usage");
+  check(d_prev.read_weights, {M, R, N}, "d_prev read_weights");
+  check(d_prev.precedence, {M, N}, "d_prev precedence");
+  check(d_prev.links, {M, N, N}, "d_prev links");
+  if (out.free_lists.defined() &&
+      (out.free_lists.device() != dev || out.free_lists.dtype() != DType::i32 ||
+       out.free_lists.shape() != Shape{M, N}))
+    throw std::invalid_argument(std::string(op) + ": free_lists: expected int32 " +
+                                Shape{M, N}.str() + " on " + to_string(dev) + ", got " +
+                                out.free_lists.shape().str());
+  MARE_CUDA_DISPATCH("memory_step_backward",
+                     memory_step_backward(d_xi, d_prev, d_state, d_read_vectors, xi, prev, out,
+                                          read_heads, variant),
+                     &xi, &prev.memory);
   // Every path runs through ξ: without d_xi the gradients still reach the state.
   Tensor unused;
   Tensor& dx = d_xi.defined() ? d_xi : (unused = Tensor::zeros({M, d.X}));
-  expect_cpu(dx, {M, d.X}, "memory_step_backward: d_xi");
-  const StateRef<const float> g{
-      maybe(d_state.memory, {M, N, W}, "memory_step_backward: d memory"),
-      maybe(d_state.usage, {M, N}, "memory_step_backward: d usage"),
-      maybe(d_state.write_weights, {M, N}, "memory_step_backward: d write_weights"),
-      maybe(d_state.read_weights, {M, R, N}, "memory_step_backward: d read_weights"),
-      maybe(d_state.precedence, {M, N}, "memory_step_backward: d precedence"),
-      maybe(d_state.links, {M, N, N}, "memory_step_backward: d links")};
-  const float* g_reads = maybe(d_read_vectors, {M, R, W}, "memory_step_backward: d read_vectors");
+  const StateRef<const float> g{maybe(d_state.memory),        maybe(d_state.usage),
+                                maybe(d_state.write_weights), maybe(d_state.read_weights),
+                                maybe(d_state.precedence),    maybe(d_state.links)};
+  const float* g_reads = maybe(d_read_vectors);
   const StateRef<float> dp{
-      maybe(d_prev.memory, {M, N, W}, "memory_step_backward: d_prev memory"),
-      maybe(d_prev.usage, {M, N}, "memory_step_backward: d_prev usage"),
-      nullptr,
-      maybe(d_prev.read_weights, {M, R, N}, "memory_step_backward: d_prev read_weights"),
-      maybe(d_prev.precedence, {M, N}, "memory_step_backward: d_prev precedence"),
-      maybe(d_prev.links, {M, N, N}, "memory_step_backward: d_prev links")};
+      maybe(d_prev.memory),       maybe(d_prev.usage),      nullptr,
+      maybe(d_prev.read_weights), maybe(d_prev.precedence), maybe(d_prev.links)};
   const StateRef<const float> p = cref(prev), o = cref(out.state);
   Tensor d_a = Tensor::empty({M, N});
   const int64_t grain = grain_for(M, static_cast<double>(N * W * (2 * R + 6)));
@@ -540,7 +572,8 @@ void memory_step_backward(Tensor& d_xi, MemoryStepState& d_prev, const MemorySte
                     d_a.f32() + b * N, t);
   });
   Tensor d_u = g.usage ? d_state.usage.clone() : Tensor::zeros({M, N});
-  allocation_backward(d_u, d_a, out.state.usage, variant);
+  allocation_backward(d_u, d_a, out.state.usage, variant,
+                      out.free_lists.defined() ? &out.free_lists : nullptr);
   parallel_for_chunks(M, grain, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b)
       backward_usage(d, xi.f32() + b * d.X, ref_at(p, d, b), out.retention.f32() + b * N,

@@ -1,23 +1,25 @@
 // One whole DNC memory step (SPEC §3 steps 1–11, the interface split included)
-// as a single forward/backward op pair on the CPU: what nn::MemoryController
-// runs per iteration, fused so that each memory's state is read once, in cache,
+// as a single forward/backward op pair: what nn::MemoryController runs per
+// iteration, fused so that each memory's state is read once, in cache,
 // instead of through the twelve ops of access.h/interface.h/allocation.h, each
 // of which walks every [M, N, W] tensor again and keeps its own intermediates
 // (the composed step at the paper size moves ~1 GB a call through memory).
 //
 // Same equations as the composed ops, to rounding (not bit for bit: the
 // content lookups' double sums run over eight interleaved partial sums); the
-// allocation (step 4) is the allocation kernel of allocation.h itself, run
-// on all memories between the two passes of each direction, so every variant
-// behaves exactly as in the composed step. The tests compare forward and
-// backward with the composed ops, and a double-precision instantiation of the
-// same code (with a sorted allocation written here) with central differences.
+// allocation (step 4) is the allocation op of allocation.h itself, run on all
+// memories between the two passes of each direction, so every variant behaves
+// exactly as in the composed step. The tests compare forward and backward with
+// the composed ops, and a double-precision instantiation of the same code (with
+// a sorted allocation written here) with central differences.
 //
 // Shapes: M memories, N slots, W word, R read heads; xi [M, R·W + 3W + 5R + 3]
 // (kernels/memory/interface.h order). No gradient flows into the previous write
 // weights (DeepMind's DNC; usage_backward's rule). Backward accumulates (+=)
-// and skips undefined gradients, as every op of the kernel layer. CPU only: a
-// GPU tensor is refused (the model uses the composed ops there).
+// and skips undefined gradients, as every op of the kernel layer. On the CPU
+// the passes run over chunks of memories on the kernel threads; GPU tensors go
+// to kernels/cuda/memory_step.cu (one warp a memory; equal to the CPU to
+// rounding, tested against it), which takes N up to 3072 slots.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,9 @@ struct MemoryStepResult {
   // Saved for the backward (small: [M, N] and [M, R, N]).
   Tensor retention, allocation, write_content;             // [M, N]
   Tensor forward_weights, backward_weights, read_content;  // [M, R, N]
+  // The allocation's free lists (int32 [M, N]) where the variant keeps them on
+  // this device (allocation_keeps_free_list), for the backward; else undefined.
+  Tensor free_lists;
 };
 
 MemoryStepResult memory_step_forward(const Tensor& xi, const MemoryStepState& prev,

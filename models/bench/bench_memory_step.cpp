@@ -91,7 +91,7 @@ void BM_Controller(benchmark::State& st, int64_t d, int64_t T, bool halting, boo
   mc.heads = 4;
   mc.slots = kSlots;
   mc.read_heads = kReadHeads;
-  mc.fused = fused;
+  mc.step = fused ? nn::MemoryConfig::Step::fused : nn::MemoryConfig::Step::composed;
   nn::MemoryController mix(ps, buffers, "mix", mc);
   const Tensor mask = real_mask(kBatch, T), target = random_tensor({kBatch, T, d}, 2);
   const ag::Var x0 = ag::leaf(random_tensor({kBatch, T, d}, 1));

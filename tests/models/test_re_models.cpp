@@ -556,8 +556,11 @@ TEST(ReModels, AStepLeavesWhatItsTaskDoesNotReach) {
 // compared and failed. Skips, with the reason, without a GPU.
 TEST(ReModelsCuda, OneTrainingStepMatchesTheCpu) {
   MARE_NEEDS_GPU();
-  for (const std::string& name : std::vector<std::string>{"cnn+d=6+filters=5+dropout=0",
-                                                          "bran" + kSmall, "UTRE-CPD" + kSmall}) {
+  // NTCRE-CPD: the CPU's fused memory step against the GPU's composed ops (the
+  // default), then against the GPU's fused step (kernels/cuda/memory_step.cu).
+  for (const std::string& name :
+       std::vector<std::string>{"cnn+d=6+filters=5+dropout=0", "bran" + kSmall, "UTRE-CPD" + kSmall,
+                                "NTCRE-CPD" + kSmall, "NTCRE-CPD+memory_step=fused" + kSmall}) {
     auto cpu = build(name), gpu = build(name);
     gpu->to(Device::cuda);
     const ReBatch b = tiny_batch(), bg = to_device(tiny_batch(), Device::cuda);

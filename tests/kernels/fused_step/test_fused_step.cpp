@@ -3,7 +3,13 @@
 //     for every allocation variant, from a zero state and from a used one;
 //   - its double-precision instantiation matches central differences;
 //   - nn::MemoryController gives the same outputs and parameter gradients with
-//     the fused step as with the composed ops, over three calls with halting.
+//     the fused step as with the composed ops, over three calls with halting;
+//   - on the GPU (kernels/cuda/memory_step.cu), forward and backward agree with
+//     the CPU op for every variant and several shapes (N from 1 to 33, W from 1
+//     to 300, a word wider than a warp, memories beyond one block), with
+//     undefined gradients among the inputs, fresh GPU memory NaN-poisoned (an
+//     element the kernels forget fails), and run twice to the same bits.
+//     Without a GPU these skip with the reason.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +23,10 @@
 #include "models/functions_memory.h"
 #include "models/functions_memory_step.h"
 #include "models/memory_mixer.h"
+#include "tests/gpu_required.h"
+#ifdef MARE_WITH_CUDA
+#include "kernels/cuda/runtime.h"
+#endif
 
 namespace mare {
 namespace {
@@ -132,7 +142,7 @@ TEST(FusedMemoryStep, MatchesTheComposedOpsForEveryVariant) {
     }
 }
 
-TEST(FusedMemoryStep, RefusesBadShapesAndGpuTensors) {
+TEST(FusedMemoryStep, RefusesBadShapes) {
   const MemoryStepState s = zero_state();
   EXPECT_THROW(memory_step_forward(Tensor::zeros({M, 7}), s, R, AllocationVariant::sorted),
                std::invalid_argument);
@@ -200,7 +210,7 @@ TEST(FusedMemoryStep, ControllerGivesTheSameOutputsAndGradients) {
     mc.heads = 2;
     mc.slots = 4;
     mc.read_heads = 2;
-    mc.fused = fused;
+    mc.step = fused ? nn::MemoryConfig::Step::fused : nn::MemoryConfig::Step::composed;
     nn::MemoryController mix(ps, buffers, "mix", mc);
     const int64_t B = 2, T = 3;
     Tensor x0 = Tensor::empty({B, T, 8});
@@ -224,6 +234,170 @@ TEST(FusedMemoryStep, ControllerGivesTheSameOutputsAndGradients) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t k = 0; k < a.size(); ++k)
     expect_close(a[k], b[k], 1e-4, "tensor " + std::to_string(k));
+}
+
+// ---- the GPU against the CPU ------------------------------------------------
+
+struct Shape4 {
+  int64_t M, N, W, R;
+};
+
+Tensor drawn(const Shape& s, uint32_t stream, float lo, float hi) {
+  Tensor t = Tensor::empty(s);
+  fill_uniform(t, 77, stream, lo, hi);
+  return t;
+}
+
+// A used state of the given shape (weights summing to at most 1, zero link
+// diagonals, one memory with a tie and a zero usage).
+MemoryStepState state_of(const Shape4& d, uint32_t stream) {
+  const float w = 1.0f / static_cast<float>(d.N);
+  MemoryStepState s{
+      drawn({d.M, d.N, d.W}, stream, -1.0f, 1.0f), drawn({d.M, d.N}, stream + 1, 0.0f, 1.0f),
+      drawn({d.M, d.N}, stream + 2, 0.0f, w),      drawn({d.M, d.R, d.N}, stream + 3, 0.0f, w),
+      drawn({d.M, d.N}, stream + 4, 0.0f, w),      drawn({d.M, d.N, d.N}, stream + 5, 0.0f, w)};
+  for (int64_t b = 0; b < d.M; ++b)
+    for (int64_t i = 0; i < d.N; ++i) s.links.f32()[(b * d.N + i) * d.N + i] = 0.0f;
+  if (d.N >= 3) {
+    s.usage.f32()[0] = 0.5f;
+    s.usage.f32()[1] = 0.5f;
+    s.usage.f32()[2] = 0.0f;
+  }
+  return s;
+}
+
+MemoryStepState to(const MemoryStepState& s, Device dev) {
+  auto t = [dev](const Tensor& x) { return x.defined() ? x.to(dev) : Tensor(); };
+  return {t(s.memory),       t(s.usage),      t(s.write_weights),
+          t(s.read_weights), t(s.precedence), t(s.links)};
+}
+
+std::vector<Tensor> tensors_of(const MemoryStepState& s) {
+  return {s.memory, s.usage, s.write_weights, s.read_weights, s.precedence, s.links};
+}
+
+// One forward and backward on `dev`: the new state, the read vectors, the
+// allocation, then the gradients of ξ and of the previous state (write weights:
+// none), every tensor copied to the CPU. `partial`: the gradients of the usage
+// and read vectors and of the previous usage and links are left undefined.
+std::vector<Tensor> step_on(Device dev, const Shape4& d, AllocationVariant v, bool partial) {
+  const Tensor xi = drawn({d.M, interface_width(d.R, d.W)}, 3, -2.0f, 2.0f).to(dev);
+  const MemoryStepState prev = to(state_of(d, 10), dev);
+  const MemoryStepResult out = memory_step_forward(xi, prev, d.R, v);
+  MemoryStepState g{
+      drawn({d.M, d.N, d.W}, 20, -1.0f, 1.0f), drawn({d.M, d.N}, 21, -1.0f, 1.0f),
+      drawn({d.M, d.N}, 22, -1.0f, 1.0f),      drawn({d.M, d.R, d.N}, 23, -1.0f, 1.0f),
+      drawn({d.M, d.N}, 24, -1.0f, 1.0f),      drawn({d.M, d.N, d.N}, 25, -1.0f, 1.0f)};
+  Tensor g_reads = drawn({d.M, d.R, d.W}, 26, -1.0f, 1.0f);
+  if (partial) {
+    g.usage = Tensor();
+    g_reads = Tensor();
+  }
+  g = to(g, dev);
+  if (g_reads.defined()) g_reads = g_reads.to(dev);
+  // Gradients start from nonzero values: the backward accumulates.
+  Tensor d_xi = drawn(xi.shape(), 30, -0.5f, 0.5f).to(dev);
+  MemoryStepState d_prev =
+      to({drawn({d.M, d.N, d.W}, 31, -0.5f, 0.5f), drawn({d.M, d.N}, 32, -0.5f, 0.5f), Tensor(),
+          drawn({d.M, d.R, d.N}, 33, -0.5f, 0.5f), drawn({d.M, d.N}, 34, -0.5f, 0.5f),
+          drawn({d.M, d.N, d.N}, 35, -0.5f, 0.5f)},
+         dev);
+  if (partial) {
+    d_prev.usage = Tensor();
+    d_prev.links = Tensor();
+  }
+  memory_step_backward(d_xi, d_prev, g, g_reads, xi, prev, out, d.R, v);
+  std::vector<Tensor> r = tensors_of(out.state);
+  r.push_back(out.read_vectors);
+  r.push_back(out.allocation);
+  r.push_back(d_xi);
+  for (const Tensor& t : tensors_of(d_prev)) r.push_back(t);
+  for (Tensor& t : r)
+    if (t.defined()) t = t.to(Device::cpu);
+  return r;
+}
+
+class PoisonedGpuMemory {
+ public:
+  PoisonedGpuMemory() {
+#ifdef MARE_WITH_CUDA
+    cuda::set_poison_allocations(true);
+#endif
+  }
+  ~PoisonedGpuMemory() {
+#ifdef MARE_WITH_CUDA
+    cuda::set_poison_allocations(false);
+#endif
+  }
+};
+
+const Shape4 kGpuShapes[] = {
+    {5, 4, 6, 2},      // the CPU tests' shape
+    {9, 1, 1, 1},      // one slot, one column
+    {37, 16, 45, 3},   // a word wider than a warp, not a multiple of 32
+    {3, 33, 70, 1},    // more slots than lanes
+    {130, 4, 300, 2},  // the paper's N, W, R; memories beyond one block
+};
+
+TEST(FusedMemoryStepCuda, MatchesTheCpuForEveryVariantAndShape) {
+  MARE_NEEDS_GPU();
+  PoisonedGpuMemory poison;
+  for (const Shape4& d : kGpuShapes)
+    for (const AllocationVariant v : allocation_variants())
+      for (const bool partial : {false, true}) {
+        const std::vector<Tensor> cpu = step_on(Device::cpu, d, v, partial);
+        const std::vector<Tensor> gpu = step_on(Device::cuda, d, v, partial);
+        ASSERT_EQ(cpu.size(), gpu.size());
+        const std::string what = "M " + std::to_string(d.M) + " N " + std::to_string(d.N) + " W " +
+                                 std::to_string(d.W) + " R " + std::to_string(d.R) + " " +
+                                 std::string(to_string(v)) + (partial ? " partial" : " full");
+        for (size_t k = 0; k < cpu.size(); ++k) {
+          if (gpu[k].defined()) {
+            for (float x : gpu[k].to_vector())
+              ASSERT_TRUE(std::isfinite(x)) << what << " tensor " << k << ": an unwritten element";
+          }
+          // Outputs (0–7) to 1e-5, gradients (8–) to 1e-4, relative to 1 + |cpu|.
+          expect_close(gpu[k], cpu[k], k < 8 ? 1e-5 : 1e-4, what + " tensor " + std::to_string(k));
+        }
+      }
+}
+
+// The same helper on the CPU: every shape and variant the GPU test takes, with
+// and without the undefined gradients, twice to the same bits.
+TEST(FusedMemoryStep, EveryGpuTestShapeRunsTwiceToTheSameBitsOnTheCpu) {
+  for (const Shape4& d : kGpuShapes)
+    for (const AllocationVariant v : allocation_variants())
+      for (const bool partial : {false, true}) {
+        const std::vector<Tensor> a = step_on(Device::cpu, d, v, partial);
+        const std::vector<Tensor> b = step_on(Device::cpu, d, v, partial);
+        ASSERT_EQ(a.size(), 15u);  // 6 state, reads, allocation, d_xi, 6 d_prev
+        EXPECT_EQ(a[10].defined(), !partial) << "d_prev usage";
+        for (size_t k = 0; k < a.size(); ++k) {
+          if (!a[k].defined()) continue;
+          for (float x : a[k].to_vector()) ASSERT_TRUE(std::isfinite(x)) << "tensor " << k;
+          ASSERT_EQ(a[k].to_vector(), b[k].to_vector()) << "tensor " << k;
+        }
+      }
+}
+
+TEST(FusedMemoryStepCuda, ASecondRunGivesTheSameBits) {
+  MARE_NEEDS_GPU();
+  const Shape4 d{37, 16, 45, 3};
+  const std::vector<Tensor> a = step_on(Device::cuda, d, AllocationVariant::sorted, false);
+  const std::vector<Tensor> b = step_on(Device::cuda, d, AllocationVariant::sorted, false);
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (!a[k].defined()) continue;
+    EXPECT_EQ(a[k].to_vector(), b[k].to_vector()) << "tensor " << k;
+  }
+}
+
+TEST(FusedMemoryStepCuda, RefusesMixedDevices) {
+  MARE_NEEDS_GPU();
+  const Shape4 d{2, 4, 6, 2};
+  const Tensor xi = Tensor::zeros({d.M, interface_width(d.R, d.W)}, Device::cuda);
+  MemoryStepState s = to(state_of(d, 1), Device::cuda);
+  s.links = s.links.to(Device::cpu);
+  EXPECT_THROW(memory_step_forward(xi, s, d.R, AllocationVariant::sorted), std::invalid_argument);
 }
 
 }  // namespace
