@@ -11,16 +11,22 @@
 //   kRowChunk rows, column) sums its rows in order, in double. Pass 2: one thread
 //   per column adds the chunk sums in chunk order and finishes the column
 //   (mean, rstd, running averages, or the gradient update).
-// - Batch norm's row mask (padding): pass 1 skips masked rows, the row count n
-//   comes from one block (cub::BlockReduce, a fixed tree, exact in double), the
-//   elementwise kernels write 0 for masked rows (output) or leave them (d_x).
-//   Without a mask n is the host's row count and every kernel does what it did
-//   before the mask existed.
+// - Batch norm, three launches a direction. Forward (training): pass 1 gives
+//   each (chunk, column) its rows' count, mean and sum of squared deviations
+//   about that mean (two sweeps of the chunk's rows, in double); pass 2 merges a
+//   column's chunks in chunk order (Chan et al.'s pairwise update, exact counts)
+//   into μ, rstd and the running statistics; then the output. Backward: pass 1
+//   gives each (chunk, column) Σ dy, Σ dy·x̂ and its row count, pass 2 the
+//   column's totals (d_γ, d_β and the two means of d_x), then d_x. The row
+//   count n thus comes out of the passes that read the mask anyway, exact in
+//   double, with no launch of its own.
+// - Batch norm's row mask (padding): pass 1 skips masked rows, the elementwise
+//   kernels write 0 for masked rows (output) or leave them (d_x). Without a mask
+//   every row counts.
 // - The elementwise parts (normalised output, d_x) mirror the CPU's float
 //   expressions with explicitly rounded operations (__fmul_rn, __fadd_rn, ...)
 //   so that nvcc does not fuse them into FMAs the host does not do.
 #include <cstdint>
-#include <cub/block/block_reduce.cuh>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
@@ -54,31 +60,6 @@ __device__ inline float normalise(float x, float mu, float rstd, float gamma, fl
 
 // ------------------------------------------------------------------ column reductions
 // Per-element terms of the column reductions, f(r, j) -> (a, b).
-struct ColumnValue {  // (x, 0)
-  const float* x;
-  int64_t c;
-  __device__ double2 operator()(int64_t r, int64_t j) const {
-    return make_double2(x[r * c + j], 0.0);
-  }
-};
-struct ColumnSquaredDeviation {  // ((x − μ_j)², 0)
-  const float* x;
-  const double* mu;
-  int64_t c;
-  __device__ double2 operator()(int64_t r, int64_t j) const {
-    double d = static_cast<double>(x[r * c + j]) - mu[j];
-    return make_double2(d * d, 0.0);
-  }
-};
-struct BatchNormGradTerms {  // (dy, dy · x̂), x̂ with the column's μ, rstd
-  const float *d_out, *x, *mean, *rstd;
-  int64_t c;
-  __device__ double2 operator()(int64_t r, int64_t j) const {
-    float xhat = __fmul_rn(__fsub_rn(x[r * c + j], mean[j]), rstd[j]);
-    float dy = d_out[r * c + j];
-    return make_double2(dy, __fmul_rn(dy, xhat));
-  }
-};
 struct LayerNormParamTerms {  // (dy · x̂, dy), x̂ with the row's μ, rstd
   const float *d_out, *x, *mean, *rstd;
   int64_t c;
@@ -124,56 +105,67 @@ __device__ inline double2 column_total(const double2* partial, int64_t chunks, i
   return s;
 }
 
-// The rows that take part: `count` (the row mask's nonzero entries, on the
-// device) or, without a mask, `rows`.
-__device__ inline double active_rows(const double* count, int64_t rows) {
-  return count ? *count : static_cast<double>(rows);
+// ------------------------------------------------------------------ batch norm
+// Pass 1 of the forward: for chunk k of kRowChunk rows and column j, over the
+// rows that take part (row_mask ≠ 0, or every row without a mask), in order:
+// their count, their mean and Σ (x − mean)² about it.   partial: [chunks, c]
+struct ChunkMoments {
+  double n, mean, m2;
+};
+__global__ void bn_chunk_moments_kernel(const float* __restrict__ x, int64_t rows, int64_t c,
+                                        int64_t chunks, const float* __restrict__ row_mask,
+                                        ChunkMoments* __restrict__ partial) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < chunks * c;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t k = i / c, j = i % c;
+    const int64_t begin = k * kRowChunk, end = min(rows, begin + kRowChunk);
+    double n = 0.0, sum = 0.0;
+    for (int64_t r = begin; r < end; ++r) {
+      if (row_mask && row_mask[r] == 0.0f) continue;
+      sum += x[r * c + j];
+      n += 1.0;
+    }
+    const double mean = n > 0 ? sum / n : 0.0;
+    double m2 = 0.0;
+    for (int64_t r = begin; r < end; ++r) {
+      if (row_mask && row_mask[r] == 0.0f) continue;
+      const double d = static_cast<double>(x[r * c + j]) - mean;
+      m2 += d * d;
+    }
+    partial[i] = {n, mean, m2};
+  }
 }
 
-// One block: *count = number of nonzero entries of row_mask [rows], in double
-// (exact: every partial sum is an integer below 2^53).
-__global__ void bn_count_kernel(const float* __restrict__ row_mask, int64_t rows,
-                                double* __restrict__ count) {
-  using BlockReduceDouble = cub::BlockReduce<double, kThreads>;
-  __shared__ typename BlockReduceDouble::TempStorage temp;
-  double s = 0.0;
-  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) s += row_mask[r] != 0.0f ? 1.0 : 0.0;
-  s = BlockReduceDouble(temp).Sum(s);
-  if (threadIdx.x == 0) *count = s;
-}
-
-// Batch-norm mean: mu[j] = Σ_r x[r, j] / n (0 when n = 0)
-__global__ void bn_mean_kernel(const double2* __restrict__ partial, int64_t chunks, int64_t c,
-                               int64_t rows, const double* __restrict__ count,
-                               double* __restrict__ mu) {
-  const double n = active_rows(count, rows);
-  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < c;
-       j += int64_t(gridDim.x) * blockDim.x)
-    mu[j] = n > 0 ? column_total(partial, chunks, c, j).x / n : 0.0;
-}
-
-// Batch-norm statistics from Σ (x − μ)²: the result's mean and rstd (biased
-// variance), and the running averages (unbiased variance), as the CPU rounds them.
-// With n = 1 (a mask only) the running variance stays, with n = 0 both stay.
-__global__ void bn_stats_kernel(const double2* __restrict__ partial, int64_t chunks, int64_t c,
-                                int64_t rows, const double* __restrict__ count,
-                                const double* __restrict__ mu, float momentum, float eps,
-                                float* __restrict__ mean, float* __restrict__ rstd,
-                                float* __restrict__ running_mean, float* __restrict__ running_var) {
-  const double n = active_rows(count, rows);
+// Pass 2 of the forward, one thread per column: the chunks merged in chunk order
+// (n = n_a + n_b, μ = μ_a + δ·n_b/n, M2 = M2_a + M2_b + δ²·n_a·n_b/n with δ = μ_b − μ_a;
+// chunks without rows skipped), then the result's mean and rstd (biased variance)
+// and the running averages (unbiased variance), as the CPU rounds them. With
+// n = 1 the running variance stays, with n = 0 both stay (and μ = 0, rstd = 1/√ε).
+__global__ void bn_stats_kernel(const ChunkMoments* __restrict__ partial, int64_t chunks, int64_t c,
+                                float momentum, float eps, float* __restrict__ mean,
+                                float* __restrict__ rstd, float* __restrict__ running_mean,
+                                float* __restrict__ running_var) {
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < c;
        j += int64_t(gridDim.x) * blockDim.x) {
-    const double var = column_total(partial, chunks, c, j).x;
-    const double biased = n > 0 ? var / n : 0.0;
-    mean[j] = static_cast<float>(mu[j]);
+    double n = 0.0, mu = 0.0, m2 = 0.0;
+    for (int64_t k = 0; k < chunks; ++k) {
+      const ChunkMoments p = partial[k * c + j];
+      if (p.n == 0.0) continue;
+      const double total = n + p.n, delta = p.mean - mu;
+      mu += delta * (p.n / total);
+      m2 += p.m2 + delta * delta * (n * p.n / total);
+      n = total;
+    }
+    const double biased = n > 0 ? m2 / n : 0.0;
+    mean[j] = static_cast<float>(mu);
     rstd[j] = static_cast<float>(1.0 / sqrt(biased + static_cast<double>(eps)));
     // running = (1 − m) · running + m · stat: a float product, then a double sum.
     const float keep = 1.0f - momentum;
     if (n >= 1)
-      running_mean[j] = static_cast<float>(__dadd_rn(
-          __fmul_rn(keep, running_mean[j]), __dmul_rn(static_cast<double>(momentum), mu[j])));
+      running_mean[j] = static_cast<float>(__dadd_rn(__fmul_rn(keep, running_mean[j]),
+                                                     __dmul_rn(static_cast<double>(momentum), mu)));
     if (n >= 2) {
-      const double unbiased = var / (n - 1);
+      const double unbiased = m2 / (n - 1);
       running_var[j] = static_cast<float>(__dadd_rn(
           __fmul_rn(keep, running_var[j]), __dmul_rn(static_cast<double>(momentum), unbiased)));
     }
@@ -206,21 +198,55 @@ __global__ void bn_output_kernel(const float* __restrict__ x, const float* __res
   }
 }
 
-// Batch-norm backward, per column, from (Σ dy, Σ dy · x̂): d_γ += Σ dy · x̂, d_β += Σ dy
+// Pass 1 of the backward: for chunk k and column j, over the rows that take part,
+// in order: Σ dy, Σ dy · x̂ (x̂ with the column's μ, rstd) and their count.
+struct ChunkGradSums {
+  double dy, dy_xhat, n;
+};
+__global__ void bn_chunk_grad_kernel(const float* __restrict__ d_out, const float* __restrict__ x,
+                                     const float* __restrict__ mean, const float* __restrict__ rstd,
+                                     int64_t rows, int64_t c, int64_t chunks,
+                                     const float* __restrict__ row_mask,
+                                     ChunkGradSums* __restrict__ partial) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < chunks * c;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t k = i / c, j = i % c;
+    const int64_t end = min(rows, (k + 1) * kRowChunk);
+    const float mu = mean[j], rs = rstd[j];
+    ChunkGradSums s{0.0, 0.0, 0.0};
+    for (int64_t r = k * kRowChunk; r < end; ++r) {
+      if (row_mask && row_mask[r] == 0.0f) continue;
+      const float xhat = __fmul_rn(__fsub_rn(x[r * c + j], mu), rs);
+      const float dy = d_out[r * c + j];
+      s.dy += dy;
+      s.dy_xhat += __fmul_rn(dy, xhat);
+      s.n += 1.0;
+    }
+    partial[i] = s;
+  }
+}
+
+// Pass 2 of the backward, per column, the chunks in order: d_γ += Σ dy · x̂, d_β += Σ dy
 // (either may be null), and, for d_x in training mode, means[j] = (Σ dy / m,
-// Σ dy · x̂ / m) rounded to float as the CPU does, once a column rather than once
-// an element (means null: not wanted).
-__global__ void bn_grad_sums_kernel(const double2* __restrict__ partial, int64_t chunks, int64_t c,
-                                    const double* __restrict__ count, int64_t rows,
-                                    float2* __restrict__ means, float* __restrict__ d_gamma,
-                                    float* __restrict__ d_beta) {
-  const double m = active_rows(count, rows);
+// Σ dy · x̂ / m) with m the rows that take part, rounded to float as the CPU does,
+// once a column rather than once an element (means null: not wanted).
+__global__ void bn_grad_sums_kernel(const ChunkGradSums* __restrict__ partial, int64_t chunks,
+                                    int64_t c, float2* __restrict__ means,
+                                    float* __restrict__ d_gamma, float* __restrict__ d_beta) {
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < c;
        j += int64_t(gridDim.x) * blockDim.x) {
-    const double2 s = column_total(partial, chunks, c, j);
-    if (means) means[j] = make_float2(static_cast<float>(s.x / m), static_cast<float>(s.y / m));
-    if (d_gamma) d_gamma[j] += static_cast<float>(s.y);
-    if (d_beta) d_beta[j] += static_cast<float>(s.x);
+    ChunkGradSums s{0.0, 0.0, 0.0};
+#pragma unroll 8
+    for (int64_t k = 0; k < chunks; ++k) {
+      const ChunkGradSums p = partial[k * c + j];
+      s.dy += p.dy;
+      s.dy_xhat += p.dy_xhat;
+      s.n += p.n;
+    }
+    if (means)
+      means[j] = make_float2(static_cast<float>(s.dy / s.n), static_cast<float>(s.dy_xhat / s.n));
+    if (d_gamma) d_gamma[j] += static_cast<float>(s.dy_xhat);
+    if (d_beta) d_beta[j] += static_cast<float>(s.dy);
   }
 }
 
@@ -342,15 +368,6 @@ const float* ptr_or_null(const Tensor& t) {
   return t.defined() ? t.f32() : nullptr;
 }
 
-// The row count of a batch-norm mask, on the device (null without a mask).
-// `ws` holds it.
-const double* count_active_rows(const Tensor& row_mask, int64_t rows, Workspace& ws) {
-  if (!row_mask.defined()) return nullptr;
-  bn_count_kernel<<<1, kThreads, 0, stream()>>>(row_mask.f32(), rows, ws.as<double>());
-  MARE_LAUNCH_CHECK("bn_count_kernel");
-  return ws.as<double>();
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------ launchers
@@ -398,18 +415,11 @@ NormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
   const float* mask = ptr_or_null(row_mask);
   if (training) {  // rows >= 2 without a mask (checked by the caller)
     const int64_t chunks = chunks_for(rows);
-    Workspace partial(static_cast<size_t>(chunks * c) * sizeof(double2));
-    Workspace mu(static_cast<size_t>(c) * sizeof(double));
-    Workspace count_ws(mask ? sizeof(double) : 0);
-    const double* count = count_active_rows(row_mask, rows, count_ws);
-    column_chunk_sums(ColumnValue{x.f32(), c}, rows, c, partial.as<double2>(), mask);
-    launch("bn_mean_kernel", c, bn_mean_kernel, partial.as<double2>(), chunks, c, rows, count,
-           mu.as<double>());
-    column_chunk_sums(ColumnSquaredDeviation{x.f32(), mu.as<double>(), c}, rows, c,
-                      partial.as<double2>(), mask);
-    launch("bn_stats_kernel", c, bn_stats_kernel, partial.as<double2>(), chunks, c, rows, count,
-           mu.as<double>(), momentum, eps, r.mean.f32(), r.rstd.f32(), running_mean.f32(),
-           running_var.f32());
+    Workspace partial(static_cast<size_t>(chunks * c) * sizeof(ChunkMoments));
+    launch("bn_chunk_moments_kernel", chunks * c, bn_chunk_moments_kernel, x.f32(), rows, c, chunks,
+           mask, partial.as<ChunkMoments>());
+    launch("bn_stats_kernel", c, bn_stats_kernel, partial.as<ChunkMoments>(), chunks, c, momentum,
+           eps, r.mean.f32(), r.rstd.f32(), running_mean.f32(), running_var.f32());
   } else {
     launch("bn_eval_stats_kernel", c, bn_eval_stats_kernel, running_mean.f32(), running_var.f32(),
            c, eps, r.mean.f32(), r.rstd.f32());
@@ -437,14 +447,11 @@ void batch_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Ten
   const bool need_sums = d_gamma.defined() || d_beta.defined() || dx_means;
   Workspace means(dx_means ? static_cast<size_t>(c) * sizeof(float2) : 0);
   if (need_sums) {
-    Workspace partial(static_cast<size_t>(chunks * c) * sizeof(double2));
-    column_chunk_sums(BatchNormGradTerms{d_out.f32(), x.f32(), mean.f32(), rstd.f32(), c}, rows, c,
-                      partial.as<double2>(), mask);
-    Workspace count_ws(mask && dx_means ? sizeof(double) : 0);
-    const double* count = dx_means ? count_active_rows(row_mask, rows, count_ws) : nullptr;
-    launch("bn_grad_sums_kernel", c, bn_grad_sums_kernel, partial.as<double2>(), chunks, c, count,
-           rows, dx_means ? means.as<float2>() : nullptr, ptr_or_null(d_gamma),
-           ptr_or_null(d_beta));
+    Workspace partial(static_cast<size_t>(chunks * c) * sizeof(ChunkGradSums));
+    launch("bn_chunk_grad_kernel", chunks * c, bn_chunk_grad_kernel, d_out.f32(), x.f32(),
+           mean.f32(), rstd.f32(), rows, c, chunks, mask, partial.as<ChunkGradSums>());
+    launch("bn_grad_sums_kernel", c, bn_grad_sums_kernel, partial.as<ChunkGradSums>(), chunks, c,
+           dx_means ? means.as<float2>() : nullptr, ptr_or_null(d_gamma), ptr_or_null(d_beta));
   }
   if (!d_x.defined()) return;
   const RowLaunch l = row_launch(rows, c);
