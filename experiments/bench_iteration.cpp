@@ -15,6 +15,7 @@
 #include "experiments/grpu_tasks.h"
 #include "experiments/run_dir.h"
 #include "kernels/memory/allocation.h"
+#include "kernels/ops/linalg.h"
 #include "kernels/parallel.h"
 #include "mare_build_info.h"
 #include "models/bench/gemm_bound.h"
@@ -312,6 +313,7 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
   nlohmann::json out;
   out["benchmark"] = "iteration";
   out["device"] = to_string(opt.device);
+  out["matmul_precision"] = to_string(matmul_precision());  // kernels/ops/linalg.h
   out["threads"] = main_threads;
   out["hardware_threads"] = std::thread::hardware_concurrency();
   out["size"] = opt.size;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/ops/linalg.h"
 #include "models/checkpoint.h"
 
 namespace mare {
@@ -81,6 +82,8 @@ RunLifecycle::RunLifecycle(std::filesystem::path out, nlohmann::json config, boo
                            Device device)
     : dir_(std::move(out)), config_(std::move(config)), force_(force) {
   if (device != Device::cpu) config_["device"] = to_string(device);
+  if (matmul_precision() != MatmulPrecision::highest)
+    config_["matmul_precision"] = to_string(matmul_precision());
 }
 
 RunLifecycle::Start RunLifecycle::begin(const nlohmann::json& manifest_extra,

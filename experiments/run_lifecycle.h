@@ -41,7 +41,9 @@ class RunLifecycle {
   // never timings, paths of outputs or the thread count, which changes no byte), and
   // the device it runs on: recorded as config's "device" where it is not the CPU (the
   // manifests of earlier runs did not record it, and a CPU run's still match), so that
-  // a run is never resumed, nor a finished one taken, on another device.
+  // a run is never resumed, nor a finished one taken, on another device; likewise the
+  // GEMM precision (kernels/ops/linalg.h: matmul_precision()), as "matmul_precision"
+  // where it is not the default fp32.
   RunLifecycle(std::filesystem::path out, nlohmann::json config, bool force, Device device);
 
   // Decides how the run starts; for fresh runs writes the manifest

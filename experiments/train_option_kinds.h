@@ -55,6 +55,7 @@ inline constexpr TrainOptionKinds kTrainOptionKinds[] = {
     {"--null-margin", kRelationModels},
     {"--grad-norms", kRelationModels},
     {"--device", kEveryModel},
+    {"--matmul-precision", kEveryModel},
     {"--force", kEveryModel},
     {"--threads", kEveryModel},
 };

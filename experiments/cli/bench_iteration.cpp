@@ -22,6 +22,7 @@ namespace {
 struct Options {
   IterationBenchOptions bench;
   std::string device = "cpu";
+  std::string matmul_precision = "highest";
   std::string json_path;
 };
 
@@ -29,6 +30,7 @@ void run(const Options& o) {
   if (!o.json_path.empty()) check_writable_file(o.json_path, "--json");
   IterationBenchOptions b = o.bench;
   b.device = parse_device(o.device);
+  set_matmul_precision(checked_matmul_precision(o.matmul_precision, b.device, "bench iteration"));
   const nlohmann::json j = run_iteration_bench(b, &std::cerr);
   std::cout << "model\tshape\talloc\tmean_s\tmedian_s\tsd_s\tratio\tflops_ratio\tthreads\t"
                "gemm_gflop\tgemm_gflops_per_s\tbound_s\tbound_ratio\tops\tdevice_reads\tuploads";
@@ -110,6 +112,8 @@ void add_bench_iteration_command(CLI::App& bench) {
                  "parallel-block, network (default: the model's, sorted)")
       ->delimiter(',');
   add_choice(it, "--device", o->device, "cpu or cuda", device_names());
+  add_choice(it, "--matmul-precision", o->matmul_precision, kMatmulPrecisionHelp,
+             matmul_precision_names());
   it->add_flag("--grpu", o->bench.grpu,
                "Add the GRPU's training iteration (the addition task: batch 100, 50-55 steps, H "
                "100, Adam lr 1e-4)");

@@ -55,6 +55,18 @@ void run(const SweepArgs& a, bool profile_given) {
   o.log = &std::cerr;
   o.tty = ::isatty(STDERR_FILENO);
 
+  // TF32 GEMMs on the CPU: each run would be refused by mare train; the spec is, first
+  // (a dry run included: it is the spec's mistake, not the machine's).
+  for (const sw::RunPlan& r : plan.runs) {
+    const auto flag = [&r](const char* name) {
+      const auto at = std::find(r.command.begin(), r.command.end(), name);
+      return at == r.command.end() || at + 1 == r.command.end() ? std::string() : *(at + 1);
+    };
+    if (flag("--matmul-precision") == "high" && flag("--device") != "cuda")
+      throw std::invalid_argument("sweep: " + a.spec + ", profile " + plan.profile +
+                                  ": matmul_precision: high needs device: cuda (TF32 runs on a "
+                                  "GPU's tensor cores; the CPU's GEMMs are fp32)");
+  }
   if (a.dry_run) {
     sw::print_plan(plan, o, std::cout);
     return;

@@ -116,8 +116,8 @@ void refuse_foreign_options(const CLI::App& cmd, const std::string& kind,
                             const std::string& model) {
   const unsigned bit = model_kind_bit(kind);
   // What this kind reads, said beside the options of every run (in this order).
-  static constexpr std::string_view kEveryRun[] = {"--model",  "--seed",    "--out",
-                                                   "--device", "--threads", "--force"};
+  static constexpr std::string_view kEveryRun[] = {
+      "--model", "--seed", "--out", "--device", "--matmul-precision", "--threads", "--force"};
   auto every_run = [](std::string_view flag) {
     return std::find(std::begin(kEveryRun), std::end(kEveryRun), flag) != std::end(kEveryRun);
   };
@@ -176,6 +176,7 @@ struct TrainArgs {
   SequenceSwitches seq_switches;
   ReTrainOptions rel;
   std::string device = "cpu";
+  std::string matmul_precision = "highest";
   int threads = 0;  // 0: MARE_THREADS, else every core
 };
 
@@ -183,6 +184,7 @@ void run_train(const TrainArgs& a, const CLI::App& cmd) {
   TrainOptions o = a.opt;
   o.device = parse_device(a.device);
   require_training_device(o.device);  // before anything is built or printed
+  set_matmul_precision(checked_matmul_precision(a.matmul_precision, o.device, "train"));
   // --threads, else MARE_THREADS (a bad value is refused here, naming it), else every core.
   if (a.threads > 0)
     set_threads(a.threads);
@@ -321,6 +323,8 @@ void add_train_command(CLI::App& app) {
              "cpu or cuda (every model; the data is made on the host, the model trains on the "
              "device)",
              device_names());
+  add_choice(cmd, "--matmul-precision", a->matmul_precision, kMatmulPrecisionHelp,
+             matmul_precision_names());
   cmd->add_flag("--force", a->opt.force, "Run again even if DIR/result.json exists");
   cmd->add_option("--threads", a->threads,
                   "Kernel threads (default: MARE_THREADS, else every core); every metric, "

@@ -11,10 +11,33 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "kernels/ops/linalg.h"
+#include "kernels/tensor.h"
+
 namespace mare::cli {
+
+// --matmul-precision (train, bench iteration): parsed, and `high` refused where no
+// GPU computes (the CPU's GEMMs are fp32 whatever the setting).
+inline const char* const kMatmulPrecisionHelp =
+    "GEMM precision on the GPU: highest (fp32, the default) or high (TF32 tensor cores, "
+    "products good to ~1e-3 relative, several times faster; recorded in a run's config); the "
+    "CPU computes in fp32 and refuses high";
+inline MatmulPrecision checked_matmul_precision(const std::string& name, Device device,
+                                                const std::string& command) {
+  const MatmulPrecision p = parse_matmul_precision(name);
+  if (p == MatmulPrecision::high && device != Device::cuda)
+    throw std::invalid_argument(command +
+                                ": --matmul-precision high: TF32 runs on a GPU's tensor cores; "
+                                "on the " +
+                                to_string(device) +
+                                " every GEMM is fp32 (give --device cuda, or leave the "
+                                "precision at highest)");
+  return p;
+}
 
 namespace detail {
 inline bool parse_whole(const std::string& s, int64_t& v) {

@@ -26,6 +26,7 @@
 #include "experiments/train_option_kinds.h"
 #include "kernels/bench/allocation_sweep.h"
 #include "kernels/memory/allocation.h"
+#include "kernels/ops/linalg.h"
 #include "models/registry.h"
 
 namespace mare::sweep {
@@ -297,6 +298,7 @@ constexpr Opt kOptions[] = {
     {"clock", Type::choice, kAllocation, allocation_clock_names},
     {"no_backward", Type::boolean, kAllocation},
     {"device", Type::choice, kTrain | kAllocation | kIteration, device_names},
+    {"matmul_precision", Type::choice, kTrain | kIteration, matmul_precision_names},
 };
 
 const Opt* find_option(const std::string& key) {

@@ -11,11 +11,13 @@
 // With A = op(a) [M, K], B = op(b) [K, N], out = A·B, backward is the CPU's:
 //   dA = d_out · Bᵀ  (d_a += dA, or dAᵀ when trans_a)
 //   dB = Aᵀ · d_out  (d_b += dB, or dBᵀ when trans_b)
-// accumulated with beta = 1. cuBLAS runs with pedantic math and atomics off
-// (see common.cuh), so a GEMM gives the same bits for the same inputs.
+// accumulated with beta = 1. cuBLAS runs with atomics off and pedantic math, or
+// TF32 tensor-op math under matmul_precision() == high (kernels/ops/linalg.h), so
+// a GEMM gives the same bits for the same inputs and precision.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/ops/gemm_count.h"
+#include "kernels/ops/linalg.h"
 
 namespace mare::cuda {
 
@@ -65,6 +67,10 @@ void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   int im = to_int(m, "gemm m"), in = to_int(n, "gemm n"), ik = to_int(k, "gemm k");
   int ilda = to_int(lda, "gemm lda"), ildb = to_int(ldb, "gemm ldb"),
       ildc = to_int(ldc, "gemm ldc");
+  // The process's matmul precision (kernels/ops/linalg.h): fp32 (pedantic) or TF32.
+  MARE_CUBLAS_CHECK(cublasSetMathMode(cublas(), matmul_precision() == MatmulPrecision::high
+                                                    ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                    : CUBLAS_PEDANTIC_MATH));
   if (count == 1) {
     MARE_CUBLAS_CHECK(
         cublasSgemm(cublas(), op_b, op_a, in, im, ik, &alpha, b, ildb, a, ilda, &beta, c, ildc));

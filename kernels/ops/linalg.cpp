@@ -6,12 +6,36 @@
 #include "kernels/ops/linalg.h"
 
 #include <algorithm>
+#include <atomic>
+#include <stdexcept>
 
 #include "kernels/ops/common.h"
 #include "kernels/ops/gemm_count.h"
 #include "kernels/parallel.h"
 
 namespace mare {
+
+namespace {
+std::atomic<MatmulPrecision> g_matmul_precision{MatmulPrecision::highest};
+}  // namespace
+
+void set_matmul_precision(MatmulPrecision p) {
+  g_matmul_precision.store(p, std::memory_order_relaxed);
+}
+MatmulPrecision matmul_precision() {
+  return g_matmul_precision.load(std::memory_order_relaxed);
+}
+const char* to_string(MatmulPrecision p) {
+  return p == MatmulPrecision::high ? "high" : "highest";
+}
+MatmulPrecision parse_matmul_precision(const std::string& name) {
+  if (name == "highest") return MatmulPrecision::highest;
+  if (name == "high") return MatmulPrecision::high;
+  throw std::invalid_argument("unknown matmul precision '" + name + "' (known: highest, high)");
+}
+std::vector<std::string> matmul_precision_names() {
+  return {"highest", "high"};
+}
 using namespace detail;
 
 namespace {

@@ -344,6 +344,76 @@ TEST(CliContract, AnUnusableDeviceIsRefusedAlikeEverywhere) {
   EXPECT_FALSE(std::filesystem::exists(dir / "sw"));
 }
 
+// TF32 GEMMs (--matmul-precision high) where the GEMMs are the CPU's: refused by
+// train (every kind of model), bench iteration and a sweep whose spec asks for it
+// without device: cuda (its dry run too), before anything is written. The default,
+// highest, changes no byte of a run (no key in its config).
+TEST(CliContract, HighMatmulPrecisionIsRefusedOnTheCpu) {
+  TempDir dir("cli");
+  ASSERT_EQ(run_mare(dir, {"data", "generate", "synth-cdr", "--out", "data", "--docs", "4",
+                           "--seed", "1"})
+                .status,
+            0);
+  const std::string why =
+      ": --matmul-precision high: TF32 runs on a GPU's tensor cores; on the cpu every GEMM is "
+      "fp32 (give --device cuda, or leave the precision at highest)\n";
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"train", "--model", "mlp", "--task", "xor", "--out", "r1"},
+           {"train", "--model", "gru", "--task", "addition", "--out", "r2"},
+           {"train", "--model", "bran", "--data", "synth-cdr:data", "--out", "r3"},
+           {"bench", "iteration"}}) {
+    std::vector<std::string> with = args;
+    with.insert(with.end(), {"--matmul-precision", "high"});
+    const std::string command = args[0] == "train" ? "train" : "bench iteration";
+    expect_error(dir, with, "mare: error: " + command + why);
+  }
+  for (const char* run : {"r1", "r2", "r3"}) EXPECT_FALSE(std::filesystem::exists(dir / run));
+  std::ofstream(dir / "tf32.yaml") << "name: t\ncommand: train\ntask: xor\nmodels: [mlp]\n"
+                                      "seeds: [1]\nmatmul_precision: high\n"
+                                      "profiles:\n  smoke: {}\n  default: {}\n  paper: {}\n";
+  for (const bool dry : {false, true}) {
+    std::vector<std::string> args = {"sweep", "tf32.yaml", "--out", "sw"};
+    if (dry) args.push_back("--dry-run");
+    const Outcome o = run_mare(dir, args);
+    EXPECT_EQ(o.status, 2) << o.err;
+    EXPECT_EQ(o.err.rfind("mare: error: sweep: tf32.yaml, profile default: matmul_precision: high "
+                          "needs device: cuda",
+                          0),
+              0u)
+        << o.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "sw"));
+  }
+  // highest, said or not: the same run, no key recorded.
+  ASSERT_EQ(
+      run_mare(dir, {"train", "--model", "mlp", "--task", "xor", "--epochs", "2", "--out", "plain"})
+          .status,
+      0);
+  ASSERT_EQ(run_mare(dir, {"train", "--model", "mlp", "--task", "xor", "--epochs", "2",
+                           "--matmul-precision", "highest", "--out", "said"})
+                .status,
+            0);
+  EXPECT_EQ(slurp(dir / "plain" / "result.json"), slurp(dir / "said" / "result.json"));
+  EXPECT_EQ(slurp(dir / "said" / "manifest.json").find("matmul_precision"), std::string::npos);
+}
+
+// On the GPU, `high` is part of what makes a run the run: recorded in its config
+// (manifest.json), and a finished run is not taken for one at another precision.
+TEST(CliContract, HighMatmulPrecisionIsRecordedAndKeepsRunsApart) {
+  MARE_NEEDS_GPU();
+  TempDir dir("cli");
+  const std::vector<std::string> run = {"train", "--model",  "mlp",  "--task", "xor", "--epochs",
+                                        "2",     "--device", "cuda", "--out",  "r"};
+  std::vector<std::string> tf32 = run;
+  tf32.insert(tf32.end(), {"--matmul-precision", "high"});
+  const Outcome first = run_mare(dir, tf32);
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_NE(slurp(dir / "r" / "manifest.json").find("\"matmul_precision\": \"high\""),
+            std::string::npos);
+  const Outcome other = run_mare(dir, run);
+  EXPECT_EQ(other.status, 2) << other.err;
+  EXPECT_NE(other.err.find("matmul_precision"), std::string::npos) << other.err;
+}
+
 // Where a GPU is usable, a MARE_CUDA_DEVICE that names no device is refused as an unusable
 // device is, before anything is written (it was an error of the runtime's, without the
 // command's "--device cuda:", after bench allocation had printed its sweep).
