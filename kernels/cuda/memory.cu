@@ -662,16 +662,14 @@ NewOutput new_output(const Shape& shape, const char* what) {
 
 // Row-major batched GEMM on the memory axis: for every b < batch,
 //   C[b] = op(A[b]) · op(B[b]) + beta · C[b],  C: [rows, cols], op(A): [rows, k], op(B): [k, cols],
-// A, B, C row-major with their stored row lengths lda, ldb (ldc = cols). cuBLAS is
-// column-major, so this computes Cᵀ = op(B)ᵀ op(A)ᵀ on the transposed views.
+// A, B, C row-major with their stored row lengths lda, ldb (ldc = cols): the backend's
+// one GEMM (linalg.cu), so these products count as GEMM flops and take the process's
+// matmul precision like every other.
 void gemm_rm_batched(bool trans_a, bool trans_b, int rows, int cols, int k, const float* a, int lda,
                      int64_t stride_a, const float* b, int ldb, int64_t stride_b, float beta,
                      float* c, int64_t stride_c, int batch) {
-  const float alpha = 1.0f;
-  MARE_CUBLAS_CHECK(cublasSgemmStridedBatched(
-      cublas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, cols,
-      rows, k, &alpha, b, ldb > 0 ? ldb : 1, stride_b, a, lda > 0 ? lda : 1, stride_a, &beta, c,
-      cols > 0 ? cols : 1, stride_c, batch));
+  gemm_row_major(trans_a, trans_b, rows, cols, k, 1.0f, a, lda, stride_a, b, ldb, stride_b, beta, c,
+                 cols, stride_c, batch);
 }
 
 // Dynamic shared memory of the content kernels: one double per slot.
