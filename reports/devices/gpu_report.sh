@@ -119,6 +119,16 @@ bounded "$mare" bench allocation --device cuda --json "$dir/allocation_cuda.json
 step "bench iteration" | tee -a "$dir/steps.txt"
 bounded "$mare" bench iteration --device cuda --size paper --shape both --iterations 10 --warmup 3 \
   --json "$dir/iteration_cuda.json" >"$dir/iteration_cuda.txt" 2>"$dir/iteration_cuda.log"
+# The alternatives a researcher can ask for, beside the defaults: the fused memory step
+# on the GPU (memory_step=fused) and TF32 GEMMs (--matmul-precision high; PyTorch's own
+# TF32 setting beside it in section 4).
+step "bench iteration: fused memory step, TF32" | tee -a "$dir/steps.txt"
+bounded "$mare" bench iteration --device cuda --size paper --shape both --iterations 5 --warmup 2 \
+  --models NTCRE+memory_step=fused,NTCRE-CPD+memory_step=fused \
+  --json "$dir/iteration_fused.json" >"$dir/iteration_fused.txt" 2>"$dir/iteration_fused.log"
+bounded "$mare" bench iteration --device cuda --size paper --shape both --iterations 5 --warmup 2 \
+  --matmul-precision high --models UTRE,NTCRE+memory_step=fused,UTRE-CPD,NTCRE-CPD+memory_step=fused \
+  --json "$dir/iteration_tf32.json" >"$dir/iteration_tf32.txt" 2>"$dir/iteration_tf32.log"
 # How busy the GPU is while mare trains: nvidia-smi's utilization.gpu (the
 # share of each 100 ms sample in which a kernel ran) through `mare train` of
 # UTRE-CPD and NTCRE-CPD at their registry sizes on synth-cdr (200 steps, one
@@ -182,6 +192,9 @@ if [ -n "$peers" ] && python3 -c 'import torch; assert torch.cuda.is_available()
   (cd "$peers" && bounded python3 bench_iteration.py --device cuda --sizes paper --shapes semeval,cdr \
     --configs UTRE-CPD,NTCRE-CPD,UTRE,NTCRE --threads 1 --iters 10 --warmup 3 --budget 120 \
     --out "$dir/peer_iteration.csv") >"$dir/peer_iteration.log" 2>&1
+  (cd "$peers" && TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 bounded python3 bench_iteration.py --device cuda \
+    --sizes paper --shapes semeval,cdr --configs UTRE-CPD,NTCRE-CPD,UTRE,NTCRE --threads 1 --iters 10 \
+    --warmup 3 --budget 120 --out "$dir/peer_iteration_tf32.csv") >"$dir/peer_iteration_tf32.log" 2>&1
 fi
 step "done" | tee -a "$dir/steps.txt"
 
@@ -225,6 +238,28 @@ step "done" | tee -a "$dir/steps.txt"
     echo
     echo '```'
     cat "$dir/peer_iteration.csv"
+    echo '```'
+  fi
+  echo
+  echo '## The alternatives: the fused memory step on the GPU, TF32 GEMMs'
+  echo
+  echo '`memory_step=fused` (`kernels/cuda/memory_step.cu`; the default on the GPU is the composed ops):'
+  echo
+  echo '```'
+  grep -v '^  ' "$dir/iteration_fused.txt" 2>/dev/null || echo "(not run)"
+  echo '```'
+  echo
+  echo '`--matmul-precision high` (TF32 tensor cores):'
+  echo
+  echo '```'
+  grep -v '^  ' "$dir/iteration_tf32.txt" 2>/dev/null || echo "(not run)"
+  echo '```'
+  if [ -f "$dir/peer_iteration_tf32.csv" ]; then
+    echo
+    echo 'PyTorch eager with `TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1` (its matmuls in TF32), same GPU:'
+    echo
+    echo '```'
+    cat "$dir/peer_iteration_tf32.csv"
     echo '```'
   fi
   echo
