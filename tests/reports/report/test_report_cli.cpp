@@ -162,10 +162,11 @@ void expect_regenerated(const fs::path& committed, const fs::path& out, bool fig
   EXPECT_EQ(files_under(out), files_under(committed));
   for (const std::string& f : files_under(committed)) {
     const std::string ext = fs::path(f).extension().string();
-    if (ext == ".dat")
+    if (ext == ".dat") {
       expect_same_numbers(committed / f, out / f);
-    else if (ext != ".png" && ext != ".svg")  // rendering depends on gnuplot's version
+    } else if (ext != ".png" && ext != ".svg") {  // rendering depends on gnuplot's version
       EXPECT_EQ(slurp(out / f), slurp(committed / f)) << f;
+    }
   }
 }
 
