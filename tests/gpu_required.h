@@ -37,6 +37,24 @@ inline bool gpu_required() {
   return v != nullptr && std::string(v) == "1";
 }
 
+// While one lives, fresh GPU allocations are filled with NaN (cuda::set_poison_allocations),
+// so an output element a kernel forgets to write fails a finiteness check.
+class PoisonedGpuAllocations {
+ public:
+  PoisonedGpuAllocations() {
+#ifdef MARE_WITH_CUDA
+    cuda::set_poison_allocations(true);
+#endif
+  }
+  ~PoisonedGpuAllocations() {
+#ifdef MARE_WITH_CUDA
+    cuda::set_poison_allocations(false);
+#endif
+  }
+  PoisonedGpuAllocations(const PoisonedGpuAllocations&) = delete;
+  PoisonedGpuAllocations& operator=(const PoisonedGpuAllocations&) = delete;
+};
+
 }  // namespace mare::test
 
 // Returns from the test (or SetUp) with a skip, or with a failure under

@@ -34,16 +34,6 @@ __device__ float warp_max(float v) {
   return v;
 }
 
-__device__ double warp_sum(double v) {
-  for (int off = kWarp / 2; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
-
-__device__ float warp_sum(float v) {
-  for (int off = kWarp / 2; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
-
 // In place on p [rows, J] (rows = B·H·I, scores in, probabilities out); the key
 // mask row of score row r is mask[r / rows_per_batch] (mask [B, J], or null).
 __global__ void masked_softmax_kernel(float* __restrict__ p, const float* __restrict__ mask,

@@ -103,6 +103,15 @@ inline RowLaunch row_launch(int64_t rows, int64_t cols) {
   return {dim3(blocks, static_cast<unsigned int>(groups)), dim3(lanes, per_block)};
 }
 #ifdef __CUDACC__
+// Sum over the 32 lanes of a warp by a fixed xor butterfly (offsets 16, 8, 4, 2, 1):
+// every lane ends with the same bits (each step adds the same two operands, only
+// swapped), run after run. Every lane of the warp must call it.
+template <class T>
+__device__ __forceinline__ T warp_sum(T v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
 __device__ inline int64_t launch_row_begin() {
   return blockIdx.x * int64_t(blockDim.y) + threadIdx.y;
 }

@@ -33,13 +33,12 @@
 #include <string>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/memory_math.cuh"
 #include "kernels/cuda/ops_cuda.h"
 
 namespace mare::cuda {
 
 namespace {
-
-constexpr unsigned kFullMask = 0xffffffffu;
 
 // ------------------------------------------------------------------ device helpers
 __device__ __forceinline__ int64_t grid_start() {
@@ -54,19 +53,6 @@ __device__ __forceinline__ int64_t warp_start() {
 }
 __device__ __forceinline__ int64_t warp_stride() {
   return grid_stride() / 32;
-}
-
-// Sum over the 32 lanes by a fixed xor butterfly: every lane ends with the same
-// bits (each step adds the same two operands, only swapped), run after run.
-template <class T>
-__device__ __forceinline__ T warp_sum(T v) {
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(kFullMask, v, offset);
-  return v;
-}
-
-// The CPU's sigmoid of interface.cpp, branch for branch.
-__device__ __forceinline__ float sigmoid_f(float x) {
-  return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
 }
 
 // ------------------------------------------------------------------ interface split
@@ -107,7 +93,7 @@ __global__ void interface_forward_kernel(const float* __restrict__ xi, PartTable
         y[local] = v;
         break;
       case kOneplus:
-        y[local] = 1.0f + fmaxf(v, 0.0f) + log1pf(expf(-fabsf(v)));
+        y[local] = oneplus_f(v);
         break;
       case kSigmoid:
         y[local] = sigmoid_f(v);

@@ -31,6 +31,7 @@
 #include <string>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/memory_math.cuh"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/memory/access.h"
 #include "kernels/memory/interface.h"
@@ -39,7 +40,6 @@ namespace mare::cuda {
 
 namespace {
 
-constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kWarp = 32;
 constexpr int kMaxWarpsPerBlock = 4;
 constexpr size_t kSharedBudget = 48 * 1024;  // the default dynamic shared memory a block may ask
@@ -73,27 +73,6 @@ __device__ State<P> at(const State<P>& s, const Dims& d, int64_t m) {
 }
 
 // ------------------------------------------------------------------ device helpers
-template <class T>
-__device__ __forceinline__ T warp_sum(T v) {
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(kFullMask, v, offset);
-  return v;
-}
-
-// fused_step.cpp's scalar functions, branch for branch.
-__device__ __forceinline__ float sigmoid_f(float x) {
-  return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
-}
-__device__ __forceinline__ float oneplus_f(float x) {
-  return 1.0f + fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
-}
-__device__ __forceinline__ void softmax3(const float* x, float* y) {
-  const float mx = fmaxf(fmaxf(x[0], x[1]), x[2]);
-  const float e0 = expf(x[0] - mx), e1 = expf(x[1] - mx), e2 = expf(x[2] - mx), sum = e0 + e1 + e2;
-  y[0] = e0 / sum;
-  y[1] = e1 / sum;
-  y[2] = e2 / sum;
-}
-
 // Σ_j a[j]·b[j] over j < w in double, in every lane.
 __device__ double warp_dot(const float* __restrict__ a, const float* __restrict__ b, int w,
                            int lane) {

@@ -40,11 +40,6 @@ constexpr int kRowsPerBlock = kThreads / kWarp;
 constexpr int64_t kRowChunk = 64;
 
 // ------------------------------------------------------------------ device helpers
-__device__ inline double warp_sum(double v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
 // Rows handled by this warp (the same for all 32 lanes).
 __device__ inline int64_t first_row() {
   return blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / kWarp;
@@ -59,7 +54,11 @@ __device__ inline float normalise(float x, float mu, float rstd, float gamma, fl
 }
 
 // ------------------------------------------------------------------ column reductions
-// Per-element terms of the column reductions, f(r, j) -> (a, b).
+// Batch norm's gradient sums of a chunk (pass 1) or a column (pass 2), with their rows.
+struct ChunkGradSums {  // Σ dy, Σ dy · x̂, rows
+  double dy, dy_xhat, n;
+};
+// Per-element terms of the column reductions, f(r, j) -> the accumulator's fields.
 struct LayerNormParamTerms {  // (dy · x̂, dy), x̂ with the row's μ, rstd
   const float *d_out, *x, *mean, *rstd;
   int64_t c;
@@ -69,23 +68,43 @@ struct LayerNormParamTerms {  // (dy · x̂, dy), x̂ with the row's μ, rstd
     return make_double2(__fmul_rn(dy, xhat), dy);
   }
 };
+struct BatchNormGradTerms {  // (dy, dy · x̂, 1), x̂ with the column's μ, rstd
+  const float *d_out, *x, *mean, *rstd;
+  int64_t c;
+  __device__ ChunkGradSums operator()(int64_t r, int64_t j) const {
+    const float xhat = __fmul_rn(__fsub_rn(x[r * c + j], mean[j]), rstd[j]);
+    const float dy = d_out[r * c + j];
+    return {dy, __fmul_rn(dy, xhat), 1.0};
+  }
+};
 
-// Pass 1: partial[k, j] = Σ_{r in chunk k, in order, row_mask[r] ≠ 0} f(r, j).
+// The accumulators of pass 1: a pair of sums, or batch norm's gradient sums with
+// their row count; `add` adds a term in place, in the order of its fields.
+__device__ inline void add(double2& s, double2 v) {
+  s.x += v.x;
+  s.y += v.y;
+}
+__device__ inline void add(ChunkGradSums& s, ChunkGradSums v) {
+  s.dy += v.dy;
+  s.dy_xhat += v.dy_xhat;
+  s.n += v.n;
+}
+
+// Pass 1: partial[k, j] = Σ_{r in chunk k, in order, row_mask[r] ≠ 0} f(r, j), in the
+// accumulator type f returns (zero-initialised).
 //   partial: [chunks, c]; row_mask: [rows] or null (every row)
-template <class F>
+template <class F, class Acc>
 __global__ void column_chunk_sums_kernel(F f, int64_t rows, int64_t c, int64_t chunks,
                                          const float* __restrict__ row_mask,
-                                         double2* __restrict__ partial) {
+                                         Acc* __restrict__ partial) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < chunks * c;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t k = i / c, j = i % c;
     const int64_t end = min(rows, (k + 1) * kRowChunk);
-    double2 s = make_double2(0.0, 0.0);
+    Acc s{};
     for (int64_t r = k * kRowChunk; r < end; ++r) {
       if (row_mask && row_mask[r] == 0.0f) continue;
-      double2 v = f(r, j);
-      s.x += v.x;
-      s.y += v.y;
+      add(s, f(r, j));
     }
     partial[i] = s;
   }
@@ -195,34 +214,6 @@ __global__ void bn_output_kernel(const float* __restrict__ x, const float* __res
       const int64_t i = r * c + j;
       out[i] = masked ? 0.0f : normalise(x[i], mean[j], rstd[j], gamma[j], beta[j]);
     }
-  }
-}
-
-// Pass 1 of the backward: for chunk k and column j, over the rows that take part,
-// in order: Σ dy, Σ dy · x̂ (x̂ with the column's μ, rstd) and their count.
-struct ChunkGradSums {
-  double dy, dy_xhat, n;
-};
-__global__ void bn_chunk_grad_kernel(const float* __restrict__ d_out, const float* __restrict__ x,
-                                     const float* __restrict__ mean, const float* __restrict__ rstd,
-                                     int64_t rows, int64_t c, int64_t chunks,
-                                     const float* __restrict__ row_mask,
-                                     ChunkGradSums* __restrict__ partial) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < chunks * c;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t k = i / c, j = i % c;
-    const int64_t end = min(rows, (k + 1) * kRowChunk);
-    const float mu = mean[j], rs = rstd[j];
-    ChunkGradSums s{0.0, 0.0, 0.0};
-    for (int64_t r = k * kRowChunk; r < end; ++r) {
-      if (row_mask && row_mask[r] == 0.0f) continue;
-      const float xhat = __fmul_rn(__fsub_rn(x[r * c + j], mu), rs);
-      const float dy = d_out[r * c + j];
-      s.dy += dy;
-      s.dy_xhat += __fmul_rn(dy, xhat);
-      s.n += 1.0;
-    }
-    partial[i] = s;
   }
 }
 
@@ -353,12 +344,12 @@ int64_t chunks_for(int64_t rows) {
 
 // Runs pass 1 over a [rows, c] matrix into `partial` ([chunks_for(rows), c]),
 // skipping the rows whose row_mask entry is 0 (row_mask null: none).
-template <class F>
-void column_chunk_sums(F f, int64_t rows, int64_t c, double2* partial,
+template <class F, class Acc>
+void column_chunk_sums(F f, int64_t rows, int64_t c, Acc* partial,
                        const float* row_mask = nullptr) {
   const int64_t n = chunks_for(rows) * c;
-  launch("column_chunk_sums_kernel", n, column_chunk_sums_kernel<F>, f, rows, c, chunks_for(rows),
-         row_mask, partial);
+  launch("column_chunk_sums_kernel", n, column_chunk_sums_kernel<F, Acc>, f, rows, c,
+         chunks_for(rows), row_mask, partial);
 }
 
 float* ptr_or_null(Tensor& t) {
@@ -448,8 +439,8 @@ void batch_norm_backward(Tensor& d_x, Tensor& d_gamma, Tensor& d_beta, const Ten
   Workspace means(dx_means ? static_cast<size_t>(c) * sizeof(float2) : 0);
   if (need_sums) {
     Workspace partial(static_cast<size_t>(chunks * c) * sizeof(ChunkGradSums));
-    launch("bn_chunk_grad_kernel", chunks * c, bn_chunk_grad_kernel, d_out.f32(), x.f32(),
-           mean.f32(), rstd.f32(), rows, c, chunks, mask, partial.as<ChunkGradSums>());
+    column_chunk_sums(BatchNormGradTerms{d_out.f32(), x.f32(), mean.f32(), rstd.f32(), c}, rows, c,
+                      partial.as<ChunkGradSums>(), mask);
     launch("bn_grad_sums_kernel", c, bn_grad_sums_kernel, partial.as<ChunkGradSums>(), chunks, c,
            dx_means ? means.as<float2>() : nullptr, ptr_or_null(d_gamma), ptr_or_null(d_beta));
   }

@@ -56,11 +56,6 @@ __device__ inline float warp_max(float v) {
   return v;
 }
 
-__device__ inline double warp_sum(double v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
 __device__ inline bool kept(const float* mask_row, int64_t j) {
   return !mask_row || mask_row[j] != 0.0f;
 }

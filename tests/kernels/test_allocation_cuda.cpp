@@ -25,29 +25,11 @@
 #include "tests/gpu_required.h"
 #include "tests/kernels/allocation_checks.h"
 #include "tests/kernels/op_table.h"
-#ifdef MARE_WITH_CUDA
-#include "kernels/cuda/runtime.h"
-#endif
 
 namespace mare::test {
 namespace {
 
 constexpr double kEps = 1e-6;
-
-// Fresh GPU allocations are filled with NaN while a test runs.
-class PoisonedAllocations {
- public:
-  PoisonedAllocations() {
-#ifdef MARE_WITH_CUDA
-    cuda::set_poison_allocations(true);
-#endif
-  }
-  ~PoisonedAllocations() {
-#ifdef MARE_WITH_CUDA
-    cuda::set_poison_allocations(false);
-#endif
-  }
-};
 
 std::string name_of(AllocationVariant v) {
   return std::string(to_string(v));
@@ -88,7 +70,7 @@ Result run(const Tensor& u, const Tensor& g, AllocationVariant v) {
 }
 
 Result run_gpu(const Tensor& u, const Tensor& g, AllocationVariant v) {
-  PoisonedAllocations poison;
+  PoisonedGpuAllocations poison;
   Result r = run(u.to(Device::cuda), g.to(Device::cuda), v);
   EXPECT_EQ(r.a.device(), Device::cuda) << name_of(v);
   return r;
@@ -205,7 +187,7 @@ TEST_P(AllocationCuda, NonFiniteUsagesFollowTheNaNRule) {
 void expect_kept_lists_on_gpu(const Tensor& u, uint64_t seed) {
   const Tensor g = random_tensor(u.shape(), seed).to(Device::cuda);
   for (AllocationVariant v : allocation_variants()) {
-    PoisonedAllocations poison;
+    PoisonedGpuAllocations poison;
     EXPECT_TRUE(kept_free_lists_agree(u.to(Device::cuda), g, v,
                                       allocation_keeps_free_list(v, Device::cuda),
                                       name_of(v) + " on the GPU, N " + std::to_string(u.dim(1))));

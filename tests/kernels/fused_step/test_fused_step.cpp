@@ -24,9 +24,6 @@
 #include "models/functions_memory_step.h"
 #include "models/memory_mixer.h"
 #include "tests/gpu_required.h"
-#ifdef MARE_WITH_CUDA
-#include "kernels/cuda/runtime.h"
-#endif
 
 namespace mare {
 namespace {
@@ -317,20 +314,6 @@ std::vector<Tensor> step_on(Device dev, const Shape4& d, AllocationVariant v, bo
   return r;
 }
 
-class PoisonedGpuMemory {
- public:
-  PoisonedGpuMemory() {
-#ifdef MARE_WITH_CUDA
-    cuda::set_poison_allocations(true);
-#endif
-  }
-  ~PoisonedGpuMemory() {
-#ifdef MARE_WITH_CUDA
-    cuda::set_poison_allocations(false);
-#endif
-  }
-};
-
 const Shape4 kGpuShapes[] = {
     {5, 4, 6, 2},      // the CPU tests' shape
     {9, 1, 1, 1},      // one slot, one column
@@ -341,7 +324,7 @@ const Shape4 kGpuShapes[] = {
 
 TEST(FusedMemoryStepCuda, MatchesTheCpuForEveryVariantAndShape) {
   MARE_NEEDS_GPU();
-  PoisonedGpuMemory poison;
+  test::PoisonedGpuAllocations poison;
   for (const Shape4& d : kGpuShapes)
     for (const AllocationVariant v : allocation_variants())
       for (const bool partial : {false, true}) {
