@@ -187,10 +187,14 @@ struct RestOut {
   float *write_content, *forward_weights, *backward_weights, *read_content, *read_vectors;
 };
 
-// Steps 5–11, one warp per memory, given the allocation a [M, N].
-__global__ void step_rest_forward_kernel(Dims d, int64_t M, const float* __restrict__ xi,
-                                         State<const float> prev, const float* __restrict__ alloc,
-                                         RestOut out) {
+// Steps 5–11, one warp per memory, given the allocation a [M, N]. Bounded to 80
+// registers a thread (six blocks of four warps an SM), which ptxas meets without
+// spilling on sm_90 (unbounded: 121, four blocks); the backward is left unbounded,
+// since every bound below its 170 registers spills.
+__global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, 6)
+    step_rest_forward_kernel(Dims d, int64_t M, const float* __restrict__ xi,
+                             State<const float> prev, const float* __restrict__ alloc,
+                             RestOut out) {
   const WarpSlot ws = warp_slot(d.N);
   const int lane = ws.lane, N = d.N, W = d.W, R = d.R;
   for (int64_t m = ws.first; m < M; m += ws.step) {
