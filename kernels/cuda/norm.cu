@@ -12,10 +12,11 @@
 //   per column adds the chunk sums in chunk order and finishes the column
 //   (mean, rstd, running averages, or the gradient update).
 // - Batch norm, three launches a direction. Forward (training): pass 1 gives
-//   each (chunk, column) its rows' count, mean and sum of squared deviations
-//   about that mean (two sweeps of the chunk's rows, in double); pass 2 merges a
-//   column's chunks in chunk order (Chan et al.'s pairwise update, exact counts)
-//   into μ, rstd and the running statistics; then the output. Backward: pass 1
+//   each (chunk, column) its rows' count, sum, mean and sum of squared deviations
+//   about that mean (two sweeps of the chunk's rows, in double); pass 2 adds a
+//   column's chunks in chunk order into n and μ (the bits of the earlier Σx / n)
+//   and Σ(x − μ)² as Σ_k M2_k + n_k(μ_k − μ)², then rstd and the running
+//   statistics; then the output. Backward: pass 1
 //   gives each (chunk, column) Σ dy, Σ dy·x̂ and its row count, pass 2 the
 //   column's totals (d_γ, d_β and the two means of d_x), then d_x. The row
 //   count n thus comes out of the passes that read the mask anyway, exact in
@@ -127,9 +128,9 @@ __device__ inline double2 column_total(const double2* partial, int64_t chunks, i
 // ------------------------------------------------------------------ batch norm
 // Pass 1 of the forward: for chunk k of kRowChunk rows and column j, over the
 // rows that take part (row_mask ≠ 0, or every row without a mask), in order:
-// their count, their mean and Σ (x − mean)² about it.   partial: [chunks, c]
+// their count, their sum, their mean and Σ (x − mean)² about it.   partial: [chunks, c]
 struct ChunkMoments {
-  double n, mean, m2;
+  double n, sum, mean, m2;
 };
 __global__ void bn_chunk_moments_kernel(const float* __restrict__ x, int64_t rows, int64_t c,
                                         int64_t chunks, const float* __restrict__ row_mask,
@@ -151,29 +152,36 @@ __global__ void bn_chunk_moments_kernel(const float* __restrict__ x, int64_t row
       const double d = static_cast<double>(x[r * c + j]) - mean;
       m2 += d * d;
     }
-    partial[i] = {n, mean, m2};
+    partial[i] = {n, sum, mean, m2};
   }
 }
 
-// Pass 2 of the forward, one thread per column: the chunks merged in chunk order
-// (n = n_a + n_b, μ = μ_a + δ·n_b/n, M2 = M2_a + M2_b + δ²·n_a·n_b/n with δ = μ_b − μ_a;
-// chunks without rows skipped), then the result's mean and rstd (biased variance)
-// and the running averages (unbiased variance), as the CPU rounds them. With
-// n = 1 the running variance stays, with n = 0 both stay (and μ = 0, rstd = 1/√ε).
+// Pass 2 of the forward, one thread per column, the chunks in order: n = Σ n_k and
+// μ = (Σ sum_k) / n (the column sum in the order of the earlier two-pass kernels, so
+// μ keeps their bits), then Σ (x − μ)² = Σ_k M2_k + n_k (μ_k − μ)² (exact: the
+// deviations about each chunk's mean plus each mean's about μ; no division in the
+// loops); then the result's mean and rstd (biased variance) and the running averages
+// (unbiased variance), as the CPU rounds them. With n = 1 the running variance
+// stays, with n = 0 both stay (and μ = 0, rstd = 1/√ε).
 __global__ void bn_stats_kernel(const ChunkMoments* __restrict__ partial, int64_t chunks, int64_t c,
                                 float momentum, float eps, float* __restrict__ mean,
                                 float* __restrict__ rstd, float* __restrict__ running_mean,
                                 float* __restrict__ running_var) {
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < c;
        j += int64_t(gridDim.x) * blockDim.x) {
-    double n = 0.0, mu = 0.0, m2 = 0.0;
+    double n = 0.0, total = 0.0;
+#pragma unroll 8
+    for (int64_t k = 0; k < chunks; ++k) {
+      n += partial[k * c + j].n;
+      total += partial[k * c + j].sum;
+    }
+    const double mu = n > 0 ? total / n : 0.0;
+    double m2 = 0.0;
+#pragma unroll 8
     for (int64_t k = 0; k < chunks; ++k) {
       const ChunkMoments p = partial[k * c + j];
-      if (p.n == 0.0) continue;
-      const double total = n + p.n, delta = p.mean - mu;
-      mu += delta * (p.n / total);
-      m2 += p.m2 + delta * delta * (n * p.n / total);
-      n = total;
+      const double d = p.mean - mu;
+      m2 += p.m2 + p.n * (d * d);
     }
     const double biased = n > 0 ? m2 / n : 0.0;
     mean[j] = static_cast<float>(mu);
