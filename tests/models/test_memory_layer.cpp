@@ -346,6 +346,44 @@ TEST(NtcreModel, GradientsNerTaskAndWithoutHalting) {
   expect_gradients_match(*plain, tiny_batch(), ReTask::relations);
 }
 
+// memory_step= picks the step: on the CPU `auto` (the default) and `fused` run the
+// fused op (memory_step_forward/backward in the op tally, no content weighting),
+// `composed` the ops of SPEC §3 one by one; the logits agree to rounding.
+TEST(NtcreModel, MemoryStepSwitchPicksTheStep) {
+  auto run = [](const std::string& step, std::map<std::string, int64_t>& ops) {
+    auto m = build("NTCRE-CPD" + kSmall + step);
+    nn::Context ctx;
+    ctx.training = true;
+    set_op_tally(true);
+    const std::map<std::string, int64_t> before = op_tally();
+    ReOutput out = m->forward(tiny_batch(), ReTask::relations, ctx);
+    ag::backward(ag::cross_entropy(out.pair_logits, tiny_batch().labels));
+    for (const auto& [name, n] : op_tally()) {
+      const auto it = before.find(name);
+      if (const int64_t d = n - (it == before.end() ? 0 : it->second); d > 0) ops[name] = d;
+    }
+    set_op_tally(false);
+    return out.pair_logits->value.clone();
+  };
+  std::map<std::string, int64_t> warm_up, by_default, fused, composed;
+  run("", warm_up);  // the first forward of a shape builds the constants' cache
+  const Tensor a = run("", by_default), f = run("+memory_step=fused", fused),
+               c = run("+memory_step=composed", composed);
+  EXPECT_GT(by_default["memory_step_forward"], 0);
+  EXPECT_EQ(by_default["memory_step_forward"], by_default["memory_step_backward"]);
+  EXPECT_EQ(by_default.count("content_weighting_forward"), 0u);
+  EXPECT_EQ(by_default, fused) << "auto is the fused step on the CPU";
+  EXPECT_EQ(composed.count("memory_step_forward"), 0u);
+  EXPECT_EQ(composed.count("memory_step_backward"), 0u);
+  EXPECT_GT(composed["content_weighting_forward"], 0);
+  EXPECT_GT(composed["interface_split_forward"], 0);
+  ASSERT_EQ(a.shape(), c.shape());
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    EXPECT_EQ(a.f32()[i], f.f32()[i]) << "logit " << i;
+    EXPECT_NEAR(a.f32()[i], c.f32()[i], 1e-5) << "logit " << i;
+  }
+}
+
 // Every exact allocation variant gives sorted's logits and gradients (same seed:
 // same initial weights). parallel-eps is the thesis's published kernel with the
 // ε'-offset key and the raw usage: it is O(N·ε') off everywhere (and O(1) off on
