@@ -122,8 +122,8 @@ AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor
     gemm_row_major(false, true, d.i, d.j, d.dk, scale, q.f32() + h * d.dk, d.d, st_q,
                    k.f32() + h * d.dk, d.d, st_k, 0.0f, p + h * d.i * d.j, d.j, st_p, d.b);
   int64_t rows = d.b * d.heads * d.i;
-  masked_softmax_kernel<<<warp_blocks(rows), kThreads, 0, stream()>>>(
-      p, key_mask.defined() ? key_mask.f32() : nullptr, rows, d.heads * d.i, d.j);
+  masked_softmax_kernel<<<warp_blocks(rows), kThreads, 0, stream()>>>(p, ptr_or_null(key_mask),
+                                                                      rows, d.heads * d.i, d.j);
   MARE_LAUNCH_CHECK("masked_softmax_kernel");
   for (int64_t h = 0; h < d.heads; ++h)  // O_h = P_h V_h, into out's columns of head h
     gemm_row_major(false, false, d.i, d.dk, d.j, 1.0f, p + h * d.i * d.j, d.j, st_p,

@@ -159,6 +159,15 @@ void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     int64_t stride_b, float beta, float* c, int64_t ldc, int64_t stride_c,
                     int64_t count);
 
+// A tensor's data, or null where it is undefined (an optional input, a gradient the
+// kernels skip).
+inline float* ptr_or_null(Tensor& t) {
+  return t.defined() ? t.f32() : nullptr;
+}
+inline const float* ptr_or_null(const Tensor& t) {
+  return t.defined() ? t.f32() : nullptr;
+}
+
 // Throws std::invalid_argument naming `op` when a defined tensor is not on the GPU.
 void require_cuda(std::initializer_list<const Tensor*> ts, const char* op);
 

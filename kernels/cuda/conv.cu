@@ -216,8 +216,8 @@ Tensor depthwise_conv1d_forward(const Tensor& x, const Tensor& w, const Tensor& 
   Tensor out = Tensor::empty({b, len, c}, Device::cuda);
   if (out.numel() == 0) return out;
   const RowLaunch l = row_launch(rows, c);
-  depthwise_forward_kernel<<<l.grid, l.block, 0, stream()>>>(
-      x.f32(), w.f32(), bias.defined() ? bias.f32() : nullptr, out.f32(), rows, len, c, kernel);
+  depthwise_forward_kernel<<<l.grid, l.block, 0, stream()>>>(x.f32(), w.f32(), ptr_or_null(bias),
+                                                             out.f32(), rows, len, c, kernel);
   MARE_LAUNCH_CHECK("depthwise_forward_kernel");
   return out;
 }

@@ -201,8 +201,7 @@ __global__ void scale_rows_grad_s_kernel(float* __restrict__ d_s, const float* _
     float sum = 0.0f;
     for (int64_t j = lane; j < w; j += 32)
       sum = __fadd_rn(sum, __fmul_rn(d_out[r * w + j], x[r * w + j]));
-    for (int offset = 16; offset > 0; offset >>= 1)
-      sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, offset));
+    sum = warp_sum(sum);
     if (lane == 0) d_s[r] = __fadd_rn(d_s[r], sum);
   }
 }
@@ -325,8 +324,7 @@ void select_rows_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const T
   const int64_t w = d_out.numel() / rows;
   const RowLaunch l = row_launch(rows, w);
   select_rows_grad_kernel<<<l.grid, l.block, 0, stream()>>>(
-      keep.f32(), d_out.f32(), d_a.defined() ? d_a.f32() : nullptr,
-      d_b.defined() ? d_b.f32() : nullptr, rows, w);
+      keep.f32(), d_out.f32(), ptr_or_null(d_a), ptr_or_null(d_b), rows, w);
   MARE_LAUNCH_CHECK("select_rows_grad_kernel");
 }
 

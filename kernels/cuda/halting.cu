@@ -128,7 +128,7 @@ HaltingResult halting_forward(const Tensor& h, const Tensor& mask, int t_max, fl
   HaltingResult r{Tensor::empty({k, n}, Device::cuda), Tensor::empty({n}, Device::cuda, DType::i32),
                   Tensor::empty({n}, Device::cuda), Tensor::empty({n}, Device::cuda),
                   Tensor::empty({1}, Device::cuda)};
-  const float* m = mask.defined() ? mask.f32() : nullptr;
+  const float* m = ptr_or_null(mask);
   Workspace term(static_cast<size_t>(n) * sizeof(double));
   if (n > 0) {
     launch("halting_forward_kernel", n, halting_forward_kernel, h.f32(), m, k, n, t_max, 1.0f - eps,
@@ -146,13 +146,12 @@ void halting_backward(Tensor& d_h, const Tensor& d_p, const Tensor& d_ponder, co
   require_cuda({&d_h, &d_p, &d_ponder, &h, &fwd.steps, &fwd.halted, &mask}, "halting_backward");
   const int64_t n = h.dim(1);
   if (n == 0) return;
-  const float* m = mask.defined() ? mask.f32() : nullptr;
+  const float* m = ptr_or_null(mask);
   Workspace real(sizeof(double));
   real_count_kernel<<<1, kThreads, 0, stream()>>>(m, n, real.as<double>());
   MARE_LAUNCH_CHECK("real_count_kernel");
-  launch("halting_backward_kernel", n, halting_backward_kernel, d_h.f32(),
-         d_p.defined() ? d_p.f32() : nullptr, d_ponder.defined() ? d_ponder.f32() : nullptr,
-         fwd.steps.i32(), fwd.halted.f32(), m, real.as<double>(), n);
+  launch("halting_backward_kernel", n, halting_backward_kernel, d_h.f32(), ptr_or_null(d_p),
+         ptr_or_null(d_ponder), fwd.steps.i32(), fwd.halted.f32(), m, real.as<double>(), n);
 }
 
 }  // namespace mare::cuda

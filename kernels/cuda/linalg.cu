@@ -148,9 +148,8 @@ void product_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tenso
                       const Tensor& b, bool ta, bool tb, int rank, const char* op) {
   require_cuda({&d_a, &d_b, &d_out, &a, &b}, op);
   check_operands(a, b, rank, ta, tb, op);
-  backward_batch(d_a.defined() ? d_a.f32() : nullptr, d_b.defined() ? d_b.f32() : nullptr,
-                 d_out.f32(), a.f32(), b.f32(), dims_of(a, b, ta, tb), ta, tb,
-                 rank == 3 ? a.dim(0) : 1);
+  backward_batch(ptr_or_null(d_a), ptr_or_null(d_b), d_out.f32(), a.f32(), b.f32(),
+                 dims_of(a, b, ta, tb), ta, tb, rank == 3 ? a.dim(0) : 1);
 }
 
 }  // namespace

@@ -192,8 +192,8 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& tar
     launch("exp_kernel", n * c, exp_kernel, logp.f32(), r.probs.f32(), n * c);
   }
   // One block even when n = 0: it writes the loss (0).
-  cross_entropy_loss_kernel<<<1, kThreads, 0, stream()>>>(
-      logp.f32(), targets.i32(), weights.defined() ? weights.f32() : nullptr, n, c, r.loss.f32());
+  cross_entropy_loss_kernel<<<1, kThreads, 0, stream()>>>(logp.f32(), targets.i32(),
+                                                          ptr_or_null(weights), n, c, r.loss.f32());
   MARE_LAUNCH_CHECK("cross_entropy_loss_kernel");
   return r;
 }
@@ -205,7 +205,7 @@ void cross_entropy_backward(Tensor& d_logits, const Tensor& d_loss, const Tensor
   const int64_t n = probs.dim(0), c = probs.dim(1);
   check_targets_on_device(targets, c, "cross_entropy_backward");
   if (n * c == 0) return;
-  const float* w = weights.defined() ? weights.f32() : nullptr;
+  const float* w = ptr_or_null(weights);
   Workspace wsum(sizeof(double));
   weight_sum_kernel<<<1, kThreads, 0, stream()>>>(targets.i32(), w, n, c, wsum.as<double>());
   MARE_LAUNCH_CHECK("weight_sum_kernel");
@@ -227,8 +227,8 @@ void mse_backward(Tensor& d_pred, Tensor& d_target, const Tensor& d_loss, const 
   require_cuda({&d_pred, &d_target, &d_loss, &pred, &target}, "mse_backward");
   const int64_t n = pred.numel();
   if (n == 0 || (!d_pred.defined() && !d_target.defined())) return;
-  launch("mse_grad_kernel", n, mse_grad_kernel, d_pred.defined() ? d_pred.f32() : nullptr,
-         d_target.defined() ? d_target.f32() : nullptr, pred.f32(), target.f32(), n, d_loss.f32());
+  launch("mse_grad_kernel", n, mse_grad_kernel, ptr_or_null(d_pred), ptr_or_null(d_target),
+         pred.f32(), target.f32(), n, d_loss.f32());
 }
 
 }  // namespace mare::cuda

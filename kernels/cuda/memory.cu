@@ -629,11 +629,6 @@ __global__ void read_weights_backward_modes_kernel(const float* __restrict__ bw,
 }
 
 // ------------------------------------------------------------------ host helpers
-// Pointer of a gradient that may be undefined (skipped by the kernels).
-float* maybe(Tensor& t) {
-  return t.defined() ? t.f32() : nullptr;
-}
-
 // The output of an element-wise forward kernel: a new GPU tensor of `shape` and its
 // element count, checked to fit the kernels' int indices (`what` names it in errors).
 struct NewOutput {
@@ -814,8 +809,9 @@ void content_weighting_backward(Tensor& d_memory, Tensor& d_keys, Tensor& d_stre
   double* norm_k = c_norm + rn;
   double* norm_m = norm_k + rows;
   content_backward_rows_kernel<<<row_blocks(rows), kRowThreads, shared, stream()>>>(
-      memory.f32(), keys.f32(), strengths.f32(), out.f32(), d_out.f32(), maybe(d_strengths), c_dot,
-      c_norm, norm_k, norm_m, rows, static_cast<int>(h), static_cast<int>(n), static_cast<int>(w));
+      memory.f32(), keys.f32(), strengths.f32(), out.f32(), d_out.f32(), ptr_or_null(d_strengths),
+      c_dot, c_norm, norm_k, norm_m, rows, static_cast<int>(h), static_cast<int>(n),
+      static_cast<int>(w));
   MARE_LAUNCH_CHECK("content_backward_rows_kernel");
   if (d_keys.defined() && keys.numel() > 0) {
     launch("content_backward_keys_kernel", keys.numel(), content_backward_keys_kernel, memory.f32(),
@@ -881,8 +877,8 @@ void usage_backward(Tensor& d_usage_prev, Tensor& d_retention, const Tensor& d_o
   const int64_t count = to_int(usage_prev.numel(), "usage_backward: usage_prev");
   if (count == 0 || (!d_usage_prev.defined() && !d_retention.defined())) return;
   launch("usage_backward_kernel", count, usage_backward_kernel, usage_prev.f32(),
-         write_weights_prev.f32(), retention.f32(), d_out.f32(), maybe(d_usage_prev),
-         maybe(d_retention), count);
+         write_weights_prev.f32(), retention.f32(), d_out.f32(), ptr_or_null(d_usage_prev),
+         ptr_or_null(d_retention), count);
 }
 
 // ------------------------------------------------------------------ write weighting
@@ -910,13 +906,14 @@ void write_weighting_backward(Tensor& d_allocation, Tensor& d_write_content,
   const int64_t count = to_int(allocation.numel(), "write_weighting_backward: allocation");
   if ((d_allocation.defined() || d_write_content.defined()) && count > 0) {
     launch("write_weighting_backward_kernel", count, write_weighting_backward_kernel,
-           allocation_gate.f32(), write_gate.f32(), d_out.f32(), maybe(d_allocation),
-           maybe(d_write_content), count, static_cast<int>(n));
+           allocation_gate.f32(), write_gate.f32(), d_out.f32(), ptr_or_null(d_allocation),
+           ptr_or_null(d_write_content), count, static_cast<int>(n));
   }
   if ((d_allocation_gate.defined() || d_write_gate.defined()) && m > 0) {
     launch("write_weighting_backward_gates_kernel", m, write_weighting_backward_gates_kernel,
            allocation.f32(), write_content.f32(), allocation_gate.f32(), write_gate.f32(),
-           d_out.f32(), maybe(d_allocation_gate), maybe(d_write_gate), m, static_cast<int>(n));
+           d_out.f32(), ptr_or_null(d_allocation_gate), ptr_or_null(d_write_gate), m,
+           static_cast<int>(n));
   }
 }
 
@@ -950,8 +947,8 @@ void memory_update_backward(Tensor& d_memory, Tensor& d_write_weights, Tensor& d
   }
   if (d_erase.defined() || d_write_vector.defined()) {
     launch("memory_update_backward_vectors_kernel", m * w, memory_update_backward_vectors_kernel,
-           memory.f32(), write_weights.f32(), d_out.f32(), maybe(d_erase), maybe(d_write_vector),
-           m * w, static_cast<int>(n), static_cast<int>(w));
+           memory.f32(), write_weights.f32(), d_out.f32(), ptr_or_null(d_erase),
+           ptr_or_null(d_write_vector), m * w, static_cast<int>(n), static_cast<int>(w));
   }
   if (d_write_weights.defined()) {
     launch("memory_update_backward_weights_kernel", m * n * 32,
@@ -1024,7 +1021,7 @@ void precedence_update_backward(Tensor& d_precedence_prev, Tensor& d_write_weigh
   launch("precedence_sums_kernel", m, precedence_sums_kernel, write_weights.f32(),
          precedence_prev.f32(), d_out.f32(), sums.as<float>(), m, static_cast<int>(n));
   launch("precedence_backward_kernel", count, precedence_backward_kernel, d_out.f32(),
-         sums.as<float>(), maybe(d_precedence_prev), maybe(d_write_weights), count,
+         sums.as<float>(), ptr_or_null(d_precedence_prev), ptr_or_null(d_write_weights), count,
          static_cast<int>(n));
 }
 
@@ -1107,8 +1104,8 @@ void read_weights_backward(Tensor& d_read_modes, Tensor& d_backward_weights, Ten
   if ((d_backward_weights.defined() || d_read_content.defined() || d_forward_weights.defined()) &&
       count > 0) {
     launch("read_weights_backward_kernel", count, read_weights_backward_kernel, read_modes.f32(),
-           d_out.f32(), maybe(d_backward_weights), maybe(d_read_content), maybe(d_forward_weights),
-           count, static_cast<int>(n));
+           d_out.f32(), ptr_or_null(d_backward_weights), ptr_or_null(d_read_content),
+           ptr_or_null(d_forward_weights), count, static_cast<int>(n));
   }
   if (d_read_modes.defined() && m * r > 0) {
     launch("read_weights_backward_modes_kernel", m * r, read_weights_backward_modes_kernel,

@@ -44,19 +44,11 @@ constexpr int kWarp = 32;
 constexpr int kMaxWarpsPerBlock = 4;
 constexpr size_t kSharedBudget = 48 * 1024;  // the default dynamic shared memory a block may ask
 
-// Offsets of the parts of one interface vector (kernels/memory/interface.h order).
+// The step's extents (int: the kernels' indices) and where the parts of one interface
+// vector start (kernels/memory/interface.h).
 struct Dims {
   int N, W, R, X;
-  __device__ int rk() const { return 0; }
-  __device__ int rs() const { return R * W; }
-  __device__ int wk() const { return R * W + R; }
-  __device__ int ws() const { return R * W + R + W; }
-  __device__ int er() const { return R * W + R + W + 1; }
-  __device__ int wv() const { return R * W + R + 2 * W + 1; }
-  __device__ int fg() const { return R * W + R + 3 * W + 1; }
-  __device__ int ga() const { return R * W + 2 * R + 3 * W + 1; }
-  __device__ int gw() const { return R * W + 2 * R + 3 * W + 2; }
-  __device__ int pi() const { return R * W + 2 * R + 3 * W + 3; }
+  InterfaceLayoutOf<int> part;
 };
 
 // One memory's state tensors (null: not given).
@@ -175,7 +167,7 @@ __global__ void step_usage_forward_kernel(Dims d, int64_t M, const float* __rest
     const float* x = xi + m * d.X;
     const float* wr = p.read_weights + m * d.R * d.N;
     float r = 1.0f;
-    for (int i = 0; i < d.R; ++i) r *= 1.0f - sigmoid_f(x[d.fg() + i]) * wr[i * d.N + s];
+    for (int i = 0; i < d.R; ++i) r *= 1.0f - sigmoid_f(x[d.part.free_gates + i]) * wr[i * d.N + s];
     psi[e] = r;
     u[e] = (p.usage[e] + p.write_weights[e] - p.usage[e] * p.write_weights[e]) * r;
   }
@@ -187,11 +179,12 @@ struct RestOut {
   float *write_content, *forward_weights, *backward_weights, *read_content, *read_vectors;
 };
 
-// Steps 5–11, one warp per memory, given the allocation a [M, N]. Bounded to 80
-// registers a thread (six blocks of four warps an SM), which ptxas meets without
-// spilling on sm_90 (unbounded: 121, four blocks); the backward is left unbounded,
-// since every bound below its 170 registers spills.
-__global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, 6)
+// Steps 5–11, one warp per memory, given the allocation a [M, N]. Bounded to 96
+// registers a thread (five blocks of four warps an SM), which ptxas meets without
+// spilling on sm_90 (unbounded: 121, four blocks; at 80 it spills); the backward is
+// left unbounded, since every bound below its 170 registers spills. Not timed yet:
+// the bound is for occupancy, to be measured on a GPU.
+__global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, 5)
     step_rest_forward_kernel(Dims d, int64_t M, const float* __restrict__ xi,
                              State<const float> prev, const float* __restrict__ alloc,
                              RestOut out) {
@@ -210,18 +203,19 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, 6)
 
     // Step 5: write content over the previous memory.
     slot_norms(p.memory, N, W, ws.norms, lane);
-    content(p.memory, ws.norms, N, W, x + d.wk(), oneplus_f(x[d.ws()]), cw, ws.logits, lane);
+    content(p.memory, ws.norms, N, W, x + d.part.write_key, oneplus_f(x[d.part.write_strength]), cw,
+            ws.logits, lane);
     // Step 6: write weights.
-    const float ga = sigmoid_f(x[d.ga()]), gw = sigmoid_f(x[d.gw()]);
+    const float ga = sigmoid_f(x[d.part.allocation_gate]), gw = sigmoid_f(x[d.part.write_gate]);
     float* ww = o.write_weights;
     for (int s = lane; s < N; s += kWarp) ww[s] = gw * (ga * a[s] + (1.0f - ga) * cw[s]);
     __syncwarp();
     // Step 7: memory.
-    const float* v = x + d.wv();
+    const float* v = x + d.part.write_vector;
     for (int s = 0; s < N; ++s)
       for (int j = lane; j < W; j += kWarp) {
         const int64_t i = int64_t(s) * W + j;
-        o.memory[i] = p.memory[i] * (1.0f - ww[s] * sigmoid_f(x[d.er() + j])) + ww[s] * v[j];
+        o.memory[i] = p.memory[i] * (1.0f - ww[s] * sigmoid_f(x[d.part.erase + j])) + ww[s] * v[j];
       }
     // Step 8: links and precedence.
     for (int e = lane; e < N * N; e += kWarp) {
@@ -246,11 +240,11 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, 6)
     // Step 10: read content over the new memory, then the read weights.
     slot_norms(o.memory, N, W, ws.norms, lane);
     for (int r = 0; r < R; ++r)
-      content(o.memory, ws.norms, N, W, x + d.rk() + r * W, oneplus_f(x[d.rs() + r]), cr + r * N,
-              ws.logits, lane);
+      content(o.memory, ws.norms, N, W, x + d.part.read_keys + r * W,
+              oneplus_f(x[d.part.read_strengths + r]), cr + r * N, ws.logits, lane);
     for (int e = lane; e < R * N; e += kWarp) {
       float pi[3];
-      softmax3(x + d.pi() + 3 * (e / N), pi);
+      softmax3(x + d.part.read_modes + 3 * (e / N), pi);
       o.read_weights[e] = pi[0] * bw[e] + pi[1] * cr[e] + pi[2] * fw[e];
     }
     __syncwarp();
@@ -324,7 +318,7 @@ __global__ void step_rest_backward_kernel(Dims d, int64_t M, RestIn in, float* _
     slot_norms(o.memory, N, W, ws.norms, lane);
     for (int r = 0; r < R; ++r) {
       float pi[3];
-      softmax3(x + d.pi() + 3 * r, pi);
+      softmax3(x + d.part.read_modes + 3 * r, pi);
       float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
       for (int s = 0; s < N; ++s) {
         const float gr = g_wr[r * N + s];
@@ -340,17 +334,17 @@ __global__ void step_rest_backward_kernel(Dims d, int64_t M, RestIn in, float* _
       }
       const float dot = s0 * pi[0] + s1 * pi[1] + s2 * pi[2];
       if (lane == 0) {
-        float* dpi = dx + d.pi() + 3 * r;
+        float* dpi = dx + d.part.read_modes + 3 * r;
         dpi[0] += pi[0] * (s0 - dot);
         dpi[1] += pi[1] * (s1 - dot);
         dpi[2] += pi[2] * (s2 - dot);
       }
       __syncwarp();
-      const float x_rs = x[d.rs() + r];
+      const float x_rs = x[d.part.read_strengths + r];
       const double d_beta =
-          content_backward(o.memory, ws.norms, N, W, x + d.rk() + r * W, oneplus_f(x_rs),
-                           cr + r * N, g_cr + r * N, g_mem, dx + d.rk() + r * W, lane);
-      if (lane == 0) dx[d.rs() + r] += static_cast<float>(d_beta) * sigmoid_f(x_rs);
+          content_backward(o.memory, ws.norms, N, W, x + d.part.read_keys + r * W, oneplus_f(x_rs),
+                           cr + r * N, g_cr + r * N, g_mem, dx + d.part.read_keys + r * W, lane);
+      if (lane == 0) dx[d.part.read_strengths + r] += static_cast<float>(d_beta) * sigmoid_f(x_rs);
     }
     // Step 9: d_L = d_fᵀ W + Wᵀ d_b; d_W = d_f L + d_b Lᵀ (W = previous read weights).
     for (int e = lane; e < N * N; e += kWarp) {
@@ -406,9 +400,9 @@ __global__ void step_rest_backward_kernel(Dims d, int64_t M, RestIn in, float* _
       }
     __syncwarp();
     // Step 7: M = M0 ⊙ (1 − w eᵀ) + w vᵀ.
-    const float* v = x + d.wv();
+    const float* v = x + d.part.write_vector;
     for (int j = lane; j < W; j += kWarp) {
-      const float e = sigmoid_f(x[d.er() + j]);
+      const float e = sigmoid_f(x[d.part.erase + j]);
       float g_erase = 0.0f, g_vec = 0.0f;
       for (int s = 0; s < N; ++s) {
         const int64_t i = int64_t(s) * W + j;
@@ -417,21 +411,21 @@ __global__ void step_rest_backward_kernel(Dims d, int64_t M, RestIn in, float* _
         g_erase -= gm * m0 * ww[s];
         g_vec += gm * ww[s];
       }
-      dx[d.er() + j] += g_erase * e * (1.0f - e);
-      dx[d.wv() + j] += g_vec;
+      dx[d.part.erase + j] += g_erase * e * (1.0f - e);
+      dx[d.part.write_vector + j] += g_vec;
     }
     for (int s = 0; s < N; ++s) {
       float acc = 0.0f;
       for (int j = lane; j < W; j += kWarp) {
         const int64_t i = int64_t(s) * W + j;
-        acc += g_mem[i] * (v[j] - p.memory[i] * sigmoid_f(x[d.er() + j]));
+        acc += g_mem[i] * (v[j] - p.memory[i] * sigmoid_f(x[d.part.erase + j]));
       }
       acc = warp_sum(acc);
       if (lane == 0) g_ww[s] += acc;
     }
     __syncwarp();
     // Step 6: w^w = g^w (g^a a + (1 − g^a) c^w).
-    const float ga = sigmoid_f(x[d.ga()]), gw = sigmoid_f(x[d.gw()]);
+    const float ga = sigmoid_f(x[d.part.allocation_gate]), gw = sigmoid_f(x[d.part.write_gate]);
     float* g_cw = g_cr;  // reused: the read content's gradient is spent
     float sum_ga = 0.0f, sum_gw = 0.0f;
     for (int s = 0; s < N; ++s) {
@@ -445,16 +439,17 @@ __global__ void step_rest_backward_kernel(Dims d, int64_t M, RestIn in, float* _
       g_cw[s] = gs * gw * (1.0f - ga);
     }
     if (lane == 0) {
-      dx[d.ga()] += sum_ga * ga * (1.0f - ga);
-      dx[d.gw()] += sum_gw * gw * (1.0f - gw);
+      dx[d.part.allocation_gate] += sum_ga * ga * (1.0f - ga);
+      dx[d.part.write_gate] += sum_gw * gw * (1.0f - gw);
     }
     __syncwarp();
     // Step 5: c^w = C(M0, k^w, β^w).
     slot_norms(p.memory, N, W, ws.norms, lane);
-    const float x_ws = x[d.ws()];
-    const double d_beta = content_backward(p.memory, ws.norms, N, W, x + d.wk(), oneplus_f(x_ws),
-                                           cw, g_cw, dp.memory, dx + d.wk(), lane);
-    if (lane == 0) dx[d.ws()] += static_cast<float>(d_beta) * sigmoid_f(x_ws);
+    const float x_ws = x[d.part.write_strength];
+    const double d_beta =
+        content_backward(p.memory, ws.norms, N, W, x + d.part.write_key, oneplus_f(x_ws), cw, g_cw,
+                         dp.memory, dx + d.part.write_key, lane);
+    if (lane == 0) dx[d.part.write_strength] += static_cast<float>(d_beta) * sigmoid_f(x_ws);
     __syncwarp();  // the shared slice is the next memory's
   }
 }
@@ -477,9 +472,10 @@ __global__ void step_usage_backward_kernel(Dims d, int64_t M, const float* __res
       for (int i = 0; i < d.R; ++i) {
         float others = 1.0f;  // Π_{r'≠i} (1 − f_r' w_r'), recomputed: no division
         for (int j = 0; j < d.R; ++j)
-          if (j != i) others *= 1.0f - sigmoid_f(x[d.fg() + j]) * p.read_weights[j * d.N + s];
-        const float f = sigmoid_f(x[d.fg() + i]);
-        dx[d.fg() + i] -= g_psi * p.read_weights[i * d.N + s] * others * f * (1.0f - f);
+          if (j != i)
+            others *= 1.0f - sigmoid_f(x[d.part.free_gates + j]) * p.read_weights[j * d.N + s];
+        const float f = sigmoid_f(x[d.part.free_gates + i]);
+        dx[d.part.free_gates + i] -= g_psi * p.read_weights[i * d.N + s] * others * f * (1.0f - f);
         if (dp.read_weights) dp.read_weights[i * d.N + s] -= g_psi * f * others;
       }
     }
@@ -487,15 +483,9 @@ __global__ void step_usage_backward_kernel(Dims d, int64_t M, const float* __res
 }
 
 // ------------------------------------------------------------------ helpers
-float* ptr(Tensor& t) {
-  return t.defined() ? t.f32() : nullptr;
-}
-const float* ptr(const Tensor& t) {
-  return t.defined() ? t.f32() : nullptr;
-}
 State<const float> state_of(const MemoryStepState& s) {
-  return {ptr(s.memory),       ptr(s.usage),      ptr(s.write_weights),
-          ptr(s.read_weights), ptr(s.precedence), ptr(s.links)};
+  return {ptr_or_null(s.memory),       ptr_or_null(s.usage),      ptr_or_null(s.write_weights),
+          ptr_or_null(s.read_weights), ptr_or_null(s.precedence), ptr_or_null(s.links)};
 }
 
 // The launch of a warp-per-memory kernel: warps per block and the dynamic shared
@@ -519,8 +509,9 @@ WarpLaunch warp_launch(int64_t M, int64_t N, const char* op) {
 
 Dims dims_of(const Tensor& xi, const MemoryStepState& prev, int64_t read_heads) {
   const int64_t N = prev.memory.dim(1), W = prev.memory.dim(2);
-  return {to_int(N, "memory_step: slots"), to_int(W, "memory_step: word"),
-          to_int(read_heads, "memory_step: read heads"), to_int(xi.dim(1), "memory_step: xi")};
+  const int n = to_int(N, "memory_step: slots"), w = to_int(W, "memory_step: word"),
+            r = to_int(read_heads, "memory_step: read heads");
+  return {n, w, r, to_int(xi.dim(1), "memory_step: xi"), InterfaceLayoutOf<int>::of(r, w)};
 }
 
 }  // namespace
@@ -609,9 +600,10 @@ void memory_step_backward(Tensor& d_xi, MemoryStepState& d_prev, const MemorySte
                   state_of(prev),
                   state_of(out.state),
                   state_of(d_state),
-                  ptr(d_read_vectors)};
-  State<float> dp{ptr(d_prev.memory),       ptr(d_prev.usage),      nullptr,
-                  ptr(d_prev.read_weights), ptr(d_prev.precedence), ptr(d_prev.links)};
+                  ptr_or_null(d_read_vectors)};
+  State<float> dp{
+      ptr_or_null(d_prev.memory),       ptr_or_null(d_prev.usage),      nullptr,
+      ptr_or_null(d_prev.read_weights), ptr_or_null(d_prev.precedence), ptr_or_null(d_prev.links)};
   Tensor d_a = Tensor::empty({M, N}, Device::cuda);
   {
     Workspace scratch(static_cast<size_t>(M * scratch_floats(d.N, d.W, d.R)) * sizeof(float));

@@ -360,13 +360,6 @@ void column_chunk_sums(F f, int64_t rows, int64_t c, Acc* partial,
          chunks_for(rows), row_mask, partial);
 }
 
-float* ptr_or_null(Tensor& t) {
-  return t.defined() ? t.f32() : nullptr;
-}
-const float* ptr_or_null(const Tensor& t) {
-  return t.defined() ? t.f32() : nullptr;
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------ launchers

@@ -345,13 +345,6 @@ void gemm_rm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const
   gemm_row_major(trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
 }
 
-const float* ptr_or_null(const Tensor& t) {
-  return t.defined() ? t.f32() : nullptr;
-}
-float* ptr_or_null(Tensor& t) {
-  return t.defined() ? t.f32() : nullptr;
-}
-
 Alu alu_of(const GrpuConfig& cfg, int64_t h) {
   Alu alu;
   alu.h = to_int(h, "grpu_cell controller size");

@@ -325,8 +325,8 @@ Tensor softmax_rows(const Tensor& x, const Tensor& mask, bool log_space, const c
   Tensor out = Tensor::empty(x.shape(), Device::cuda);
   if (x.numel() == 0) return out;
   int64_t c = x.dim(-1), rows = x.numel() / c;
-  softmax_rows_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(
-      x.f32(), mask.defined() ? mask.f32() : nullptr, out.f32(), rows, c, log_space);
+  softmax_rows_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(x.f32(), ptr_or_null(mask),
+                                                                   out.f32(), rows, c, log_space);
   MARE_LAUNCH_CHECK("softmax_rows_kernel");
   return out;
 }
@@ -358,7 +358,7 @@ void log_softmax_backward(Tensor& d_x, const Tensor& d_out, const Tensor& out, c
   if (out.numel() == 0) return;
   int64_t c = out.dim(-1), rows = out.numel() / c;
   log_softmax_backward_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(
-      d_x.f32(), d_out.f32(), out.f32(), mask.defined() ? mask.f32() : nullptr, rows, c);
+      d_x.f32(), d_out.f32(), out.f32(), ptr_or_null(mask), rows, c);
   MARE_LAUNCH_CHECK("log_softmax_backward_kernel");
 }
 

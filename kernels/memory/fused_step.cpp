@@ -34,18 +34,8 @@ namespace mare {
 namespace {
 
 struct Dims {
-  int64_t N, W, R, X;  // X = interface width
-  // Offsets of the parts in one interface vector (interface.h order).
-  int64_t rk() const { return 0; }
-  int64_t rs() const { return R * W; }
-  int64_t wk() const { return R * W + R; }
-  int64_t ws() const { return R * W + R + W; }
-  int64_t er() const { return R * W + R + W + 1; }
-  int64_t wv() const { return R * W + R + 2 * W + 1; }
-  int64_t fg() const { return R * W + R + 3 * W + 1; }
-  int64_t ga() const { return R * W + 2 * R + 3 * W + 1; }
-  int64_t gw() const { return R * W + 2 * R + 3 * W + 2; }
-  int64_t pi() const { return R * W + 2 * R + 3 * W + 3; }
+  int64_t N, W, R, X;    // X = interface width
+  InterfaceLayout part;  // where the parts of one interface vector start
 };
 
 template <class S>
@@ -168,7 +158,7 @@ void forward_usage(const Dims& d, const S* xi, const StateRef<const S>& p, S* ps
   for (int64_t s = 0; s < d.N; ++s) {
     S r = S(1);
     for (int64_t i = 0; i < d.R; ++i)
-      r *= S(1) - sigmoid(xi[d.fg() + i]) * p.read_weights[i * d.N + s];
+      r *= S(1) - sigmoid(xi[d.part.free_gates + i]) * p.read_weights[i * d.N + s];
     psi[s] = r;
     u[s] = (p.usage[s] + p.write_weights[s] - p.usage[s] * p.write_weights[s]) * r;
   }
@@ -180,12 +170,13 @@ void forward_rest(const Dims& d, const S* xi, const StateRef<const S>& p, const 
                   const StateRef<S>& o, S* cw, S* fw, S* bw, S* cr, S* reads, Scratch<S>& t) {
   const int64_t N = d.N, W = d.W, R = d.R;
   for (int64_t s = 0; s < N; ++s) t.norms[s] = norm(p.memory + s * W, W);
-  content(p.memory, t.norms.data(), N, W, xi + d.wk(), oneplus(xi[d.ws()]), cw, t.logits.data());
-  const S ga = sigmoid(xi[d.ga()]), gw = sigmoid(xi[d.gw()]);
+  content(p.memory, t.norms.data(), N, W, xi + d.part.write_key, oneplus(xi[d.part.write_strength]),
+          cw, t.logits.data());
+  const S ga = sigmoid(xi[d.part.allocation_gate]), gw = sigmoid(xi[d.part.write_gate]);
   S* ww = o.write_weights;
   for (int64_t s = 0; s < N; ++s) ww[s] = gw * (ga * a[s] + (S(1) - ga) * cw[s]);
-  for (int64_t j = 0; j < W; ++j) t.erase[j] = sigmoid(xi[d.er() + j]);
-  const S* v = xi + d.wv();
+  for (int64_t j = 0; j < W; ++j) t.erase[j] = sigmoid(xi[d.part.erase + j]);
+  const S* v = xi + d.part.write_vector;
   for (int64_t s = 0; s < N; ++s)
     for (int64_t j = 0; j < W; ++j)
       o.memory[s * W + j] = p.memory[s * W + j] * (S(1) - ww[s] * t.erase[j]) + ww[s] * v[j];
@@ -209,10 +200,10 @@ void forward_rest(const Dims& d, const S* xi, const StateRef<const S>& p, const 
     }
   for (int64_t s = 0; s < N; ++s) t.norms[s] = norm(o.memory + s * W, W);
   for (int64_t r = 0; r < R; ++r) {
-    content(o.memory, t.norms.data(), N, W, xi + d.rk() + r * W, oneplus(xi[d.rs() + r]),
-            cr + r * N, t.logits.data());
+    content(o.memory, t.norms.data(), N, W, xi + d.part.read_keys + r * W,
+            oneplus(xi[d.part.read_strengths + r]), cr + r * N, t.logits.data());
     S* pi = t.modes.data() + 3 * r;
-    softmax3(xi + d.pi() + 3 * r, pi);
+    softmax3(xi + d.part.read_modes + 3 * r, pi);
     for (int64_t s = 0; s < N; ++s)
       o.read_weights[r * N + s] =
           pi[0] * bw[r * N + s] + pi[1] * cr[r * N + s] + pi[2] * fw[r * N + s];
@@ -249,7 +240,7 @@ void backward_rest(const Dims& d, const S* xi, const StateRef<const S>& p, const
   for (int64_t s = 0; s < N; ++s) t.norms[s] = norm(o.memory + s * W, W);
   for (int64_t r = 0; r < R; ++r) {
     S* pi = t.modes.data() + 3 * r;
-    softmax3(xi + d.pi() + 3 * r, pi);
+    softmax3(xi + d.part.read_modes + 3 * r, pi);
     S s0 = S(0), s1 = S(0), s2 = S(0);
     for (int64_t s = 0; s < N; ++s) {
       const S gr = t.g_wr[r * N + s];
@@ -261,15 +252,15 @@ void backward_rest(const Dims& d, const S* xi, const StateRef<const S>& p, const
       s2 += gr * fw[r * N + s];
     }
     const S dot = s0 * pi[0] + s1 * pi[1] + s2 * pi[2];
-    S* dpi = d_xi + d.pi() + 3 * r;
+    S* dpi = d_xi + d.part.read_modes + 3 * r;
     dpi[0] += pi[0] * (s0 - dot);
     dpi[1] += pi[1] * (s1 - dot);
     dpi[2] += pi[2] * (s2 - dot);
-    const S x_rs = xi[d.rs() + r];
-    const double d_beta =
-        content_backward(o.memory, t.norms.data(), N, W, xi + d.rk() + r * W, oneplus(x_rs),
-                         cr + r * N, t.g_cr.data() + r * N, t.g_mem.data(), d_xi + d.rk() + r * W);
-    d_xi[d.rs() + r] += static_cast<S>(d_beta) * sigmoid(x_rs);
+    const S x_rs = xi[d.part.read_strengths + r];
+    const double d_beta = content_backward(
+        o.memory, t.norms.data(), N, W, xi + d.part.read_keys + r * W, oneplus(x_rs), cr + r * N,
+        t.g_cr.data() + r * N, t.g_mem.data(), d_xi + d.part.read_keys + r * W);
+    d_xi[d.part.read_strengths + r] += static_cast<S>(d_beta) * sigmoid(x_rs);
   }
   // Step 9: f = W Lᵀ, b = W L.  d_L = d_fᵀ W + Wᵀ d_b;  d_W = d_f L + d_b Lᵀ.
   for (int64_t i = 0; i < N * N; ++i) t.g_links[i] = g.links ? g.links[i] : S(0);
@@ -307,11 +298,11 @@ void backward_rest(const Dims& d, const S* xi, const StateRef<const S>& p, const
     }
   // Step 7: M = M0 ⊙ (1 − w eᵀ) + w vᵀ.
   for (int64_t j = 0; j < W; ++j) {
-    t.erase[j] = sigmoid(xi[d.er() + j]);
+    t.erase[j] = sigmoid(xi[d.part.erase + j]);
     t.g_erase[j] = S(0);
     t.g_vec[j] = S(0);
   }
-  const S* v = xi + d.wv();
+  const S* v = xi + d.part.write_vector;
   for (int64_t s = 0; s < N; ++s) {
     S sum_w[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // interleaved partial sums, as dot_s
     for (int64_t j = 0; j < W; ++j) {
@@ -325,11 +316,11 @@ void backward_rest(const Dims& d, const S* xi, const StateRef<const S>& p, const
                  ((sum_w[4] + sum_w[5]) + (sum_w[6] + sum_w[7]));
   }
   for (int64_t j = 0; j < W; ++j) {
-    d_xi[d.er() + j] += t.g_erase[j] * t.erase[j] * (S(1) - t.erase[j]);
-    d_xi[d.wv() + j] += t.g_vec[j];
+    d_xi[d.part.erase + j] += t.g_erase[j] * t.erase[j] * (S(1) - t.erase[j]);
+    d_xi[d.part.write_vector + j] += t.g_vec[j];
   }
   // Step 6: w^w = g^w (g^a a + (1 − g^a) c^w).
-  const S ga = sigmoid(xi[d.ga()]), gw = sigmoid(xi[d.gw()]);
+  const S ga = sigmoid(xi[d.part.allocation_gate]), gw = sigmoid(xi[d.part.write_gate]);
   S sum_ga = S(0), sum_gw = S(0);
   S* g_cw = t.g_cr.data();  // reused: the read content's gradient is spent
   for (int64_t s = 0; s < N; ++s) {
@@ -339,14 +330,15 @@ void backward_rest(const Dims& d, const S* xi, const StateRef<const S>& p, const
     sum_ga += gs * gw * (a[s] - cw[s]);
     sum_gw += gs * (ga * a[s] + (S(1) - ga) * cw[s]);
   }
-  d_xi[d.ga()] += sum_ga * ga * (S(1) - ga);
-  d_xi[d.gw()] += sum_gw * gw * (S(1) - gw);
+  d_xi[d.part.allocation_gate] += sum_ga * ga * (S(1) - ga);
+  d_xi[d.part.write_gate] += sum_gw * gw * (S(1) - gw);
   // Step 5: c^w = C(M0, k^w, β^w).
   for (int64_t s = 0; s < N; ++s) t.norms[s] = norm(p.memory + s * W, W);
-  const S x_ws = xi[d.ws()];
-  const double d_beta = content_backward(p.memory, t.norms.data(), N, W, xi + d.wk(), oneplus(x_ws),
-                                         cw, g_cw, dp.memory, d_xi + d.wk());
-  d_xi[d.ws()] += static_cast<S>(d_beta) * sigmoid(x_ws);
+  const S x_ws = xi[d.part.write_strength];
+  const double d_beta =
+      content_backward(p.memory, t.norms.data(), N, W, xi + d.part.write_key, oneplus(x_ws), cw,
+                       g_cw, dp.memory, d_xi + d.part.write_key);
+  d_xi[d.part.write_strength] += static_cast<S>(d_beta) * sigmoid(x_ws);
 }
 
 // Backward of pass 1 (steps 3 → 2) given the usage gradient d_u (output's plus allocation's).
@@ -360,9 +352,10 @@ void backward_usage(const Dims& d, const S* xi, const StateRef<const S>& p, cons
     for (int64_t i = 0; i < d.R; ++i) {
       S others = S(1);  // Π_{r'≠i} (1 − f_r' w_r'), recomputed: no division
       for (int64_t j = 0; j < d.R; ++j)
-        if (j != i) others *= S(1) - sigmoid(xi[d.fg() + j]) * p.read_weights[j * d.N + s];
-      const S f = sigmoid(xi[d.fg() + i]);
-      d_xi[d.fg() + i] -= g_psi * p.read_weights[i * d.N + s] * others * f * (S(1) - f);
+        if (j != i)
+          others *= S(1) - sigmoid(xi[d.part.free_gates + j]) * p.read_weights[j * d.N + s];
+      const S f = sigmoid(xi[d.part.free_gates + i]);
+      d_xi[d.part.free_gates + i] -= g_psi * p.read_weights[i * d.N + s] * others * f * (S(1) - f);
       if (dp.read_weights) dp.read_weights[i * d.N + s] -= g_psi * f * others;
     }
   }
@@ -445,7 +438,7 @@ Dims dims_of(const Tensor& xi, const MemoryStepState& prev, int64_t read_heads, 
   expect(prev.read_weights, {M, R, N}, dev, (o + ": read_weights").c_str());
   expect(prev.precedence, {M, N}, dev, (o + ": precedence").c_str());
   expect(prev.links, {M, N, N}, dev, (o + ": links").c_str());
-  return {N, W, R, interface_width(R, W)};
+  return {N, W, R, interface_width(R, W), InterfaceLayout::of(R, W)};
 }
 
 template <class S>
@@ -591,7 +584,7 @@ struct F64Layout {
   // Offsets of memory, usage, write_weights, read_weights, precedence, links (and read vectors).
   std::vector<int64_t> off;
   explicit F64Layout(const MemoryStepDims& m)
-      : d{m.N, m.W, m.R, interface_width(m.R, m.W)}, M(m.M) {
+      : d{m.N, m.W, m.R, interface_width(m.R, m.W), InterfaceLayout::of(m.R, m.W)}, M(m.M) {
     const int64_t sizes[] = {m.N * m.W, m.N, m.N, m.R * m.N, m.N, m.N * m.N, m.R * m.W};
     int64_t at = 0;
     for (int64_t s : sizes) off.push_back(at), at += M * s;

@@ -27,6 +27,29 @@ namespace mare {
 // Width of ξ for R read heads and words of W: R·W + 3W + 5R + 3.
 int64_t interface_width(int64_t read_heads, int64_t word);
 
+// Where each part starts in one row of ξ (the order above), for R read heads and
+// words of W, in the index type I: for code that reads ξ in place (the fused memory
+// step, fused_step.cpp; its GPU kernels, kernels/cuda/memory_step.cu, take it as a
+// kernel argument with int offsets).
+template <class I>
+struct InterfaceLayoutOf {
+  I read_keys, read_strengths, write_key, write_strength, erase, write_vector, free_gates,
+      allocation_gate, write_gate, read_modes;
+  static constexpr InterfaceLayoutOf of(I R, I W) {
+    return {0,
+            R * W,
+            R * W + R,
+            R * W + R + W,
+            R * W + R + W + 1,
+            R * W + R + 2 * W + 1,
+            R * W + R + 3 * W + 1,
+            R * W + 2 * R + 3 * W + 1,
+            R * W + 2 * R + 3 * W + 2,
+            R * W + 2 * R + 3 * W + 3};
+  }
+};
+using InterfaceLayout = InterfaceLayoutOf<int64_t>;
+
 // The interface vector's parts, each in its domain, over a tensor kind: Tensor here
 // (InterfaceParts), ag::Var in models/functions_memory.h (ag::MemoryInterface); one field
 // list for both.
