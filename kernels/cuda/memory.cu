@@ -56,14 +56,13 @@ __device__ __forceinline__ int64_t warp_stride() {
 }
 
 // ------------------------------------------------------------------ interface split
-// The table of interface.cpp (part, width, domain) for the kernels: parts in the
-// order of SPEC §3, offsets into ξ, one pointer per part.
-enum Domain : int { kIdentity = 0, kOneplus = 1, kSigmoid = 2, kSoftmax3 = 3 };
-constexpr int kParts = 10;
+// interface_parts (interface.h) for the kernels: parts in the order of SPEC §3,
+// offsets into ξ, one pointer per part.
+constexpr int kParts = kInterfaceParts;
 
 struct PartTable {
   int offset[kParts + 1];  // column where part p starts; offset[kParts] = width of ξ
-  int domain[kParts];
+  InterfaceDomain domain[kParts];
 };
 
 struct PartPointers {
@@ -89,16 +88,16 @@ __global__ void interface_forward_kernel(const float* __restrict__ xi, PartTable
     float* y = ptr.out[p] + b * width;
     const float v = xi[i];
     switch (t.domain[p]) {
-      case kIdentity:
+      case InterfaceDomain::identity:
         y[local] = v;
         break;
-      case kOneplus:
+      case InterfaceDomain::oneplus:
         y[local] = oneplus_f(v);
         break;
-      case kSigmoid:
+      case InterfaceDomain::sigmoid:
         y[local] = sigmoid_f(v);
         break;
-      case kSoftmax3:
+      case InterfaceDomain::softmax3:
         if (local % 3 == 0) {
           const float v1 = xi[i + 1], v2 = xi[i + 2];
           const float mx = fmaxf(fmaxf(v, v1), v2);
@@ -124,16 +123,16 @@ __global__ void interface_backward_kernel(float* __restrict__ d_xi, const float*
     const float* gy = ptr.in[p] + b * width;
     const float* yy = ptr.y[p] + b * width;
     switch (t.domain[p]) {
-      case kIdentity:
+      case InterfaceDomain::identity:
         d_xi[i] += gy[local];
         break;
-      case kOneplus:
+      case InterfaceDomain::oneplus:
         d_xi[i] += gy[local] * sigmoid_f(xi[i]);
         break;
-      case kSigmoid:
+      case InterfaceDomain::sigmoid:
         d_xi[i] += gy[local] * yy[local] * (1.0f - yy[local]);
         break;
-      case kSoftmax3: {
+      case InterfaceDomain::softmax3: {
         const int g = local - local % 3;
         const float dot = gy[g] * yy[g] + gy[g + 1] * yy[g + 1] + gy[g + 2] * yy[g + 2];
         d_xi[i] += yy[local] * (gy[local] - dot);
@@ -682,48 +681,17 @@ unsigned int row_blocks(int rows) {
 // ------------------------------------------------------------------ interface split
 namespace {
 
-using PartField = Tensor InterfaceParts::*;
-const PartField kFields[kParts] = {&InterfaceParts::read_keys,  &InterfaceParts::read_strengths,
-                                   &InterfaceParts::write_key,  &InterfaceParts::write_strength,
-                                   &InterfaceParts::erase,      &InterfaceParts::write_vector,
-                                   &InterfaceParts::free_gates, &InterfaceParts::allocation_gate,
-                                   &InterfaceParts::write_gate, &InterfaceParts::read_modes};
+constexpr auto kFields = InterfaceParts::members();
 
-// interface.cpp's table: widths and domains in SPEC order, and each part's shape.
 PartTable part_table(int64_t r, int64_t w) {
-  const int64_t widths[kParts] = {r * w, r, w, 1, w, w, r, 1, 1, 3 * r};
-  const int domains[kParts] = {kIdentity, kOneplus, kIdentity, kOneplus, kSigmoid,
-                               kIdentity, kSigmoid, kSigmoid,  kSigmoid, kSoftmax3};
+  const auto parts = interface_parts(r, w);
   PartTable t{};
   t.offset[0] = 0;
   for (int p = 0; p < kParts; ++p) {
-    t.offset[p + 1] = t.offset[p] + static_cast<int>(widths[p]);
-    t.domain[p] = domains[p];
+    t.offset[p + 1] = t.offset[p] + static_cast<int>(parts[p].width());
+    t.domain[p] = parts[p].domain;
   }
   return t;
-}
-
-Shape part_shape(int p, int64_t m, int64_t r, int64_t w) {
-  switch (p) {
-    case 0:
-      return {m, r, w};
-    case 1:
-      return {m, r};
-    case 2:
-      return {m, 1, w};
-    case 3:
-      return {m, 1};
-    case 4:
-    case 5:
-      return {m, w};
-    case 6:
-      return {m, r};
-    case 7:
-    case 8:
-      return {m};
-    default:
-      return {m, r, 3};
-  }
 }
 
 }  // namespace
@@ -733,10 +701,11 @@ InterfaceParts interface_split_forward(const Tensor& xi, int64_t read_heads, int
   const int64_t m = xi.dim(0), x = xi.dim(1);
   const int64_t count = to_int(xi.numel(), "interface_split_forward: xi");
   const PartTable t = part_table(read_heads, word);
+  const auto layout = interface_parts(read_heads, word);
   PartPointers ptr{};
   InterfaceParts parts;
   for (int p = 0; p < kParts; ++p) {
-    Tensor out = Tensor::empty(part_shape(p, m, read_heads, word), Device::cuda);
+    Tensor out = Tensor::empty(layout[p].shape(m), Device::cuda);
     ptr.out[p] = out.f32();
     parts.*kFields[p] = out;
   }

@@ -1,5 +1,5 @@
-// Interface-vector split on the CPU: a table of (part, width, transform)
-// walked in order, so that the layout of ξ is written down exactly once.
+// Interface-vector split on the CPU: the table of parts (shape, transform), written
+// down here once (interface_parts) and walked in order.
 //
 //   oneplus:  y = 1 + softplus(x);  dy/dx = sigmoid(x)
 //   sigmoid:  y = 1 / (1 + e^−x);   dy/dx = y (1 − y)
@@ -17,33 +17,8 @@ using namespace detail;
 
 namespace {
 
-enum class Domain { identity, oneplus, sigmoid, softmax3 };
-
-struct Part {
-  Tensor InterfaceParts::*field;
-  int64_t width;  // per memory
-  Domain domain;
-  Shape shape;  // without the leading M
-};
-
-std::array<Part, 10> layout(int64_t r, int64_t w) {
-  return {{{&InterfaceParts::read_keys, r * w, Domain::identity, {r, w}},
-           {&InterfaceParts::read_strengths, r, Domain::oneplus, {r}},
-           {&InterfaceParts::write_key, w, Domain::identity, {1, w}},
-           {&InterfaceParts::write_strength, 1, Domain::oneplus, {1}},
-           {&InterfaceParts::erase, w, Domain::sigmoid, {w}},
-           {&InterfaceParts::write_vector, w, Domain::identity, {w}},
-           {&InterfaceParts::free_gates, r, Domain::sigmoid, {r}},
-           {&InterfaceParts::allocation_gate, 1, Domain::sigmoid, {}},
-           {&InterfaceParts::write_gate, 1, Domain::sigmoid, {}},
-           {&InterfaceParts::read_modes, 3 * r, Domain::softmax3, {r, 3}}}};
-}
-
-Shape with_rows(int64_t m, const Shape& tail) {
-  std::vector<int64_t> dims{m};
-  for (int i = 0; i < tail.rank(); ++i) dims.push_back(tail[i]);
-  return Shape(std::span<const int64_t>(dims));
-}
+using Domain = InterfaceDomain;
+constexpr auto kMembers = InterfaceParts::members();
 
 float sigmoid(float x) {
   return x >= 0.0f ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
@@ -59,8 +34,29 @@ void check_xi(const Tensor& xi, int64_t r, int64_t w, const char* op) {
 
 }  // namespace
 
+std::array<InterfacePart, kInterfaceParts> interface_parts(int64_t r, int64_t w) {
+  return {{{{r, w}, Domain::identity},    // read keys
+           {{r}, Domain::oneplus},        // read strengths
+           {{1, w}, Domain::identity},    // write key
+           {{1}, Domain::oneplus},        // write strength
+           {{w}, Domain::sigmoid},        // erase vector
+           {{w}, Domain::identity},       // write vector
+           {{r}, Domain::sigmoid},        // free gates
+           {{}, Domain::sigmoid},         // allocation gate
+           {{}, Domain::sigmoid},         // write gate
+           {{r, 3}, Domain::softmax3}}};  // read modes
+}
+
+Shape InterfacePart::shape(int64_t memories) const {
+  std::vector<int64_t> dims{memories};
+  for (int i = 0; i < tail.rank(); ++i) dims.push_back(tail[i]);
+  return Shape(std::span<const int64_t>(dims));
+}
+
 int64_t interface_width(int64_t read_heads, int64_t word) {
-  return read_heads * word + 3 * word + 5 * read_heads + 3;
+  int64_t width = 0;
+  for (const InterfacePart& p : interface_parts(read_heads, word)) width += p.width();
+  return width;
 }
 
 InterfaceParts interface_split_forward(const Tensor& xi, int64_t read_heads, int64_t word) {
@@ -69,12 +65,15 @@ InterfaceParts interface_split_forward(const Tensor& xi, int64_t read_heads, int
   const int64_t m = xi.dim(0), x = xi.dim(1);
   InterfaceParts parts;
   int64_t offset = 0;
-  for (const Part& p : layout(read_heads, word)) {
-    Tensor out = Tensor::empty(with_rows(m, p.shape));
+  const auto table = interface_parts(read_heads, word);
+  for (int part = 0; part < kInterfaceParts; ++part) {
+    const InterfacePart& p = table[part];
+    const int64_t width = p.width();
+    Tensor out = Tensor::empty(p.shape(m));
     for (int64_t b = 0; b < m; ++b) {
       const float* in = xi.f32() + b * x + offset;
-      float* y = out.f32() + b * p.width;
-      for (int64_t j = 0; j < p.width; ++j) {
+      float* y = out.f32() + b * width;
+      for (int64_t j = 0; j < width; ++j) {
         const float v = in[j];
         switch (p.domain) {
           case Domain::identity:
@@ -90,7 +89,7 @@ InterfaceParts interface_split_forward(const Tensor& xi, int64_t read_heads, int
         }
       }
       if (p.domain == Domain::softmax3)
-        for (int64_t g = 0; g < p.width; g += 3) {
+        for (int64_t g = 0; g < width; g += 3) {
           const float mx = std::max({y[g], y[g + 1], y[g + 2]});
           const float e0 = std::exp(y[g] - mx), e1 = std::exp(y[g + 1] - mx),
                       e2 = std::exp(y[g + 2] - mx), sum = e0 + e1 + e2;
@@ -99,8 +98,8 @@ InterfaceParts interface_split_forward(const Tensor& xi, int64_t read_heads, int
           y[g + 2] = e2 / sum;
         }
     }
-    parts.*p.field = out;
-    offset += p.width;
+    parts.*kMembers[part] = out;
+    offset += width;
   }
   return parts;
 }
@@ -111,11 +110,12 @@ void interface_split_backward(Tensor& d_xi, const InterfaceParts& d_parts, const
   check_xi(xi, read_heads, word, "interface_split_backward: xi");
   check_same_shape(d_xi, xi, "interface_split_backward: d_xi");
   const int64_t m = xi.dim(0), x = xi.dim(1);
-  for (const Part& p : layout(read_heads, word))
-    if ((d_parts.*p.field).defined()) {
-      check_shape(d_parts.*p.field, with_rows(m, p.shape),
+  const auto table = interface_parts(read_heads, word);
+  for (int part = 0; part < kInterfaceParts; ++part)
+    if ((d_parts.*kMembers[part]).defined()) {
+      check_shape(d_parts.*kMembers[part], table[part].shape(m),
                   "interface_split_backward: part gradient");
-      check_shape(parts.*p.field, with_rows(m, p.shape), "interface_split_backward: part");
+      check_shape(parts.*kMembers[part], table[part].shape(m), "interface_split_backward: part");
     }
   MARE_CUDA_DISPATCH("interface_split_backward",
                      interface_split_backward(d_xi, d_parts, xi, parts, read_heads, word), &d_xi,
@@ -126,15 +126,17 @@ void interface_split_backward(Tensor& d_xi, const InterfaceParts& d_parts, const
                      &parts.write_strength, &parts.erase, &parts.write_vector, &parts.free_gates,
                      &parts.allocation_gate, &parts.write_gate, &parts.read_modes);
   int64_t offset = 0;
-  for (const Part& p : layout(read_heads, word)) {
-    const Tensor& g = d_parts.*p.field;
-    const Tensor& y = parts.*p.field;
+  for (int part = 0; part < kInterfaceParts; ++part) {
+    const InterfacePart& p = table[part];
+    const int64_t width = p.width();
+    const Tensor& g = d_parts.*kMembers[part];
+    const Tensor& y = parts.*kMembers[part];
     if (g.defined()) {
       for (int64_t b = 0; b < m; ++b) {
         const float* in = xi.f32() + b * x + offset;
-        const float *gy = g.f32() + b * p.width, *yy = y.f32() + b * p.width;
+        const float *gy = g.f32() + b * width, *yy = y.f32() + b * width;
         float* dx = d_xi.f32() + b * x + offset;
-        for (int64_t j = 0; j < p.width; ++j) {
+        for (int64_t j = 0; j < width; ++j) {
           switch (p.domain) {
             case Domain::identity:
               dx[j] += gy[j];
@@ -155,7 +157,7 @@ void interface_split_backward(Tensor& d_xi, const InterfaceParts& d_parts, const
         }
       }
     }
-    offset += p.width;
+    offset += width;
   }
 }
 

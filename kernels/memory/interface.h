@@ -17,12 +17,30 @@
 // contributes nothing.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "kernels/tensor.h"
 
 namespace mare {
+
+// How a part maps its entries of ξ to its domain (the table above).
+enum class InterfaceDomain : int { identity, oneplus, sigmoid, softmax3 };
+
+inline constexpr int kInterfaceParts = 10;
+
+// Part p (the order above) for R read heads and words of W: its shape after the
+// leading M (its width in ξ is the product) and its domain. The one place the layout
+// of ξ is written down; the offsets, interface_width, the CPU split (interface.cpp),
+// the fused steps and the GPU's split (kernels/cuda/memory.cu) all derive from it.
+struct InterfacePart {
+  Shape tail;
+  InterfaceDomain domain;
+  int64_t width() const { return tail.numel(); }
+  Shape shape(int64_t memories) const;  // [M, tail…]
+};
+std::array<InterfacePart, kInterfaceParts> interface_parts(int64_t R, int64_t W);
 
 // Width of ξ for R read heads and words of W: R·W + 3W + 5R + 3.
 int64_t interface_width(int64_t read_heads, int64_t word);
@@ -35,17 +53,16 @@ template <class I>
 struct InterfaceLayoutOf {
   I read_keys, read_strengths, write_key, write_strength, erase, write_vector, free_gates,
       allocation_gate, write_gate, read_modes;
-  static constexpr InterfaceLayoutOf of(I R, I W) {
-    return {0,
-            R * W,
-            R * W + R,
-            R * W + R + W,
-            R * W + R + W + 1,
-            R * W + R + 2 * W + 1,
-            R * W + R + 3 * W + 1,
-            R * W + 2 * R + 3 * W + 1,
-            R * W + 2 * R + 3 * W + 2,
-            R * W + 2 * R + 3 * W + 3};
+  static InterfaceLayoutOf of(I R, I W) {
+    const auto parts = interface_parts(R, W);
+    I start[kInterfaceParts];
+    I at = 0;
+    for (int p = 0; p < kInterfaceParts; ++p) {
+      start[p] = at;
+      at += static_cast<I>(parts[p].width());
+    }
+    return {start[0], start[1], start[2], start[3], start[4],
+            start[5], start[6], start[7], start[8], start[9]};
   }
 };
 using InterfaceLayout = InterfaceLayoutOf<int64_t>;
@@ -66,14 +83,22 @@ struct InterfaceOf {
   T write_gate;       // [M]
   T read_modes;       // [M, R, 3]
 
-  // The ten fields in the order above, and back, for code that treats them alike.
+  // The ten fields in the order above: as members, as a list, and back.
+  static constexpr std::array<T InterfaceOf::*, kInterfaceParts> members() {
+    return {&InterfaceOf::read_keys,      &InterfaceOf::read_strengths,  &InterfaceOf::write_key,
+            &InterfaceOf::write_strength, &InterfaceOf::erase,           &InterfaceOf::write_vector,
+            &InterfaceOf::free_gates,     &InterfaceOf::allocation_gate, &InterfaceOf::write_gate,
+            &InterfaceOf::read_modes};
+  }
   std::vector<T> fields() const {
-    return {read_keys,    read_strengths, write_key,       write_strength, erase,
-            write_vector, free_gates,     allocation_gate, write_gate,     read_modes};
+    std::vector<T> f;
+    for (auto member : members()) f.push_back(this->*member);
+    return f;
   }
   static InterfaceOf from_fields(const std::vector<T>& f) {
-    return {f.at(0), f.at(1), f.at(2), f.at(3), f.at(4),
-            f.at(5), f.at(6), f.at(7), f.at(8), f.at(9)};
+    InterfaceOf out;
+    for (int p = 0; p < kInterfaceParts; ++p) out.*members()[p] = f.at(static_cast<size_t>(p));
+    return out;
   }
 };
 using InterfaceParts = InterfaceOf<Tensor>;
