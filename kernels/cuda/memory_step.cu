@@ -65,22 +65,22 @@ __device__ State<P> at(const State<P>& s, const Dims& d, int64_t m) {
 }
 
 // ------------------------------------------------------------------ device helpers
-// Σ_j a[j]·b[j] over j < w in double, in every lane.
-__device__ double warp_dot(const float* __restrict__ a, const float* __restrict__ b, int w,
-                           int lane) {
+// Σ_j a[j]·b[j] over j < w in double, in every lane. No __restrict__ on these helpers:
+// they read what the kernel wrote (the new memory), which the read-only (.nc) load path
+// __restrict__ permits would not see.
+__device__ double warp_dot(const float* a, const float* b, int w, int lane) {
   double acc = 0.0;
   for (int j = lane; j < w; j += kWarp) acc += double(a[j]) * b[j];
   return warp_sum(acc);
 }
 // The same in float (the read vectors' gradient, a float sum on the CPU too).
-__device__ float warp_dot_f(const float* __restrict__ a, const float* __restrict__ b, int w,
-                            int lane) {
+__device__ float warp_dot_f(const float* a, const float* b, int w, int lane) {
   float acc = 0.0f;
   for (int j = lane; j < w; j += kWarp) acc += a[j] * b[j];
   return warp_sum(acc);
 }
 // ‖x‖ = sqrt(Σ x² + ε) in double.
-__device__ double warp_norm(const float* __restrict__ x, int w, int lane) {
+__device__ double warp_norm(const float* x, int w, int lane) {
   return sqrt(warp_dot(x, x, w, lane) + double(kContentEpsilon));
 }
 
@@ -182,7 +182,7 @@ struct RestOut {
 // Steps 5–11, one warp per memory, given the allocation a [M, N]. Bounded to 96
 // registers a thread (five blocks of four warps an SM), which ptxas meets without
 // spilling on sm_90 (unbounded: 121, four blocks; at 80 it spills); the backward is
-// left unbounded, since every bound below its 170 registers spills. Not timed yet:
+// left unbounded, since every bound below its 176 registers spills. Not timed yet:
 // the bound is for occupancy, to be measured on a GPU.
 __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, 5)
     step_rest_forward_kernel(Dims d, int64_t M, const float* __restrict__ xi,

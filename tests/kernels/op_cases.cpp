@@ -448,34 +448,49 @@ std::vector<OpCase> norm_cases() {
   }
   // Padding masked out of batch norm (SPEC §4.2): rows with mask 0 take no part
   // in the statistics, output 0 and get no gradient. "one row": a single real
-  // row (variance 0, it normalises to β).
+  // row (variance 0, it normalises to β). [50, 4, 4]: 200 rows, more than one of
+  // the GPU's row chunks (64 rows; the last one partial), so its statistics merge
+  // chunks whose means differ; with the mask, the second chunk has no real row.
   struct MaskCfg {
     const char* name;
-    std::vector<float> mask;
+    int64_t b, t;
+    std::vector<float> mask;  // b·t entries; empty: no mask
   };
-  for (const MaskCfg& mc : {MaskCfg{"masked", {1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0}},
-                            MaskCfg{"one row", {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0}}})
+  std::vector<float> many(200, 1.0f);
+  for (int r = 64; r < 128; ++r) many[r] = 0.0f;  // the second chunk, every row
+  for (int r : {3, 70, 150, 199}) many[r] = 0.0f;
+  for (const MaskCfg& mc : {MaskCfg{"masked", 5, 3, {1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0}},
+                            MaskCfg{"one row", 5, 3, {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0}},
+                            MaskCfg{"chunks", 50, 4, {}}, MaskCfg{"chunks masked", 50, 4, many}})
     for (bool training : {true, false}) {
+      const int64_t rows = mc.b * mc.t;
       Tensor rm = random_tensor({4}, 54, -0.5, 0.5), rv = random_tensor({4}, 55, 0.5, 2.0);
-      Tensor mask = Tensor::from_vector(mc.mask, {15});
+      const bool masked = !mc.mask.empty();
+      Tensor mask = masked ? Tensor::from_vector(mc.mask, {rows}) : Tensor();
       OpCase c;
-      c.name =
-          std::string("batch_norm/") + (training ? "train" : "eval") + "/" + mc.name + "/[5, 3, 4]";
+      c.name = std::string("batch_norm/") + (training ? "train" : "eval") + "/" + mc.name + "/" +
+               Shape{mc.b, mc.t, 4}.str();
       c.op = "batch_norm";
-      c.inputs = {random_tensor({5, 3, 4}, 59, -2, 2), random_tensor({4}, 57, 0.5, 1.5),
-                  random_tensor({4}, 58)};
+      // Rows drift with their index: the chunks' means differ.
+      Tensor x = random_tensor({mc.b, mc.t, 4}, 59, -2, 2);
+      if (rows > 15)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < 4; ++j) x.f32()[r * 4 + j] += 0.01f * static_cast<float>(r);
+      c.inputs = {x, random_tensor({4}, 57, 0.5, 1.5), random_tensor({4}, 58)};
       c.differentiable = {true, true, true};
       auto run = [=](const Ts& in) {
         Tensor m = on_dev(rm).clone(), v = on_dev(rv).clone();
-        return batch_norm_forward(in[0], in[1], in[2], m, v, training, 0.1f, 1e-5f, on_dev(mask));
+        return batch_norm_forward(in[0], in[1], in[2], m, v, training, 0.1f, 1e-5f,
+                                  masked ? on_dev(mask) : Tensor());
       };
       c.forward = [=](const Ts& in) { return Ts{run(in).out}; };
       c.backward = [=](const Ts& in, const Ts& g, Ts& d) {
         NormResult r = run(in);
         batch_norm_backward(d[0], d[1], d[2], g[0], in[0], in[1], r.mean, r.rstd, training,
-                            on_dev(mask));
+                            masked ? on_dev(mask) : Tensor());
       };
-      VecD mref = to_double(rm), vref = to_double(rv), keep = to_double(mask);
+      VecD mref = to_double(rm), vref = to_double(rv);
+      VecD keep = masked ? to_double(mask) : VecD(static_cast<size_t>(rows), 1.0);
       c.reference = [=](const Vs& in) {
         const double eps = static_cast<double>(1e-5f);
         VecD y(in[0].size(), 0.0);
@@ -484,17 +499,17 @@ std::vector<OpCase> norm_cases() {
           if (training) {
             double n = 0.0;
             mu = var = 0.0;
-            for (int64_t r = 0; r < 15; ++r)
+            for (int64_t r = 0; r < rows; ++r)
               if (keep[r] != 0) {
                 mu += in[0][r * 4 + j];
                 n += 1;
               }
             mu /= n;
-            for (int64_t r = 0; r < 15; ++r)
+            for (int64_t r = 0; r < rows; ++r)
               if (keep[r] != 0) var += (in[0][r * 4 + j] - mu) * (in[0][r * 4 + j] - mu);
             var /= n;
           }
-          for (int64_t r = 0; r < 15; ++r)
+          for (int64_t r = 0; r < rows; ++r)
             if (keep[r] != 0)
               y[r * 4 + j] = (in[0][r * 4 + j] - mu) / std::sqrt(var + eps) * in[1][j] + in[2][j];
         }

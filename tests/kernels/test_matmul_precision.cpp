@@ -31,7 +31,9 @@ struct PrecisionScope {
 
 TEST(MatmulPrecisionCuda, HighIsTf32AndHighestIsFp32) {
   MARE_NEEDS_GPU();
-  const Tensor a = random_tensor({64, 300}, 1), b = random_tensor({300, 96}, 2);
+  // Large enough that cuBLAS takes a tensor-core kernel when TF32 is allowed (for a
+  // small product the math mode only permits it, and a plain fp32 kernel may win).
+  const Tensor a = random_tensor({256, 512}, 1), b = random_tensor({512, 256}, 2);
   const std::vector<float> cpu = matmul_forward(a, b).to_vector();
   const Tensor ga = a.to(Device::cuda), gb = b.to(Device::cuda);
   const std::vector<float> fp32 = matmul_forward(ga, gb).to(Device::cpu).to_vector();
@@ -49,7 +51,7 @@ TEST(MatmulPrecisionCuda, HighIsTf32AndHighestIsFp32) {
     fp32_err = std::max(fp32_err, double(std::fabs(fp32[i] - cpu[i])));
     tf32_err = std::max(tf32_err, double(std::fabs(tf32[i] - cpu[i])));
   }
-  // fp32: sums of 300 products in another order, ~1e-6 of the scale. TF32: inputs
+  // fp32: sums of 512 products in another order, ~1e-6 of the scale. TF32: inputs
   // rounded to 11 significant bits (2^-11 relative each), ~1e-3 of the scale; it
   // must move the result (else the tensor cores were not used) but not beyond that.
   EXPECT_LT(fp32_err, 1e-5 * scale);

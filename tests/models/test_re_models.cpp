@@ -557,10 +557,9 @@ TEST(ReModels, AStepLeavesWhatItsTaskDoesNotReach) {
 TEST(ReModelsCuda, OneTrainingStepMatchesTheCpu) {
   MARE_NEEDS_GPU();
   // NTCRE-CPD: the CPU's fused memory step against the GPU's composed ops (the
-  // default), then against the GPU's fused step (kernels/cuda/memory_step.cu).
-  for (const std::string& name :
-       std::vector<std::string>{"cnn+d=6+filters=5+dropout=0", "bran" + kSmall, "UTRE-CPD" + kSmall,
-                                "NTCRE-CPD" + kSmall, "NTCRE-CPD+memory_step=fused" + kSmall}) {
+  // default), then against the GPU's fused step (kernels/cuda/memory_step.cu). Each
+  // model in a lambda: a failed ASSERT ends that model's check, not the others'.
+  const auto check = [](const std::string& name) {
     auto cpu = build(name), gpu = build(name);
     gpu->to(Device::cuda);
     const ReBatch b = tiny_batch(), bg = to_device(tiny_batch(), Device::cuda);
@@ -601,7 +600,11 @@ TEST(ReModelsCuda, OneTrainingStepMatchesTheCpu) {
         ASSERT_NEAR(wc[i], wg[i], 4 * std::ldexp(std::fabs(wc[i]), -23) + 1e-6 * lr)
             << name << " " << pc[k]->name << "[" << i << "] after the step";
     }
-  }
+  };
+  for (const std::string& name :
+       std::vector<std::string>{"cnn+d=6+filters=5+dropout=0", "bran" + kSmall, "UTRE-CPD" + kSmall,
+                                "NTCRE-CPD" + kSmall, "NTCRE-CPD+memory_step=fused" + kSmall})
+    check(name);
 }
 
 // A training step on the GPU (forward, loss, backward, Adam) waits for the device only
