@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "experiments/cli/commands.h"
+#include "kernels/ops/exp.h"
 #include "kernels/parallel.h"
 #include "kernels/tensor.h"
 #include "mare_build_info.h"
@@ -67,6 +68,8 @@ void add_doctor_command(CLI::App& app) {
               << " hardware; --threads K on train and bench); results are the same bytes at "
                  "any count\n"
               << "simd           " << Eigen::SimdInstructionSetsInUse() << "\n"
+              << "exp            " << detail::exp_path()
+              << " (softmax exps with the bits of the C library's expf)\n"
               << "cuda           " << cuda_report() << "eigen          " << MARE_EIGEN_VERSION
               << "\n"
               << "cli11          " << MARE_CLI11_VERSION << "\n"

@@ -10,8 +10,10 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernels/ops/common.h"
+#include "kernels/ops/exp.h"
 #include "kernels/ops/gemm_count.h"
 #include "kernels/parallel.h"
 
@@ -49,11 +51,12 @@ AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor
   count_gemm(d.b * d.heads * d.i, d.j, d.dk);  // Q·Kᵀ
   count_gemm(d.b * d.heads * d.i, d.dk, d.j);  // P·V
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.dk));
-  const float neg_inf = -std::numeric_limits<float>::infinity();
+  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
   // Pairs of (batch, head), about i·j·(2·dk + 20) flops each.
   const int64_t pairs = d.b * d.heads;
   const double cost = static_cast<double>(d.i) * d.j * (2 * d.dk + 20);
   parallel_for_chunks(pairs, grain_for(pairs, cost), [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> masked;
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / d.heads, h = bh % d.heads;
       CStridedMap qh(q.f32() + b * d.i * d.d + h * d.dk, d.i, d.dk, Eigen::OuterStride<>(d.d));
@@ -62,27 +65,33 @@ AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor
       StridedMap oh(r.out.f32() + b * d.i * d.d + h * d.dk, d.i, d.dk, Eigen::OuterStride<>(d.d));
       MapRM p(r.probs.f32() + (b * d.heads + h) * d.i * d.j, d.i, d.j);
       p.noalias() = (qh * kh.transpose()) * scale;
-      const float* km = key_mask.defined() ? key_mask.f32() + b * d.j : nullptr;
-      for (int64_t row = 0; row < d.i; ++row) {
-        float mx = neg_inf;
-        bool any = false;
-        for (int64_t col = 0; col < d.j; ++col) {
-          bool keep = !km || km[col] != 0.0f;
-          if (!keep) p(row, col) = neg_inf;
-          any = any || keep;
-          mx = std::max(mx, p(row, col));
+      // The masked keys of this batch row (padding: usually a run at the end).
+      masked.clear();
+      if (key_mask.defined())
+        for (int64_t col = 0; col < d.j; ++col)
+          if (key_mask.f32()[b * d.j + col] == 0.0f) masked.push_back(col);
+      const bool any = static_cast<int64_t>(masked.size()) < d.j;
+      if (!any) p.setZero();  // every key masked (by the mask: NaN scores stay NaN)
+      // Four rows at a time: mask, max and exp a row at a time, then the four
+      // denominators together (kernels/ops/exp.h: each in double, in column order).
+      for (int64_t row0 = 0; any && row0 < d.i; row0 += 4) {
+        const int64_t rows = std::min<int64_t>(4, d.i - row0);
+        for (int64_t row = row0; row < row0 + rows; ++row) {
+          float* pr = p.data() + row * d.j;
+          for (int64_t col : masked) pr[col] = neg_inf;
+          // The max in four running maxima: the same value in any order (a NaN score
+          // never enters std::max(m, NaN); a zero max's sign changes no x − max).
+          float mx4[4] = {neg_inf, neg_inf, neg_inf, neg_inf};
+          int64_t col = 0;
+          for (; col + 4 <= d.j; col += 4)
+            for (int l = 0; l < 4; ++l) mx4[l] = std::max(mx4[l], pr[col + l]);
+          float mx = std::max(std::max(mx4[0], mx4[1]), std::max(mx4[2], mx4[3]));
+          for (; col < d.j; ++col) mx = std::max(mx, pr[col]);
+          exp_shifted(pr, mx, pr, d.j);  // exp in float, std::exp's bits; masked: +0
         }
-        if (!any) {  // every key masked (by the mask: NaN scores stay NaN)
-          p.row(row).setZero();
-          continue;
-        }
-        // exp once per element in float; the sum in double.
-        double sum = 0.0;
-        for (int64_t col = 0; col < d.j; ++col) {
-          p(row, col) = std::exp(p(row, col) - mx);  // masked: exp(−inf) = 0
-          sum += p(row, col);
-        }
-        p.row(row) *= static_cast<float>(1.0 / sum);
+        double sums[4];
+        row_sums_in_order(p.data() + row0 * d.j, rows, d.j, sums);
+        for (int64_t r = 0; r < rows; ++r) p.row(row0 + r) *= static_cast<float>(1.0 / sums[r]);
       }
       oh.noalias() = p * vh;
     }
