@@ -16,7 +16,6 @@
 
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
