@@ -685,12 +685,10 @@ constexpr auto kFields = InterfaceParts::members();
 
 PartTable part_table(int64_t r, int64_t w) {
   const auto parts = interface_parts(r, w);
+  const auto offsets = interface_offsets(r, w);
   PartTable t{};
-  t.offset[0] = 0;
-  for (int p = 0; p < kParts; ++p) {
-    t.offset[p + 1] = t.offset[p] + static_cast<int>(parts[p].width());
-    t.domain[p] = parts[p].domain;
-  }
+  for (int p = 0; p <= kParts; ++p) t.offset[p] = static_cast<int>(offsets[p]);
+  for (int p = 0; p < kParts; ++p) t.domain[p] = parts[p].domain;
   return t;
 }
 

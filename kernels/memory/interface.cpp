@@ -53,10 +53,15 @@ Shape InterfacePart::shape(int64_t memories) const {
   return Shape(std::span<const int64_t>(dims));
 }
 
+std::array<int64_t, kInterfaceParts + 1> interface_offsets(int64_t r, int64_t w) {
+  const auto parts = interface_parts(r, w);
+  std::array<int64_t, kInterfaceParts + 1> o{};
+  for (int p = 0; p < kInterfaceParts; ++p) o[p + 1] = o[p] + parts[p].width();
+  return o;
+}
+
 int64_t interface_width(int64_t read_heads, int64_t word) {
-  int64_t width = 0;
-  for (const InterfacePart& p : interface_parts(read_heads, word)) width += p.width();
-  return width;
+  return interface_offsets(read_heads, word)[kInterfaceParts];
 }
 
 InterfaceParts interface_split_forward(const Tensor& xi, int64_t read_heads, int64_t word) {
@@ -64,11 +69,11 @@ InterfaceParts interface_split_forward(const Tensor& xi, int64_t read_heads, int
   MARE_CUDA_DISPATCH("interface_split_forward", interface_split_forward(xi, read_heads, word), &xi);
   const int64_t m = xi.dim(0), x = xi.dim(1);
   InterfaceParts parts;
-  int64_t offset = 0;
   const auto table = interface_parts(read_heads, word);
+  const auto offsets = interface_offsets(read_heads, word);
   for (int part = 0; part < kInterfaceParts; ++part) {
     const InterfacePart& p = table[part];
-    const int64_t width = p.width();
+    const int64_t width = p.width(), offset = offsets[part];
     Tensor out = Tensor::empty(p.shape(m));
     for (int64_t b = 0; b < m; ++b) {
       const float* in = xi.f32() + b * x + offset;
@@ -99,7 +104,6 @@ InterfaceParts interface_split_forward(const Tensor& xi, int64_t read_heads, int
         }
     }
     parts.*kMembers[part] = out;
-    offset += width;
   }
   return parts;
 }
@@ -125,10 +129,10 @@ void interface_split_backward(Tensor& d_xi, const InterfaceParts& d_parts, const
                      &d_parts.read_modes, &parts.read_keys, &parts.read_strengths, &parts.write_key,
                      &parts.write_strength, &parts.erase, &parts.write_vector, &parts.free_gates,
                      &parts.allocation_gate, &parts.write_gate, &parts.read_modes);
-  int64_t offset = 0;
+  const auto offsets = interface_offsets(read_heads, word);
   for (int part = 0; part < kInterfaceParts; ++part) {
     const InterfacePart& p = table[part];
-    const int64_t width = p.width();
+    const int64_t width = p.width(), offset = offsets[part];
     const Tensor& g = d_parts.*kMembers[part];
     const Tensor& y = parts.*kMembers[part];
     if (g.defined()) {
@@ -157,7 +161,6 @@ void interface_split_backward(Tensor& d_xi, const InterfaceParts& d_parts, const
         }
       }
     }
-    offset += width;
   }
 }
 

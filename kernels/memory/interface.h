@@ -42,6 +42,10 @@ struct InterfacePart {
 };
 std::array<InterfacePart, kInterfaceParts> interface_parts(int64_t R, int64_t W);
 
+// Where part p starts in one row of ξ, p < 10; [10] is the width of ξ. The running
+// sum of interface_parts' widths, taken here only.
+std::array<int64_t, kInterfaceParts + 1> interface_offsets(int64_t R, int64_t W);
+
 // Width of ξ for R read heads and words of W: R·W + 3W + 5R + 3.
 int64_t interface_width(int64_t read_heads, int64_t word);
 
@@ -54,15 +58,9 @@ struct InterfaceLayoutOf {
   I read_keys, read_strengths, write_key, write_strength, erase, write_vector, free_gates,
       allocation_gate, write_gate, read_modes;
   static InterfaceLayoutOf of(I R, I W) {
-    const auto parts = interface_parts(R, W);
-    I start[kInterfaceParts];
-    I at = 0;
-    for (int p = 0; p < kInterfaceParts; ++p) {
-      start[p] = at;
-      at += static_cast<I>(parts[p].width());
-    }
-    return {start[0], start[1], start[2], start[3], start[4],
-            start[5], start[6], start[7], start[8], start[9]};
+    const auto o = interface_offsets(R, W);
+    auto at = [&](int p) { return static_cast<I>(o[p]); };
+    return {at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7), at(8), at(9)};
   }
 };
 using InterfaceLayout = InterfaceLayoutOf<int64_t>;
