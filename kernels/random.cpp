@@ -7,6 +7,7 @@
 #include "kernels/backend.h"
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -26,8 +27,53 @@ static inline float u24(uint32_t w) {
   return static_cast<float>(w >> 8) * 0x1.0p-24f;
 }
 
+namespace {
+// kLanes consecutive blocks: Random123's Philox in a loop the compiler vectorises
+// across the blocks (AVX-512: 16 at a time; ~4x the single calls' rate here).
+constexpr int kLanes = 16;
+
+void philox_lanes(uint64_t seed, uint32_t stream, uint64_t block, uint32_t* out) {
+  using Philox = r123::Philox4x32_R<10>;
+  const Philox rng;
+  const Philox::key_type key = {{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
+  for (int l = 0; l < kLanes; ++l) {
+    const uint64_t b = block + static_cast<uint64_t>(l);
+    const Philox::ctr_type ctr = {
+        {static_cast<uint32_t>(b), static_cast<uint32_t>(b >> 32), stream, 0u}};
+    const auto words = rng(ctr, key);
+    for (int w = 0; w < 4; ++w) out[4 * l + w] = words[w];
+  }
+}
+}  // namespace
+
+void philox_blocks(uint64_t seed, uint32_t stream, uint64_t first_block, int64_t count,
+                   uint32_t* out) {
+  uint32_t words[4 * kLanes];
+  for (int64_t i = 0; i < count; i += kLanes) {
+    const int64_t m = std::min<int64_t>(kLanes, count - i);
+    if (m == kLanes) {
+      philox_lanes(seed, stream, first_block + static_cast<uint64_t>(i), out + 4 * i);
+    } else {
+      philox_lanes(seed, stream, first_block + static_cast<uint64_t>(i), words);
+      std::copy(words, words + 4 * m, out + 4 * i);
+    }
+  }
+}
+
 float philox_uniform(uint64_t seed, uint32_t stream, uint64_t g) {
   return u24(philox_block(seed, stream, g / 4)[g % 4]);
+}
+
+void philox_uniforms(uint64_t seed, uint32_t stream, uint64_t first, int64_t n, float* out) {
+  uint32_t words[4 * kLanes];
+  for (int64_t j = 0; j < n;) {
+    const uint64_t g = first + static_cast<uint64_t>(j);
+    const int skip = static_cast<int>(g % 4);  // words of the first block before g
+    philox_lanes(seed, stream, g / 4, words);
+    const int64_t take = std::min<int64_t>(4 * kLanes - skip, n - j);
+    for (int64_t t = 0; t < take; ++t) out[j + t] = u24(words[skip + t]);
+    j += take;
+  }
 }
 
 float philox_normal(uint64_t seed, uint32_t stream, uint64_t g) {
@@ -60,10 +106,21 @@ static void fill_host(Tensor& t, uint64_t offset, Value value) {
   for (int64_t j = 0, n_j = t.numel(); j < n_j; ++j) p[j] = value(offset + j);
 }
 
+// Element j gets value(uniform of offset + j), the uniforms drawn a buffer at a time.
+template <class Value>
+static void fill_from_uniforms(Tensor& t, uint64_t seed, uint32_t stream, uint64_t offset,
+                               Value value) {
+  float* p = t.f32();
+  for (int64_t j = 0, n_j = t.numel(); j < n_j; j += 1024) {
+    const int64_t m = std::min<int64_t>(1024, n_j - j);
+    philox_uniforms(seed, stream, offset + static_cast<uint64_t>(j), m, p + j);
+    for (int64_t i = j; i < j + m; ++i) p[i] = value(p[i]);
+  }
+}
+
 void fill_uniform(Tensor& t, uint64_t seed, uint32_t stream, float lo, float hi, uint64_t offset) {
   MARE_FILL_ON_CUDA("fill_uniform", fill_uniform(t, seed, stream, lo, hi, offset));
-  fill_host(t, offset,
-            [&](uint64_t i) { return lo + (hi - lo) * philox_uniform(seed, stream, i); });
+  fill_from_uniforms(t, seed, stream, offset, [&](float u) { return lo + (hi - lo) * u; });
 }
 
 void fill_normal(Tensor& t, uint64_t seed, uint32_t stream, float mean, float stddev,
@@ -74,8 +131,7 @@ void fill_normal(Tensor& t, uint64_t seed, uint32_t stream, float mean, float st
 
 void fill_bernoulli(Tensor& t, uint64_t seed, uint32_t stream, float prob, uint64_t offset) {
   MARE_FILL_ON_CUDA("fill_bernoulli", fill_bernoulli(t, seed, stream, prob, offset));
-  fill_host(t, offset,
-            [&](uint64_t i) { return philox_uniform(seed, stream, i) < prob ? 1.0f : 0.0f; });
+  fill_from_uniforms(t, seed, stream, offset, [&](float u) { return u < prob ? 1.0f : 0.0f; });
 }
 
 #undef MARE_FILL_ON_CUDA

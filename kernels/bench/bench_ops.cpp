@@ -140,6 +140,20 @@ void BM_Attention(benchmark::State& st) {
   set_flops(st, 4.0 * b * len * len * d * (backward ? 3 : 1));
 }
 
+// Inverted dropout of a [B·I, d] activation at p 0.1 (a layer's output at the
+// thesis's rate), its mask drawn from Philox: read x, write the output and the mask.
+void BM_Dropout(benchmark::State& st) {
+  const int64_t rows = 32 * st.range(0), d = st.range(1);
+  use_threads(st, 2);
+  Tensor x = rnd({rows, d}, 15);
+  uint64_t call = 0;
+  const double gpu_s = time_iterations(st, [&] {
+    DropoutResult r = dropout_forward(x, 0.1f, 7, kStreamDropoutBase, call++ * rows * d);
+    benchmark::DoNotOptimize(r.out.f32());
+  });
+  set_bytes(st, rows * d * 12, gpu_s);
+}
+
 // Registration in one place, in the order the file defines them; on the GPU
 // every benchmark reports the CUDA-event time.
 void register_benchmarks() {
@@ -168,6 +182,10 @@ void register_benchmarks() {
   reg("BM_Attention", BM_Attention)
       ->ArgsProduct({{64, 256}, {0, 1}, t})
       ->ArgNames({"seq", "bwd", "threads"})
+      ->Unit(benchmark::kMillisecond);
+  reg("BM_Dropout", BM_Dropout)
+      ->ArgsProduct({{96, 398}, {32, 300}, t})
+      ->ArgNames({"seq", "d", "threads"})
       ->Unit(benchmark::kMillisecond);
 }
 
