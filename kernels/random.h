@@ -38,17 +38,12 @@ inline constexpr uint32_t kStreamParamBase = 1u << 24;
 
 std::array<uint32_t, 4> philox_block(uint64_t seed, uint32_t stream, uint64_t block);
 
-// Blocks first_block .. first_block + count - 1: out[4 i + w] is word w of block
-// first_block + i, the same words as philox_block, computed 16 blocks at a time in
-// a loop the compiler vectorises.
-void philox_blocks(uint64_t seed, uint32_t stream, uint64_t first_block, int64_t count,
-                   uint32_t* out);
-
 // 24-bit uniform in [0, 1) for global index g (see the layout above).
 float philox_uniform(uint64_t seed, uint32_t stream, uint64_t g);
 // The uniforms of global indices first .. first + n - 1: out[j] is
 // philox_uniform(seed, stream, first + j), each block computed once for its four
-// words (a fill or a dropout mask: a quarter of the Philox work, in SIMD lanes).
+// words, sixteen consecutive blocks at a time in a loop the compiler vectorises (a
+// fill or a dropout mask: a quarter of the Philox work, in SIMD lanes).
 void philox_uniforms(uint64_t seed, uint32_t stream, uint64_t first, int64_t n, float* out);
 // Standard normal for global index g.
 float philox_normal(uint64_t seed, uint32_t stream, uint64_t g);
