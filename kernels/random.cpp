@@ -13,13 +13,20 @@
 
 namespace mare {
 
-std::array<uint32_t, 4> philox_block(uint64_t seed, uint32_t stream, uint64_t block) {
-  r123::Philox4x32_R<10> rng;
-  r123::Philox4x32_R<10>::ctr_type c = {
+namespace {
+// One block's four words, with the counter and key laid out as random.h says.
+inline r123::Philox4x32_R<10>::ctr_type philox_words(uint64_t seed, uint32_t stream,
+                                                     uint64_t block) {
+  using Philox = r123::Philox4x32_R<10>;
+  const Philox::ctr_type ctr = {
       {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), stream, 0u}};
-  r123::Philox4x32_R<10>::key_type k = {
-      {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
-  auto r = rng(c, k);
+  const Philox::key_type key = {{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
+  return Philox()(ctr, key);
+}
+}  // namespace
+
+std::array<uint32_t, 4> philox_block(uint64_t seed, uint32_t stream, uint64_t block) {
+  const auto r = philox_words(seed, stream, block);
   return {r[0], r[1], r[2], r[3]};
 }
 
@@ -28,20 +35,13 @@ static inline float u24(uint32_t w) {
 }
 
 namespace {
-// kLanes consecutive blocks, word w of block + l in out[4 l + w]: Random123's Philox
-// in a loop the compiler vectorises across the blocks (the same integer arithmetic
-// as philox_block, so the same words).
+// kLanes consecutive blocks, word w of block + l in out[4 l + w]: philox_block's
+// words, in a loop the compiler vectorises across the blocks.
 constexpr int kLanes = 16;
 
 void philox_lanes(uint64_t seed, uint32_t stream, uint64_t block, uint32_t* out) {
-  using Philox = r123::Philox4x32_R<10>;
-  const Philox rng;
-  const Philox::key_type key = {{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
   for (int l = 0; l < kLanes; ++l) {
-    const uint64_t b = block + static_cast<uint64_t>(l);
-    const Philox::ctr_type ctr = {
-        {static_cast<uint32_t>(b), static_cast<uint32_t>(b >> 32), stream, 0u}};
-    const auto words = rng(ctr, key);
+    const auto words = philox_words(seed, stream, block + static_cast<uint64_t>(l));
     for (int w = 0; w < 4; ++w) out[4 * l + w] = words[w];
   }
 }

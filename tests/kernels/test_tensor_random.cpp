@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/ops.h"
+#include "kernels/parallel.h"
 #include "kernels/random.h"
 #include "kernels/tensor.h"
 
@@ -118,6 +120,21 @@ TEST(Philox, BatchedUniformsAreTheSingleBlockWords) {
             << "first " << first << " n " << n << " j " << j;
       EXPECT_EQ(u.back(), -1.0f) << "wrote past " << n << " uniforms";
     }
+  }
+  // A dropout mask over batches of 256 within chunks (21 000 elements: three chunks
+  // of the op's split, on two threads): element j keeps, scaled by 1 / (1 - p), when
+  // the uniform of offset + j is >= p.
+  Tensor x = Tensor::empty({30, 700});
+  fill_uniform(x, 4, 1, -1.0f, 1.0f);
+  const int threads_before = threads();
+  set_threads(2);
+  const DropoutResult r = dropout_forward(x, 0.25f, seed, stream, 5);
+  set_threads(threads_before);
+  for (int64_t j = 0; j < x.numel(); ++j) {
+    const float keep =
+        philox_uniform(seed, stream, 5 + static_cast<uint64_t>(j)) >= 0.25f ? 1.0f / 0.75f : 0.0f;
+    ASSERT_EQ(r.mask.f32()[j], keep) << "element " << j;
+    ASSERT_EQ(r.out.f32()[j], x.f32()[j] * keep) << "element " << j;
   }
   // A fill of a Bernoulli mask reads the same words.
   Tensor bern = Tensor::empty({77});
