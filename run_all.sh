@@ -24,7 +24,7 @@ log() { printf '\n== %s\n' "$*"; }
 # ---- Debian packages ------------------------------------------------------
 PACKAGES=(build-essential cmake ninja-build git pkg-config
   libeigen3-dev libboost-math-dev libbenchmark-dev libgtest-dev libcli11-dev
-  nlohmann-json3-dev libyaml-cpp-dev librandom123-dev gnuplot-nox
+  nlohmann-json3-dev libyaml-cpp-dev librandom123-dev libpugixml-dev gnuplot-nox
   clang libclang-rt-14-dev clang-format
   slurm-wlm munge)  # slurm-wlm munge: the one-node Slurm test of `mare sweep --emit slurm`
 ensure_packages() {

@@ -18,6 +18,9 @@ message(STATUS "mare: nlohmann_json ${nlohmann_json_VERSION} (JSON results)")
 find_package(yaml-cpp REQUIRED)
 message(STATUS "mare: yaml-cpp ${yaml-cpp_VERSION} (experiment specs)")
 
+find_package(pugixml 1.11 REQUIRED)
+message(STATUS "mare: pugixml ${pugixml_VERSION} (SemEval 2018 Task 7 XML)")
+
 find_package(Boost 1.74 REQUIRED)
 message(STATUS "mare: Boost ${Boost_VERSION} headers (Boost.Math distributions)")
 

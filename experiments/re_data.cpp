@@ -10,13 +10,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
 #include "experiments/data/bran_tsv.h"
 #include "experiments/data/error.h"
 #include "experiments/data/generators.h"
+#include "experiments/data/mesh.h"
 #include "experiments/data/pubtator.h"
+#include "experiments/data/releases.h"
 #include "experiments/data/semeval.h"
 #include "experiments/data/tokenizer.h"
 #include "kernels/names.h"
@@ -76,10 +79,14 @@ Tensor indices(const std::vector<int32_t>& v, const Shape& shape) {
 
 }  // namespace
 
-constexpr Named<ReSourceKind> kSourceKinds[] = {{ReSourceKind::synth_cdr, "synth-cdr"},
+constexpr Named<ReSourceKind> kSourceKinds[] = {{ReSourceKind::cdr, "cdr"},
+                                                {ReSourceKind::semeval2018, "semeval2018"},
+                                                {ReSourceKind::synth_cdr, "synth-cdr"},
                                                 {ReSourceKind::pubtator, "pubtator"},
                                                 {ReSourceKind::bran_tsv, "bran-tsv"},
                                                 {ReSourceKind::semeval, "semeval"}};
+
+constexpr const char* kHypernymFilters[] = {"none", "train", "all"};
 
 ReSourceKind parse_re_source_kind(const std::string& kind) {
   if (const ReSourceKind* k = value_of(kSourceKinds, kind)) return *k;
@@ -89,6 +96,43 @@ ReSourceKind parse_re_source_kind(const std::string& kind) {
 
 const char* to_string(ReSourceKind kind) {
   return name_of(kSourceKinds, kind).data();  // the table's literals end in '\0'
+}
+
+ReSource parse_re_source(const std::string& source) {
+  const std::string grammar =
+      "expected cdr[:DIR], semeval2018:1.1[:DIR], semeval2018:1.2[:DIR] or KIND:DIR with KIND "
+      "one of synth-cdr, pubtator, bran-tsv, semeval";
+  const std::size_t colon = source.find(':');
+  ReSource r;
+  r.kind = parse_re_source_kind(source.substr(0, colon));
+  const std::string rest = colon == std::string::npos ? "" : source.substr(colon + 1);
+  switch (r.kind) {
+    case ReSourceKind::cdr:
+      r.directory = rest.empty() ? (data::shipped_corpora_dir() / "cdr").string() : rest;
+      break;
+    case ReSourceKind::semeval2018: {
+      const std::size_t second = rest.find(':');
+      r.subtask = rest.substr(0, second);
+      const std::vector<std::string>& known = data::semeval2018_subtasks();
+      if (std::find(known.begin(), known.end(), r.subtask) == known.end())
+        throw std::invalid_argument("relation corpus '" + source +
+                                    "': expected subtask 1.1 (clean "
+                                    "entities) or 1.2 (noisy entities) after semeval2018:");
+      const std::string dir = second == std::string::npos ? "" : rest.substr(second + 1);
+      r.directory =
+          dir.empty() ? (data::shipped_corpora_dir() / "semeval2018-task7").string() : dir;
+      break;
+    }
+    default:
+      if (rest.empty())
+        throw std::invalid_argument("relation corpus: " + grammar + ", found '" + source + "'");
+      r.directory = rest;
+  }
+  return r;
+}
+
+std::vector<std::string> hypernym_filter_names() {
+  return {std::begin(kHypernymFilters), std::end(kHypernymFilters)};
 }
 
 const ReSplit& ReCorpus::split(const std::string& name) const {
@@ -147,23 +191,41 @@ void ReCorpus::featurize(ReSplit& s) const {
 ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
   ReCorpus c;
   c.options = options;
-  const std::size_t colon = options.source.find(':');
-  if (colon == std::string::npos || colon + 1 == options.source.size())
+  if (options.source.empty() ||
+      (options.source.find(':') == std::string::npos && options.source != "cdr"))
     throw std::invalid_argument("relation corpus: expected a source KIND:DIR (KIND one of " +
-                                names_of(kSourceKinds) + "), found '" + options.source + "'");
-  c.kind = parse_re_source_kind(options.source.substr(0, colon));
-  c.directory = options.source.substr(colon + 1);
+                                names_of(kSourceKinds) + "), cdr or semeval2018:SUBTASK, found '" +
+                                options.source + "'");
+  const ReSource source = parse_re_source(options.source);
+  c.kind = source.kind;
+  c.directory = source.directory;
+  c.subtask = source.subtask;
   if (options.ngram < 1)
     throw std::invalid_argument("relation corpus: n-gram size must be >= 1, found " +
                                 std::to_string(options.ngram));
   if (options.min_count < 1) throw std::invalid_argument("relation corpus: min_count must be >= 1");
   if (!(options.holdout > 0.0 && options.holdout < 1.0))
     throw std::invalid_argument("relation corpus: the hold-out share must lie in (0, 1)");
+  const bool cdr_like = c.kind == ReSourceKind::cdr || c.kind == ReSourceKind::pubtator ||
+                        c.kind == ReSourceKind::synth_cdr;
+  c.hypernym_filter = !options.hypernym_filter.empty() ? options.hypernym_filter
+                      : c.kind == ReSourceKind::cdr    ? "train"
+                                                       : "none";
+  if (std::find(std::begin(kHypernymFilters), std::end(kHypernymFilters), c.hypernym_filter) ==
+      std::end(kHypernymFilters))
+    throw std::invalid_argument("relation corpus: hypernym filter '" + c.hypernym_filter +
+                                "': expected none, train or all");
+  if (c.hypernym_filter != "none" && !cdr_like)
+    throw std::invalid_argument("relation corpus: the hypernym filter reads CDR's MeSH ids; " +
+                                options.source + " is not a CDR corpus");
   const fs::path dir(c.directory);
   if (!fs::is_directory(dir))
     throw std::runtime_error("relation corpus: no directory " + c.directory + " (source '" +
                              options.source + "')");
-  c.generator = c.kind == ReSourceKind::synth_cdr ? "synth-cdr" : data::generator_of(c.directory);
+  c.generator = c.kind == ReSourceKind::synth_cdr ? "synth-cdr"
+                : c.kind == ReSourceKind::cdr || c.kind == ReSourceKind::semeval2018
+                    ? ""
+                    : data::generator_of(c.directory);
 
   // Splits, as the generators name the files.
   std::string train_file;
@@ -178,7 +240,25 @@ ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
     c.valid.documents = load(require_file(dir / ("valid" + ext), what));
     c.test.documents = load(require_file(dir / ("test" + ext), what));
   };
+  auto take_release = [&](data::ReleaseSplits r) {
+    c.train.documents = std::move(r.train);
+    c.valid.documents = std::move(r.valid);
+    c.test.documents = std::move(r.test);
+    c.files = std::move(r.files);
+    train_file = c.files.front();
+  };
   switch (c.kind) {
+    case ReSourceKind::cdr:
+      take_release(data::load_cdr_release(dir));
+      c.type_pairs = data::cdr_type_pairs();
+      c.official = OfficialScore::cdr;
+      break;
+    case ReSourceKind::semeval2018:
+      take_release(data::load_semeval2018_release(dir, c.subtask));
+      c.given_pairs = true;
+      c.weighted_by_default = true;
+      c.official = OfficialScore::semeval2018;
+      break;
     case ReSourceKind::synth_cdr:
     case ReSourceKind::pubtator: {
       load_splits(".pubtator", [](const std::string& f) { return data::load_pubtator(f); });
@@ -288,7 +368,11 @@ ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
       break;
     }
     case ReSourceKind::semeval:
+    case ReSourceKind::semeval2018:
       base = semeval_classes();
+      break;
+    case ReSourceKind::cdr:
+      base = {"CID"};
       break;
   }
   for (const std::string& x : seen)
@@ -307,11 +391,20 @@ ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
   eo.unordered = c.unordered;
   eo.same_sentence = c.same_sentence;
   const bool directed = c.options.semeval_directed && c.kind == ReSourceKind::semeval;
+  std::optional<data::MeshTree> mesh;
+  if (c.hypernym_filter != "none") {
+    const fs::path mesh_dir = data::shipped_corpora_dir() / "mesh";
+    mesh = data::MeshTree::parse(data::read_release_file(mesh_dir, "2017MeshTree.txt"),
+                                 (mesh_dir / "2017MeshTree.txt").string());
+  }
   for (ReSplit* s : {&c.train, &c.valid, &c.test}) {
-    data::ExampleSet set = data::build_examples(s->documents, eo);
+    data::ExampleSet set = c.given_pairs ? data::listed_examples(s->documents, c.max_tokens)
+                                         : data::build_examples(s->documents, eo);
     if (options.annotated_pairs_only)
       std::erase_if(set.examples,
                     [](const data::Example& e) { return e.label == data::kNullLabel; });
+    if (mesh && (c.hypernym_filter == "all" || s == &c.train))
+      s->filtered_negatives = data::filter_hypernym_negatives(set.examples, s->documents, *mesh);
     s->examples = std::move(set.examples);
     s->truncated_documents = set.truncated_documents;
     s->dropped_pairs = set.dropped_pairs;

@@ -3,7 +3,15 @@
 // vocabularies, label sets and class weights, and turned into ReBatch batches
 // (models/re_batch.h) by make_batch and the samplers.
 //
-// Sources (KIND:DIR; the file names are those the generators write):
+// Sources:
+//   cdr[:DIR]            BioCreative V CDR as released: CDR_TrainingSet (train),
+//                        CDR_DevelopmentSet (valid) and CDR_TestSet (test).PubTator.txt,
+//                        from the shipped copy (experiments/corpora/cdr) or DIR, each
+//                        checked against the release's checksum (data/releases.h)
+//   semeval2018:S[:DIR]  SemEval 2018 Task 7 subtask S (1.1 clean, 1.2 noisy) as
+//                        released: train S.text.xml + S.relations.txt less the abstracts
+//                        of training-eval.txt (valid: the organisers' held-out ones), test
+//                        S.test.text.xml with the official keys keys.test.S.txt
 //   synth-cdr, pubtator  DIR/{train,valid,test}.pubtator (CID relations)
 //   bran-tsv             DIR/{train,valid,test}.tsv (BRAN's 13 columns; CTD or CDR)
 //   semeval              DIR/{train,test}.text.xml + .relations.txt (DIR a subtask
@@ -35,7 +43,18 @@
 //   - Examples: data::build_examples with the corpus's type pairs (CDR: Chemical ->
 //     Disease; bran-tsv: the CTD pairs; SemEval: every pair, unordered, same
 //     sentence), NULL for unannotated pairs (none with annotated_pairs_only),
-//     truncation at max_tokens as there.
+//     truncation at max_tokens as there. semeval2018 classifies the given pairs, as its
+//     task does: one example per listed pair (data::listed_examples), E1 the head, in
+//     the file's order, with its direction flag; no NULL examples, and a prediction is
+//     always one of the six types.
+//   - CDR's hypernym filter (hypernym_filter; BRAN's filter_hypernyms.py): a NULL
+//     (chemical, disease) example is dropped when its disease is a MeSH 2017 hypernym
+//     (data/mesh.h) of a disease that the same chemical induces in the same document.
+//     "train" (cdr's default) filters the training split; "all" every split, as BRAN and
+//     the thesis did (validation and test candidates are then chosen with their gold
+//     labels: an evaluation that looks at the gold, to reproduce Table 4.4 only); "none".
+//   - Official scores (official_scores.h): cdr's document-level CID triples over every
+//     gold relation of the split; semeval2018's macro F1 over the six types.
 //   - Class weights (thesis eq. 4-2): w_c = total / (C · count_c) over the train
 //     examples, C = number of relation classes; a class absent from train gets 0.
 //   - Batches: row b is one document, cut to max_tokens and padded to the longest
@@ -63,7 +82,10 @@ namespace mare {
 // Stream of the SemEval hold-out draw (kernels/random.h lists the harness's streams).
 inline constexpr uint32_t kStreamHoldout = 3;
 
-enum class ReSourceKind { synth_cdr, pubtator, bran_tsv, semeval };
+enum class ReSourceKind { synth_cdr, pubtator, bran_tsv, semeval, cdr, semeval2018 };
+
+// The score a corpus's task defines (experiments/data/official_scores.h), or none.
+enum class OfficialScore { none, cdr, semeval2018 };
 
 struct ReCorpusOptions {
   std::string source;       // "KIND:DIR", KIND in synth-cdr | pubtator | bran-tsv | semeval
@@ -78,6 +100,9 @@ struct ReCorpusOptions {
   // Only annotated pairs become examples (no NULL examples): the protocol of SemEval
   // 2018 Task 7 subtask 1, where the pairs are given and only their type is scored.
   bool annotated_pairs_only = false;
+  // CDR: none | train | all (see the rules above); empty: the corpus's default (cdr:
+  // train, other CDR sources: none).
+  std::string hypernym_filter;
   double holdout = 0.15;  // SemEval: share of train documents held out as valid
   uint64_t seed = 1;      // hold-out draw and random rows of words without a vector
 };
@@ -108,6 +133,7 @@ struct ReSplit {
   std::vector<int> negatives;                       // NULL examples
   // From data::ExampleSet: what the cut and the type pairs lost.
   int truncated_documents = 0, dropped_pairs = 0, dropped_positives = 0, unmatched_relations = 0;
+  int filtered_negatives = 0;  // NULL pairs the hypernym filter dropped
 };
 
 class ReCorpus {
@@ -119,7 +145,12 @@ class ReCorpus {
 
   ReCorpusOptions options;
   ReSourceKind kind = ReSourceKind::synth_cdr;
-  std::string directory;  // where the files were read
+  std::string directory;           // where the files were read
+  std::string subtask;             // semeval2018: "1.1" or "1.2"
+  std::vector<std::string> files;  // the release files read (cdr, semeval2018)
+  OfficialScore official = OfficialScore::none;
+  bool given_pairs = false;              // semeval2018: the examples are the listed pairs
+  std::string hypernym_filter = "none";  // resolved: none | train | all
   // The generator that wrote the directory (synth-cdr, synth-ctd, synth-semeval: its
   // generator.json), empty for other data; a synth-cdr source is always synth-cdr's.
   std::string generator;
@@ -150,6 +181,18 @@ class ReCorpus {
  private:
   void featurize(ReSplit& split) const;
 };
+
+// A source string taken apart: KIND, then its folder (and semeval2018's subtask); the
+// release kinds' folder is the shipped copy when none is given. Throws
+// std::invalid_argument naming the grammar for anything else.
+struct ReSource {
+  ReSourceKind kind = ReSourceKind::synth_cdr;
+  std::string directory;
+  std::string subtask;
+};
+ReSource parse_re_source(const std::string& source);
+// The hypernym-filter settings (ReCorpusOptions::hypernym_filter): none, train, all.
+std::vector<std::string> hypernym_filter_names();
 
 // "synth-cdr" -> ReSourceKind::synth_cdr, ...; throws std::invalid_argument otherwise.
 ReSourceKind parse_re_source_kind(const std::string& kind);

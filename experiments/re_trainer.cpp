@@ -11,6 +11,7 @@
 #include "experiments/data/generators.h"
 #include "experiments/re_data.h"
 #include "experiments/re_metrics.h"
+#include "experiments/re_official.h"
 #include "experiments/run_lifecycle.h"
 #include "experiments/trainer.h"
 #include "kernels/names.h"
@@ -83,6 +84,13 @@ constexpr Named<ClassWeights> kClassWeights[] = {
 
 struct Evaluation {
   RelationScores relations;
+  // The task's own score (re_official.h) where the corpus has one, else null; f1() is
+  // what model selection and the curves read: its F1, else the micro F1 over pairs.
+  nlohmann::json official;
+  std::vector<int> predicted;  // [split examples] decided class ids, -1 where not scored
+  double f1() const {
+    return official.is_null() ? relations.micro.f1 : official["f1"].get<double>();
+  }
   NerScores ner;
   bool has_ner = false;
   double mean_steps = 0;
@@ -158,14 +166,25 @@ Evaluation evaluate(ReModel& model, const ReCorpus& corpus, const ReSplit& split
       }
     }
   }
-  auto decided = [&](double m) {
+  // A task that gives its pairs (semeval2018) always predicts one of its types.
+  auto decide_all = [&](double m) {
     std::vector<int> pred(decisions.size());
-    for (size_t i = 0; i < pred.size(); ++i) pred[i] = decide(decisions[i], m);
-    return relation_scores(gold, pred, distance, corpus.relation_names);
+    for (size_t i = 0; i < pred.size(); ++i)
+      pred[i] = corpus.given_pairs ? decisions[i].best : decide(decisions[i], m);
+    return pred;
   };
-  ev.null_margin = rule.tune ? tune_null_margin(gold, decisions).margin : rule.margin;
+  auto decided = [&](double m) {
+    return relation_scores(gold, decide_all(m), distance, corpus.relation_names);
+  };
+  ev.null_margin =
+      rule.tune && !corpus.given_pairs ? tune_null_margin(gold, decisions).margin : rule.margin;
   ev.relations = decided(ev.null_margin);
   ev.argmax_f1 = ev.null_margin == 0 ? ev.relations.micro.f1 : decided(0).micro.f1;
+  const std::vector<int> pred = decide_all(ev.null_margin);
+  ev.predicted.assign(split.examples.size(), -1);
+  for (size_t i = 0; i < split.examples.size(); ++i)
+    if (at[i] >= 0) ev.predicted[i] = pred[at[i]];
+  ev.official = official_score(corpus, split, ev.predicted, only);
   if (ner) {
     ev.ner = ner_scores(ner_gold, ner_pred, corpus.ner_tag_names);
     ev.has_ner = true;
@@ -176,6 +195,7 @@ Evaluation evaluate(ReModel& model, const ReCorpus& corpus, const ReSplit& split
 
 nlohmann::json evaluation_json(const Evaluation& ev) {
   nlohmann::json j = {{"relations", to_json(ev.relations)}};
+  if (!ev.official.is_null()) j["official"] = ev.official;
   if (ev.has_ner) j["ner"] = to_json(ev.ner);
   if (ev.mean_steps > 0) j["mean_halting_steps"] = ev.mean_steps;
   return j;
@@ -196,9 +216,12 @@ nlohmann::json reference_scores(const ReCorpus& corpus) {
     if (c > 0 && counts[c] > counts[positive]) positive = static_cast<int>(c);
   }
   const std::vector<int>& gold = corpus.test.labels;
+  // Scored as the model is: by the task's official score where the corpus has one.
   auto constant_f1 = [&](int cls) {
-    return relation_scores(gold, std::vector<int>(gold.size(), cls), {}, corpus.relation_names)
-        .micro.f1;
+    const std::vector<int> predicted(gold.size(), cls);
+    if (corpus.official != OfficialScore::none)
+      return official_score(corpus, corpus.test, predicted)["f1"].get<double>();
+    return relation_scores(gold, predicted, {}, corpus.relation_names).micro.f1;
   };
   nlohmann::json j = {{"majority_class", corpus.relation_names[majority]},
                       {"majority_f1", constant_f1(majority)},
@@ -257,6 +280,7 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
   copt.max_tokens = opt.max_tokens;
   copt.word2vec = opt.word2vec;
   copt.seed = opt.seed;
+  copt.hypernym_filter = opt.hypernym_filter;
   const int64_t d = spec.get_int("d", 300);
   if (!opt.word2vec.empty()) copt.word2vec_dim = static_cast<int>(d);
   const ReCorpus corpus = ReCorpus::load(copt);
@@ -297,6 +321,7 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
   if (!margin_rule.is_argmax()) config["null_margin"] = opt.null_margin;
   if (opt.batching != ReTrainOptions{}.batching) config["batching"] = opt.batching;
   if (opt.grad_norms) config["grad_norms"] = true;
+  if (corpus.hypernym_filter != "none") config["hypernym_filter"] = corpus.hypernym_filter;
   RunLifecycle life(opt.out, config, opt.force, opt.device);
   const std::string device_name = to_string(opt.device);
   nlohmann::json manifest = training_manifest(opt.seed, device_name, params.count());
@@ -309,6 +334,9 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
                       {"train_positives", corpus.train.positives.size()},
                       {"relations", corpus.relation_names},
                       {"vocabulary", corpus.sizes.words}};
+  if (!corpus.files.empty()) manifest["data"]["files"] = corpus.files;
+  if (corpus.hypernym_filter != "none")
+    manifest["data"]["hypernym_filtered_train_negatives"] = corpus.train.filtered_negatives;
   const RunLifecycle::Start start = life.begin(manifest, progress);
   if (start == RunLifecycle::Start::finished) return life.finished_result();
 
@@ -402,17 +430,23 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
                                margin_rule);
       const Evaluation on_train = evaluate(*model, corpus, corpus.train, opt.eval_batch, opt.device,
                                            false, {false, ev.null_margin}, &train_docs);
-      const double f1 = ev.relations.micro.f1;
+      // On a corpus with an official score, valid_f1 and train_f1 are that score (the
+      // pairs' micro F1 beside it); elsewhere the micro F1 over pairs.
+      const double f1 = ev.f1();
+      const bool official = !ev.official.is_null();
       nlohmann::json line = {{"step", step},
                              {"train_re_loss", loss_n ? loss_sum / loss_n : 0.0},
                              {"train_ner_loss", ner_loss_n ? ner_loss_sum / ner_loss_n : 0.0},
                              {"re_steps", loss_n},
                              {"ner_steps", ner_loss_n},
-                             {"valid_precision", ev.relations.micro.precision},
-                             {"valid_recall", ev.relations.micro.recall},
+                             {"valid_precision", official ? ev.official["precision"].get<double>()
+                                                          : ev.relations.micro.precision},
+                             {"valid_recall", official ? ev.official["recall"].get<double>()
+                                                       : ev.relations.micro.recall},
                              {"valid_f1", f1},
                              {"valid_macro_f1", ev.relations.macro_f1},
-                             {"train_f1", on_train.relations.micro.f1}};
+                             {"train_f1", on_train.f1()}};
+      if (official) line["valid_pair_micro_f1"] = ev.relations.micro.f1;
       nlohmann::json per_class = nlohmann::json::object();
       for (size_t c = 1; c < ev.relations.class_names.size(); ++c)
         per_class[ev.relations.class_names[c]] = ev.relations.per_class[c].f1;
@@ -477,6 +511,13 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
     const Evaluation test =
         evaluate(*model, corpus, corpus.test, opt.eval_batch, opt.device, trains_ner, chosen);
     result["test"] = evaluation_json(test);
+    // The test predictions in the task's own format, beside result.json (written first:
+    // result.json comes last), so that the task's own scorer can read them too.
+    if (const std::string name = official_predictions_name(corpus); !name.empty()) {
+      atomic_write(life.dir().path() / name,
+                   official_predictions(corpus, corpus.test, test.predicted));
+      result["test"]["official"]["predictions_file"] = name;
+    }
     if (!margin_rule.is_argmax())
       result["null_margin"] = {{"rule", margin_rule.tune ? "tuned on validation" : "fixed"},
                                {"margin", valid.null_margin},

@@ -58,6 +58,8 @@ struct ReTrainOptions {
   // best checkpoint's M scores train and test.
   std::string null_margin = "0";
   std::string batching = "bran";  // bran: whole batches from one pool | balanced
+  // CDR's hypernym filter (re_data.h): none | train | all; empty: the corpus's default.
+  std::string hypernym_filter;
   Device device = Device::cpu;
   std::filesystem::path out;
   bool force = false;

@@ -53,6 +53,7 @@ inline constexpr TrainOptionKinds kTrainOptionKinds[] = {
     {"--class-weights", kRelationModels},
     {"--batching", kRelationModels},
     {"--null-margin", kRelationModels},
+    {"--hypernym-filter", kRelationModels},
     {"--grad-norms", kRelationModels},
     {"--device", kEveryModel},
     {"--matmul-precision", kEveryModel},

@@ -154,9 +154,12 @@ void run_relation(const TrainOptions& o, ReTrainOptions r, const SequenceTrainOp
             << " parameters): " << res["status"].get<std::string>() << ", " << res["steps"]
             << " steps";
   if (res.contains("test")) {
-    const auto& m = res["test"]["relations"]["micro"];
+    // The task's official score where the corpus has one (re_official.h).
+    const bool official = res["test"].contains("official");
+    const auto& m = official ? res["test"]["official"] : res["test"]["relations"]["micro"];
     std::cout << ", best step " << res["best_step"] << ", test P " << score(m["precision"]) << " R "
               << score(m["recall"]) << " F1 " << score(m["f1"]);
+    if (official) std::cout << "\n  scored as " << m["score"].get<std::string>();
     const auto& ref = res["test_references"];
     std::cout << "\n  beside it on test: ";
     if (ref.contains("oracle_f1")) std::cout << "oracle F1 " << score(ref["oracle_f1"]) << ", ";
@@ -281,8 +284,9 @@ void add_train_command(CLI::App& app) {
                       num(re.eval_every) + "), and at the end")
       ->check(whole_number(1));
   cmd->add_option("--data", a->rel.data,
-                  "Relation models: corpus KIND:DIR, KIND in synth-cdr | pubtator | bran-tsv | "
-                  "semeval");
+                  "Relation models: the corpus: cdr (BioCreative V CDR), semeval2018:1.1 or "
+                  "semeval2018:1.2 (SemEval 2018 Task 7), each from the shipped release or "
+                  "from :DIR, or KIND:DIR, KIND in synth-cdr | pubtator | bran-tsv | semeval");
   add_count(cmd, "--steps", a->rel.steps, "Relation models: training steps", 1);
   add_count(cmd, "--eval-batch", a->rel.eval_batch,
             "Relation models: documents per evaluation batch", 1);
@@ -315,6 +319,11 @@ void add_train_command(CLI::App& app) {
             return "expected a number (0: argmax) or tune, got '" + s + "'";
           },
           "M|tune"));
+  add_choice(cmd, "--hypernym-filter", a->rel.hypernym_filter,
+             "CDR: drop NULL pairs whose disease is a MeSH hypernym of a disease the same "
+             "chemical induces in the document (BRAN's filter): none, train (cdr's default) or "
+             "all splits (as BRAN and the thesis; validation and test then see their gold)",
+             hypernym_filter_names());
   cmd->add_flag("--grad-norms", a->rel.grad_norms,
                 "Relation models: metrics.jsonl also holds each parameter's mean gradient norm "
                 "(before L2 and clipping) over every evaluation window; a diagnostic, the "

@@ -26,13 +26,15 @@ struct Span {
 };
 
 struct Mention {
-  int char_begin = 0;         // byte offset into Document::text
-  int char_end = 0;           // exclusive
-  std::string text;           // == Document::text.substr(char_begin, char_end - char_begin)
-  std::string type;           // e.g. Chemical, Disease, Gene, Entity
-  std::vector<int> entities;  // indices into Document::entities (empty for PubTator "-1")
-  Span tokens;                // token span covering exactly [char_begin, char_end)
-  std::string extra;          // PubTator's optional 7th column, kept for the round trip
+  int char_begin = 0;          // byte offset into Document::text
+  int char_end = 0;            // exclusive
+  std::string text;            // == Document::text.substr(char_begin, char_end - char_begin)
+  std::string type;            // e.g. Chemical, Disease, Gene, Entity
+  std::vector<int> entities;   // indices into Document::entities (empty for PubTator "-1")
+  Span tokens;                 // token span covering exactly [char_begin, char_end)
+  std::string extra;           // PubTator's optional 7th column, kept for the round trip
+  bool has_extra = false;      // the line had a 7th column (the release has empty ones too)
+  std::string ids_as_written;  // PubTator's id column as in the file (round trip); may be empty
 };
 
 struct Entity {

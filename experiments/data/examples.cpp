@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <map>
 
 namespace mare::data {
 
@@ -99,6 +100,51 @@ ExampleSet build_examples(const std::vector<Document>& docs, const ExampleOption
     for (bool u : used) set.unmatched_relations += u ? 0 : 1;
   }
   return set;
+}
+
+ExampleSet listed_examples(const std::vector<Document>& docs, int max_tokens) {
+  ExampleSet set;
+  const int limit = max_tokens > 0 ? max_tokens : INT_MAX;
+  for (std::size_t d = 0; d < docs.size(); ++d) {
+    const Document& doc = docs[d];
+    if (static_cast<int>(doc.tokens.size()) > limit) ++set.truncated_documents;
+    auto kept = [&](int e) {
+      std::vector<Span> spans;
+      for (int m : doc.entities[e].mentions)
+        if (doc.mentions[m].tokens.end <= limit) spans.push_back(doc.mentions[m].tokens);
+      return spans;
+    };
+    for (const Relation& r : doc.relations) {
+      const std::vector<Span> h = kept(r.head), t = kept(r.tail);
+      if (h.empty() || t.empty()) {
+        ++set.dropped_pairs, ++set.dropped_positives;
+        continue;
+      }
+      int distance = INT_MAX;
+      for (const Span& a : h)
+        for (const Span& b : t) distance = std::min(distance, std::abs(a.begin - b.begin));
+      set.examples.push_back({static_cast<int>(d), r.head, r.tail, r.type, r.reverse, distance});
+    }
+  }
+  return set;
+}
+
+int filter_hypernym_negatives(std::vector<Example>& examples, const std::vector<Document>& docs,
+                              const MeshTree& tree, const std::string& positive) {
+  // (document, head entity) -> the ids of its positive tails
+  std::map<std::pair<int, int>, std::vector<std::string>> positives;
+  for (const Example& e : examples)
+    if (e.label == positive) positives[{e.doc, e.head}].push_back(docs[e.doc].entities[e.tail].id);
+  const std::size_t before = examples.size();
+  std::erase_if(examples, [&](const Example& e) {
+    if (e.label != kNullLabel) return false;
+    auto it = positives.find({e.doc, e.head});
+    if (it == positives.end()) return false;
+    const std::string& disease = docs[e.doc].entities[e.tail].id;
+    return std::any_of(it->second.begin(), it->second.end(),
+                       [&](const std::string& d) { return tree.is_hypernym(disease, d); });
+  });
+  return static_cast<int>(before - examples.size());
 }
 
 }  // namespace mare::data

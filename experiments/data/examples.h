@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "experiments/data/document.h"
+#include "experiments/data/mesh.h"
 
 namespace mare::data {
 
@@ -51,6 +52,19 @@ struct ExampleSet {
 };
 
 ExampleSet build_examples(const std::vector<Document>& docs, const ExampleOptions& options);
+
+// The examples of a task that gives its pairs (SemEval 2018 Task 7 subtask 1): one per
+// annotated relation, in document and file order, head = its first argument, tail = its
+// second, with its type and direction flag; a pair left without mentions by max_tokens
+// is dropped and counted as there.
+ExampleSet listed_examples(const std::vector<Document>& docs, int max_tokens);
+
+// BRAN's hypernym filter (filter_hypernyms.py) on CDR examples: drops each NULL example
+// (c, d) whose disease d is a MeSH hypernym of the disease d' of an example (c, d')
+// labelled `positive` in the same document; returns how many it dropped. Entities
+// without tree numbers (supplementary concepts) are never dropped.
+int filter_hypernym_negatives(std::vector<Example>& examples, const std::vector<Document>& docs,
+                              const MeshTree& tree, const std::string& positive = "CID");
 
 // The allowed pairs of the three corpora.
 std::vector<TypePair> cdr_type_pairs();  // Chemical -> Disease

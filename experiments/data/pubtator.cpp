@@ -3,6 +3,7 @@
 // Rule: every malformed line is reported with file, line, column and expectation.
 #include "experiments/data/pubtator.h"
 
+#include <algorithm>
 #include <map>
 
 #include "experiments/data/error.h"
@@ -171,28 +172,29 @@ std::vector<Document> parse_pubtator(std::string_view content, std::string_view 
       m.char_end = static_cast<int>(e);
       m.text = std::string(span);
       m.type = std::string(f[4]);
-      if (f.size() == 7) m.extra = std::string(f[6]);
+      if (f.size() == 7) m.extra = std::string(f[6]), m.has_extra = true;
       const int mention_index = static_cast<int>(doc.mentions.size());
-      if (f[5] != "-1") {
-        for (std::string_view id : split(f[5], '|')) {
-          if (id.empty() || id == "-1")
-            fail(file, ln.number, column_of(f, 5),
-                 "expected entity ids separated by '|', found " + quote(f[5]));
-          auto [it, inserted] =
-              entity_index.emplace(std::string(id), static_cast<int>(doc.entities.size()));
-          if (inserted) doc.entities.push_back({std::string(id), m.type, {}});
-          Entity& ent = doc.entities[it->second];
-          if (ent.type != m.type)
-            fail(file, ln.number, column_of(f, 4),
-                 "entity " + quote(id) + " has type " + quote(ent.type) +
-                     " on an earlier line, found " + quote(m.type));
-          for (int other : m.entities)
-            if (other == it->second)
-              fail(file, ln.number, column_of(f, 5),
-                   "entity id " + quote(id) + " repeated in a composite id");
-          m.entities.push_back(it->second);
-          ent.mentions.push_back(mention_index);
-        }
+      m.ids_as_written = std::string(f[5]);
+      for (std::string_view id : split(f[5], '|')) {
+        if (id.empty())
+          fail(file, ln.number, column_of(f, 5),
+               "expected entity ids separated by '|', found " + quote(f[5]));
+        // The release marks a part of a composite mention that names no concept with -1
+        // (D002544|-1), and repeats an id when several parts name one concept
+        // (D020258|D020258): the mention belongs to each named entity once.
+        if (id == "-1") continue;
+        auto [it, inserted] =
+            entity_index.emplace(std::string(id), static_cast<int>(doc.entities.size()));
+        if (inserted) doc.entities.push_back({std::string(id), m.type, {}});
+        Entity& ent = doc.entities[it->second];
+        if (ent.type != m.type)
+          fail(file, ln.number, column_of(f, 4),
+               "entity " + quote(id) + " has type " + quote(ent.type) +
+                   " on an earlier line, found " + quote(m.type));
+        if (std::find(m.entities.begin(), m.entities.end(), it->second) != m.entities.end())
+          continue;
+        m.entities.push_back(it->second);
+        ent.mentions.push_back(mention_index);
       }
       doc.mentions.push_back(std::move(m));
     }
@@ -207,6 +209,15 @@ std::vector<Document> parse_pubtator(std::string_view content, std::string_view 
         fail(file, r.line, r.column_tail,
              "entity id " + quote(r.tail_id) +
                  " appears in a relation but in no mention of document " + quote(pmid));
+      if (auto types = options.argument_types.find(r.type); types != options.argument_types.end()) {
+        const Entity& head = doc.entities[h->second];
+        const Entity& tail = doc.entities[t->second];
+        if (head.type != types->second.first || tail.type != types->second.second)
+          fail(file, r.line, r.column_head,
+               "expected a " + r.type + " relation from a " + types->second.first + " to a " +
+                   types->second.second + ", found " + quote(r.head_id) + " (" + head.type +
+                   ") to " + quote(r.tail_id) + " (" + tail.type + ")");
+      }
       for (const Relation& old : doc.relations)
         if (old.type == r.type && old.head == h->second && old.tail == t->second)
           fail(file, r.line, 1, "duplicate relation " + r.type + " " + r.head_id + " " + r.tail_id);
@@ -242,12 +253,14 @@ std::string write_pubtator(const std::vector<Document>& docs) {
     for (const Mention& m : doc.mentions) {
       const std::size_t start = utf8_length(text.substr(0, m.char_begin));
       const std::size_t end = start + utf8_length(m.text);
-      std::string ids;
-      for (int e : m.entities) ids += (ids.empty() ? "" : "|") + doc.entities[e].id;
-      if (ids.empty()) ids = "-1";
+      std::string ids = m.ids_as_written;
+      if (ids.empty()) {
+        for (int e : m.entities) ids += (ids.empty() ? "" : "|") + doc.entities[e].id;
+        if (ids.empty()) ids = "-1";
+      }
       out += doc.id + "\t" + std::to_string(start) + "\t" + std::to_string(end) + "\t" + m.text +
              "\t" + m.type + "\t" + ids;
-      if (!m.extra.empty()) out += "\t" + m.extra;
+      if (m.has_extra || !m.extra.empty()) out += "\t" + m.extra;
       out += "\n";
     }
     for (const Relation& r : doc.relations)

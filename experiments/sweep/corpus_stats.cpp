@@ -4,10 +4,14 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <tuple>
 #include <utility>
 
+#include "experiments/data/error.h"
 #include "experiments/data/generators.h"
+#include "experiments/data/releases.h"
+#include "experiments/data/semeval.h"
 #include "experiments/re_data.h"
 #include "experiments/re_metrics.h"
 #include "stats/descriptive.h"
@@ -56,6 +60,29 @@ SplitStats split_stats(const ReCorpus& c, const ReSplit& s) {
   r.dropped_positives = s.dropped_positives;
   r.unmatched_relations = s.unmatched_relations;
   return r;
+}
+
+// BRAN's CDR preprocessing (process_CDR_data.py) groups mentions by id alone, so the
+// "-1" mentions of a document (alone or inside a composite) become one more entity of
+// the type of the first of them, paired with every entity of the other type: NULL
+// pairs that thesis Table 4.4 counts and that no gold relation can name.
+long bran_unknown_id_pairs(const std::vector<data::Document>& docs) {
+  long n = 0;
+  for (const data::Document& d : docs) {
+    std::string type;
+    for (const data::Mention& m : d.mentions) {
+      for (std::string_view id : data::split(m.ids_as_written, '|'))
+        if (id == "-1") {
+          type = m.type;
+          break;
+        }
+      if (!type.empty()) break;
+    }
+    if (type != "Chemical" && type != "Disease") continue;
+    const std::string other = type == "Chemical" ? "Disease" : "Chemical";
+    for (const data::Entity& e : d.entities) n += e.type == other ? 1 : 0;
+  }
+  return n;
 }
 
 // stats/descriptive.h's median of counts; NaN when empty (written as null).
@@ -107,7 +134,37 @@ CorpusStatistics corpus_statistics(const std::string& source, int max_tokens) {
   s.max_tokens = c.max_tokens;
   s.relation_classes = c.relation_names;
   s.entity_types = c.entity_types;
+  s.subtask = c.subtask;
+  s.hypernym_filter = c.hypernym_filter;
   for (const ReSplit* sp : {&c.train, &c.valid, &c.test}) s.splits.push_back(split_stats(c, *sp));
+  if (c.kind == ReSourceKind::cdr) {
+    // Table 4.4's pairs: the corpus again with the filter on every split.
+    o.hypernym_filter = "all";
+    const ReCorpus all = ReCorpus::load(o);
+    const ReSplit* filtered[] = {&all.train, &all.valid, &all.test};
+    for (std::size_t k = 0; k < 3; ++k) {
+      SplitStats& sp = s.splits[k];
+      sp.hypernym_filtered = filtered[k]->filtered_negatives;
+      sp.unfiltered_negative =
+          static_cast<long>(filtered[k]->negatives.size()) + filtered[k]->filtered_negatives;
+      sp.bran_unknown_id_pairs = bran_unknown_id_pairs(filtered[k]->documents);
+    }
+  }
+  if (c.kind == ReSourceKind::semeval2018 && c.subtask == "1.2") {
+    const std::filesystem::path dir(c.directory);
+    std::set<std::string> ids;
+    for (const data::Document& d : data::parse_semeval_xml(
+             data::read_release_file(dir, "1.1.text.xml"), (dir / "1.1.text.xml").string()))
+      ids.insert(d.id);
+    const ReSplit* parts[] = {&c.train, &c.valid, &c.test};
+    for (std::size_t k = 0; k < 3; ++k) {
+      SplitStats& sp = s.splits[k];
+      sp.shared_with_subtask_1_1.assign(c.relation_names.size(), 0);
+      for (std::size_t i = 0; i < parts[k]->examples.size(); ++i)
+        if (ids.count(parts[k]->documents[parts[k]->examples[i].doc].id))
+          ++sp.shared_with_subtask_1_1[parts[k]->labels[i]];
+    }
+  }
   return s;
 }
 
@@ -156,13 +213,23 @@ nlohmann::json to_json(const CorpusStatistics& s) {
       rev[s.relation_classes[k]] = {{"yes", sp.reverse_yes[k]}, {"no", sp.reverse_no[k]}};
     }
     x["relations"] = rel;
-    if (s.kind == "semeval") x["reverse"] = rev;
+    if (s.kind == "semeval" || s.kind == "semeval2018") x["reverse"] = rev;
     x["relations_by_pair_type"] = nlohmann::json::array();
     for (const PairTypeCount& p : sp.by_pair_type)
       x["relations_by_pair_type"].push_back({{"relation", p.relation},
                                              {"head_type", p.head_type},
                                              {"tail_type", p.tail_type},
                                              {"count", p.count}});
+    if (sp.unfiltered_negative >= 0)
+      x["table_4_4"] = {{"unfiltered_negative", sp.unfiltered_negative},
+                        {"bran_unknown_id_pairs", sp.bran_unknown_id_pairs},
+                        {"hypernym_filtered", sp.hypernym_filtered}};
+    if (!sp.shared_with_subtask_1_1.empty()) {
+      nlohmann::json shared = nlohmann::json::object();
+      for (std::size_t k = 1; k < s.relation_classes.size(); ++k)
+        shared[s.relation_classes[k]] = sp.shared_with_subtask_1_1[k];
+      x["shared_with_subtask_1_1"] = shared;
+    }
     x["related_pair_distances"] = sp.distances;
     nlohmann::json within = nlohmann::json::object();
     for (int m : default_distance_buckets())
@@ -174,6 +241,9 @@ nlohmann::json to_json(const CorpusStatistics& s) {
                      {"within", within}};
     j["splits"][sp.name] = x;
   }
+  if (!s.subtask.empty()) j["subtask"] = s.subtask;
+  if (s.hypernym_filter != "none" && !s.hypernym_filter.empty())
+    j["hypernym_filter"] = s.hypernym_filter;
   return j;
 }
 
@@ -192,7 +262,7 @@ std::string describe(const CorpusStatistics& s) {
          pad(std::to_string(sp.annotated_relations), 11) + pad(std::to_string(sp.examples), 10) +
          pad(std::to_string(sp.positive), 10) + pad(std::to_string(sp.negative), 10) + "\n";
   }
-  if (s.kind == "synth-cdr" || s.kind == "pubtator") {
+  if (s.kind == "synth-cdr" || s.kind == "pubtator" || s.kind == "cdr") {
     // Beside the corpus the thesis trained on (the test CdrStatsBesideTheThesis holds
     // these numbers equal to reports/paper/table_4_4_cdr_data.csv).
     struct Row {
@@ -211,6 +281,24 @@ std::string describe(const CorpusStatistics& s) {
                pad(std::to_string(r.documents), 8) + pad(std::to_string(sp.positive), 9) +
                pad(std::to_string(r.positive), 8) + pad(std::to_string(sp.negative), 9) +
                pad(std::to_string(r.negative), 8) + "\n";
+    if (s.kind == "cdr") {
+      // The negatives as BRAN's preprocessing (which the thesis used) builds them.
+      o += "(ours: the hypernym filter on " + s.hypernym_filter +
+           ".) The thesis's negatives are BRAN's pairs: every (chemical, disease)\n"
+           "pair of distinct ids, plus BRAN's \"-1\" pseudo-entity (every mention without a\n"
+           "concept id, as one entity), less what its MeSH hypernym filter drops on every split:\n"
+           "split    NULL pairs  + \"-1\" pairs  - hypernym filter  = BRAN   thesis\n";
+      for (const Row& r : kTable44)
+        for (const SplitStats& sp : s.splits)
+          if (sp.name == r.split && sp.unfiltered_negative >= 0) {
+            const long bran =
+                sp.unfiltered_negative + sp.bran_unknown_id_pairs - sp.hypernym_filtered;
+            o += pad(sp.name, 5, true) + pad(std::to_string(sp.unfiltered_negative), 13) +
+                 pad(std::to_string(sp.bran_unknown_id_pairs), 15) +
+                 pad(std::to_string(sp.hypernym_filtered), 19) + pad(std::to_string(bran), 8) +
+                 pad(std::to_string(r.negative), 9) + "\n";
+          }
+    }
   }
   // CTD's classes (BRAN's labels, which synth-ctd writes): beside thesis Table 4.9 (the
   // test CorpusStats.CtdStatsBesideTheThesis holds these numbers equal to
@@ -250,7 +338,7 @@ std::string describe(const CorpusStatistics& s) {
       o += pad(std::to_string(ours_total[i]), 9) + pad(std::to_string(thesis_total[i]), 9);
     o += "\n";
   }
-  const bool semeval = s.kind == "semeval";
+  const bool semeval = s.kind == "semeval" || s.kind == "semeval2018";
   if (semeval) {
     // Thesis Table 4.11 counts a subtask's training abstracts, which here are the
     // train split plus the validation hold-out (the test
@@ -265,22 +353,33 @@ std::string describe(const CorpusStatistics& s) {
                                         {"PART_WHOLE", 233, 192}, {"COMPARE", 95, 41}};
     // semeval:ROOT over one subtask reads that subtask's folder
     const std::filesystem::path dir(s.directory);
-    const bool noisy = s.directory.find("subtask1.2") != std::string::npos ||
+    const bool noisy = s.subtask == "1.2" || s.directory.find("subtask1.2") != std::string::npos ||
                        (std::filesystem::is_directory(dir / "subtask1.2") &&
                         !std::filesystem::is_directory(dir / "subtask1.1"));
+    const bool shared = !s.splits.empty() && !s.splits[0].shared_with_subtask_1_1.empty();
     o += std::string("\nbeside thesis Table 4.11 (SemEval 2018 Task 7, subtask ") +
          (noisy ? "1.2" : "1.1") +
          "; ours: train + hold-out):\n"
-         "class            ours  thesis\n";
+         "class            ours  thesis" +
+         (shared ? "  in abstracts shared with 1.1  ours less those" : std::string()) + "\n";
     for (const Row& r : kTable411)
       for (std::size_t k = 0; k < s.relation_classes.size(); ++k)
         if (s.relation_classes[k] == r.relation) {
-          long ours = 0;
+          long ours = 0, in_shared = 0;
           for (const SplitStats& sp : s.splits)
-            if (sp.name != "test") ours += sp.relations[k];
+            if (sp.name != "test") {
+              ours += sp.relations[k];
+              if (shared) in_shared += sp.shared_with_subtask_1_1[k];
+            }
           o += pad(r.relation, 15, true) + pad(std::to_string(ours), 6) +
-               pad(std::to_string(noisy ? r.noisy : r.clean), 8) + "\n";
+               pad(std::to_string(noisy ? r.noisy : r.clean), 8);
+          if (shared)
+            o += pad(std::to_string(in_shared), 30) + pad(std::to_string(ours - in_shared), 17);
+          o += "\n";
         }
+    if (shared)
+      o += "(1.2's training file holds six abstracts of 1.1's under the same ids; the thesis\n"
+           "trained on both subtasks together and counted each abstract once)\n";
   }
   o += "\nexamples per relation class" +
        std::string(semeval ? " (REVERSE yes/no in brackets)" : "") + ":\n";

@@ -30,7 +30,11 @@
 //      "related_pair_distances": [...],
 //      "distance": {"mean", "median", "max", "within": {"50": n, ..., "500": n}},
 //      "truncated_documents", "dropped_pairs", "dropped_positives",
-//      "unmatched_relations"}}}
+//      "unmatched_relations",
+//      "table_4_4": {"unfiltered_negative", "bran_unknown_id_pairs", "hypernym_filtered"}
+//        (cdr only),
+//      "shared_with_subtask_1_1": {class: n} (semeval2018:1.2 only)}},
+//    "subtask" (semeval2018), "hypernym_filter" (CDR sources)}
 //   Undefined statistics (the mean of an empty list) are null.
 #pragma once
 
@@ -61,6 +65,13 @@ struct SplitStats {
   std::vector<long> reverse_yes, reverse_no;  // (relation classes)
   std::vector<int> distances;                 // related pairs, example order
   long truncated_documents = 0, dropped_pairs = 0, dropped_positives = 0, unmatched_relations = 0;
+  // cdr only, thesis Table 4.4's negatives built as BRAN builds them: NULL pairs before
+  // the hypernym filter, the pairs BRAN adds by taking every "-1" mention of a document
+  // as one more entity, and the NULL pairs the filter drops when it runs on this split.
+  long unfiltered_negative = -1, bran_unknown_id_pairs = -1, hypernym_filtered = -1;
+  // semeval2018:1.2 only: positive examples per class in the abstracts that 1.2's
+  // training file shares (by id) with 1.1's.
+  std::vector<long> shared_with_subtask_1_1;
 };
 
 struct CorpusStatistics {
@@ -69,6 +80,8 @@ struct CorpusStatistics {
   std::vector<std::string> relation_classes;  // NULL first
   std::vector<std::string> entity_types;
   std::vector<SplitStats> splits;  // train, valid, test
+  std::string subtask;             // semeval2018: 1.1 or 1.2
+  std::string hypernym_filter;     // the filter the counts above were made with
 };
 
 // max_tokens < 0: whole documents (the default of `mare data stats`); 0: the corpus's

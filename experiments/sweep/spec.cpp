@@ -286,6 +286,7 @@ constexpr Opt kOptions[] = {
     {"class_weights", Type::choice, kTrain, class_weight_names},
     {"batching", Type::choice, kTrain, re_batching_names},
     {"null_margin", Type::number_or_tune, kTrain},
+    {"hypernym_filter", Type::choice, kTrain, hypernym_filter_names},
     {"shape", Type::choice, kIteration, iteration_shape_names},
     {"size", Type::choice, kIteration, iteration_size_names},
     {"iterations", Type::positive, kIteration},
@@ -558,12 +559,27 @@ DataRef parse_data(const Ctx& c, const Val& v) {
   if (v.is_scalar()) {
     const std::string& s = v.text;
     const size_t colon = s.find(':');
+    const std::string kind = s.substr(0, colon);
+    if (kind == "cdr" || kind == "semeval2018") {  // a shipped release (or a copy of it)
+      try {
+        const ReSource r = parse_re_source(s);
+        if (!std::filesystem::is_directory(r.directory))
+          c.fail(v.line, "data " + s + ": " + r.directory + " is not a directory");
+      } catch (const std::invalid_argument& e) {
+        c.fail(v.line, "data " + s + ": " + e.what());
+      } catch (const std::runtime_error& e) {
+        c.fail(v.line, "data " + s + ": " + e.what());
+      }
+      d.kind_path = s;
+      return d;
+    }
     const std::vector<std::string> kinds{"synth-cdr", "pubtator", "bran-tsv", "semeval"};
     if (colon == std::string::npos || colon + 1 == s.size() ||
         std::find(kinds.begin(), kinds.end(), s.substr(0, colon)) == kinds.end())
       c.fail(v.line,
-             "expected data: KIND:PATH with KIND one of synth-cdr, pubtator, bran-tsv, "
-             "semeval, or {generator: ..., seed: ..., docs: ...}, found '" +
+             "expected data: cdr, semeval2018:1.1, semeval2018:1.2, KIND:PATH with KIND one "
+             "of synth-cdr, pubtator, bran-tsv, semeval, or {generator: ..., seed: ..., "
+             "docs: ...}, found '" +
                  s + "'");
     // A corpus that is not there fails every run one by one: refuse it here, before
     // anything runs. A relative path is read from where `mare sweep` runs, as its runs do.
@@ -615,7 +631,11 @@ DataRef parse_data(const Ctx& c, const Val& v) {
 }
 
 std::string data_path(const DataRef& d) {
-  if (!d.generated) return d.kind_path.substr(d.kind_path.find(':') + 1);
+  if (!d.generated) {
+    const std::string kind = d.kind_path.substr(0, d.kind_path.find(':'));
+    if (kind == "cdr" || kind == "semeval2018") return parse_re_source(d.kind_path).directory;
+    return d.kind_path.substr(d.kind_path.find(':') + 1);
+  }
   return "{root}/" + d.need.dir + (d.subset.empty() ? "" : "/" + d.subset);
 }
 
