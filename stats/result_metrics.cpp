@@ -7,11 +7,17 @@ namespace mare::stats {
 
 const std::vector<std::pair<std::string, std::string>>& metric_aliases() {
   static const std::vector<std::pair<std::string, std::string>> a{
+      // A corpus with an official score (re_official.h) is reported by it.
+      {"test_f1", "test.official.f1"},
       {"test_f1", "test.relations.micro.f1"},
+      {"test_precision", "test.official.precision"},
       {"test_precision", "test.relations.micro.precision"},
+      {"test_recall", "test.official.recall"},
       {"test_recall", "test.relations.micro.recall"},
       {"test_macro_f1", "test.relations.macro_f1"},
+      {"valid_f1", "valid.official.f1"},
       {"valid_f1", "valid.relations.micro.f1"},
+      {"train_f1", "train.official.f1"},
       {"train_f1", "train.relations.micro.f1"},
       {"best_step", "best_step"},
       {"steps", "steps"},

@@ -13,7 +13,10 @@
 
 namespace mare::stats {
 
-// (alias, dotted result.json path), in the column order of collect's CSV.
+// (alias, dotted result.json path), in the column order of collect's CSV. An alias may
+// have several paths: the first that a result.json holds is its value (test_f1 is the
+// task's official score where the corpus has one, test.official.f1, else the micro F1
+// over pairs).
 const std::vector<std::pair<std::string, std::string>>& metric_aliases();
 
 // The value at a dotted path ("test.relations.micro.f1"), or nullptr when any part is

@@ -55,7 +55,7 @@ std::map<std::string, double> result_metrics(const nlohmann::json& result) {
   std::map<std::string, double> m;
   for (const auto& [alias, path] : stats::metric_aliases()) {
     auto it = leaves.find(path);
-    if (it != leaves.end()) m[alias] = it->second;
+    if (it != leaves.end()) m.emplace(alias, it->second);  // the first path found
   }
   std::set<std::string> taken(fixed_columns().begin(), fixed_columns().end());
   taken.insert("dir");

@@ -27,8 +27,10 @@
 //   param.<key>   run.json's params (strings as they are, booleans true/false, numbers
 //       %.17g); the union over all runs, sorted; empty where a run lacks the key.
 //   metrics  result.json only: first the aliases that any run has, in this order:
-//       test_f1 (test.relations.micro.f1), test_precision, test_recall,
-//       test_macro_f1 (test.relations.macro_f1), valid_f1 (valid.relations.micro.f1),
+//       test_f1 (test.official.f1 on a corpus with an official score, else
+//       test.relations.micro.f1), test_precision, test_recall (the same way),
+//       test_macro_f1 (test.relations.macro_f1), valid_f1 (valid.official.f1, else
+//       valid.relations.micro.f1), train_f1 (the same way),
 //       best_step, steps, train_mse (final.train_mse), test_mse (final.test_mse), epochs,
 //       parameters; then every other numeric leaf of result.json, its path joined with
 //       '.' (array elements by index: test.relations.by_distance.0.f1), sorted. A leaf

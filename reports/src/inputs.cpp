@@ -26,9 +26,10 @@ json read_json_file(const fs::path& p) {
 void fill_values(RunRecord& r) {
   r.values.clear();
   if (r.result.is_object()) r.values = stats::numeric_leaves(r.result);
+  std::set<std::string> found;  // an alias takes the first of its paths that is there
   for (const auto& [alias, path] : stats::metric_aliases()) {
     auto it = r.values.find(path);
-    if (it != r.values.end()) r.values[alias] = it->second;
+    if (it != r.values.end() && found.insert(alias).second) r.values[alias] = it->second;
   }
 }
 
