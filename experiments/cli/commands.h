@@ -55,5 +55,6 @@ void add_collect_command(CLI::App& app);  // cmd_collect.cpp: mare collect
 void add_compare_command(CLI::App& app);  // cmd_compare.cpp: mare compare
 void add_report_command(CLI::App& app);   // cmd_report.cpp: mare report
 void add_inspect_command(CLI::App& app);  // cmd_inspect.cpp: mare inspect
+void add_score_command(CLI::App& app);    // cmd_score.cpp: mare score
 
 }  // namespace mare::cli

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   using namespace mare::cli;
   for (auto add : {add_doctor_command, add_list_command, add_train_command, add_stats_command,
                    add_data_command, add_bench_command, add_sweep_command, add_collect_command,
-                   add_compare_command, add_report_command, add_inspect_command})
+                   add_compare_command, add_report_command, add_inspect_command, add_score_command})
     add(app);
 
   try {

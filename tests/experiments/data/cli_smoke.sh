@@ -33,4 +33,18 @@ set -e
 [[ $rc -eq 2 ]] || { echo "bad input: exit $rc, expected 2"; exit 1; }
 grep -q "mare: error: .*bad.pubtator:2:1: expected the abstract line" <<<"$msg" ||
   { echo "bad input: unexpected message: $msg"; exit 1; }
+# The shipped real corpora by name, their statistics beside the thesis, and the official
+# scorers on the release's own files (the gold scored against itself: F1 1).
+corpora="$(dirname "$0")/../../../experiments/corpora"
+"$mare" data stats cdr | grep -q "beside thesis Table 4.4" || { echo "data stats cdr"; exit 1; }
+"$mare" data stats semeval2018:1.1 | grep -q "beside thesis Table 4.11" ||
+  { echo "data stats semeval2018:1.1"; exit 1; }
+"$mare" data inspect "$corpora/semeval2018-task7/1.2.text.xml" --format semeval | grep -q "documents: 350"
+gold="$corpora/cdr/CDR_TestSet.PubTator.txt"
+"$mare" score cdr "$gold" "$gold" --json "$tmp/cdr.json" | grep -q "F1 1.0000" ||
+  { echo "score cdr: the gold against itself is not F1 1"; exit 1; }
+grep -q '"f1": 1.0' "$tmp/cdr.json" || { echo "score cdr --json"; exit 1; }
+keys="$corpora/semeval2018-task7/keys.test.1.1.txt"
+"$mare" score semeval2018 "$keys" "$keys" | grep -q "^macro .*F1 1.0000" ||
+  { echo "score semeval2018: the keys against themselves are not F1 1"; exit 1; }
 echo "cli_smoke: ok"
