@@ -114,10 +114,19 @@ ReSource parse_re_source(const std::string& source) {
       const std::size_t second = rest.find(':');
       r.subtask = rest.substr(0, second);
       const std::vector<std::string>& known = data::semeval2018_subtasks();
-      if (std::find(known.begin(), known.end(), r.subtask) == known.end())
+      auto is_subtask = [&](const std::string& x) {
+        return std::find(known.begin(), known.end(), x) != known.end();
+      };
+      // S+T: evaluate on S, train on S and T (the thesis trained on both subtasks).
+      if (const std::size_t plus = r.subtask.find('+'); plus != std::string::npos) {
+        r.also_train = r.subtask.substr(plus + 1);
+        r.subtask.resize(plus);
+      }
+      if (!is_subtask(r.subtask) ||
+          (!r.also_train.empty() && (!is_subtask(r.also_train) || r.also_train == r.subtask)))
         throw std::invalid_argument("relation corpus '" + source +
-                                    "': expected subtask 1.1 (clean "
-                                    "entities) or 1.2 (noisy entities) after semeval2018:");
+                                    "': expected subtask 1.1 (clean entities), 1.2 (noisy "
+                                    "entities), 1.1+1.2 or 1.2+1.1 after semeval2018:");
       const std::string dir = second == std::string::npos ? "" : rest.substr(second + 1);
       r.directory =
           dir.empty() ? (data::shipped_corpora_dir() / "semeval2018-task7").string() : dir;
@@ -254,7 +263,8 @@ ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
       c.official = OfficialScore::cdr;
       break;
     case ReSourceKind::semeval2018:
-      take_release(data::load_semeval2018_release(dir, c.subtask));
+      take_release(data::load_semeval2018_release(dir, c.subtask, source.also_train));
+      c.also_train = source.also_train;
       c.given_pairs = true;
       c.weighted_by_default = true;
       c.official = OfficialScore::semeval2018;

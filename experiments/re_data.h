@@ -11,7 +11,10 @@
 //   semeval2018:S[:DIR]  SemEval 2018 Task 7 subtask S (1.1 clean, 1.2 noisy) as
 //                        released: train S.text.xml + S.relations.txt less the abstracts
 //                        of training-eval.txt (valid: the organisers' held-out ones), test
-//                        S.test.text.xml with the official keys keys.test.S.txt
+//                        S.test.text.xml with the official keys keys.test.S.txt;
+//                        semeval2018:S+T also trains on T's training abstracts (all but
+//                        those S's files hold under the same id): the thesis trained on
+//                        both subtasks and scored each
 //   synth-cdr, pubtator  DIR/{train,valid,test}.pubtator (CID relations)
 //   bran-tsv             DIR/{train,valid,test}.tsv (BRAN's 13 columns; CTD or CDR)
 //   semeval              DIR/{train,test}.text.xml + .relations.txt (DIR a subtask
@@ -54,7 +57,7 @@
 //     the thesis did (validation and test candidates are then chosen with their gold
 //     labels: an evaluation that looks at the gold, to reproduce Table 4.4 only); "none".
 //   - Official scores (official_scores.h): cdr's document-level CID triples over every
-//     gold relation of the split; semeval2018's macro F1 over the six types.
+//     gold relation of the split; semeval2018's macro F1 (the organisers' scorer v1.2).
 //   - Class weights (thesis eq. 4-2): w_c = total / (C · count_c) over the train
 //     examples, C = number of relation classes; a class absent from train gets 0.
 //   - Batches: row b is one document, cut to max_tokens and padded to the longest
@@ -146,7 +149,8 @@ class ReCorpus {
   ReCorpusOptions options;
   ReSourceKind kind = ReSourceKind::synth_cdr;
   std::string directory;           // where the files were read
-  std::string subtask;             // semeval2018: "1.1" or "1.2"
+  std::string subtask;             // semeval2018: "1.1" or "1.2", the subtask scored
+  std::string also_train;          // semeval2018:S+T: T, whose abstracts are trained on too
   std::vector<std::string> files;  // the release files read (cdr, semeval2018)
   OfficialScore official = OfficialScore::none;
   bool given_pairs = false;              // semeval2018: the examples are the listed pairs
@@ -189,6 +193,7 @@ struct ReSource {
   ReSourceKind kind = ReSourceKind::synth_cdr;
   std::string directory;
   std::string subtask;
+  std::string also_train;  // semeval2018:S+T: T's abstracts join the training split
 };
 ReSource parse_re_source(const std::string& source);
 // The hypernym-filter settings (ReCorpusOptions::hypernym_filter): none, train, all.

@@ -83,14 +83,16 @@ nlohmann::json official_score(const ReCorpus& c, const ReSplit& split,
     case OfficialScore::semeval2018: {
       std::vector<data::SemevalPairLine> keys, predictions;
       semeval_lines(c, split, predicted, in_scope, &keys, &predictions);
-      const data::SemevalScore s = data::score_semeval2018(keys, predictions, "keys", "predictions");
+      const data::SemevalScore s =
+          data::score_semeval2018(keys, predictions, "keys", "predictions");
       nlohmann::json per = nlohmann::json::object();
       for (const auto& [label, p] : s.per_label)
-        per[label] = {{"precision", p.precision()}, {"recall", p.recall()}, {"f1", p.f1()},
-                      {"gold", p.gold},             {"predicted", p.predicted},
-                      {"correct", p.correct}};
+        per[label] = {
+            {"precision", p.precision()}, {"recall", p.recall()}, {"f1", p.f1()}, {"gold", p.gold},
+            {"predicted", p.predicted},   {"correct", p.correct}};
       return {{"score", "SemEval 2018 Task 7 subtask " + c.subtask +
-                            ": macro F1 over the six types, direction included"},
+                            ": macro F1 (harmonic mean of the macro P and R over the keyed types), "
+                            "direction included"},
               {"precision", s.macro_precision},
               {"recall", s.macro_recall},
               {"f1", s.macro_f1},

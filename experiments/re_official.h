@@ -7,7 +7,7 @@
 //                CID lines).
 //   semeval2018  SemEval 2018 Task 7 subtask 1.1 / 1.2: each given pair's predicted type
 //                with the pair's own direction flag, against the split's keys (for test,
-//                the official keys.test.S.txt); macro F1 over the six types; predictions
+//                the official keys.test.S.txt); the organisers' macro F1; predictions
 //                as LABEL(E1,E2[,REVERSE]) lines in the key file's order.
 //
 // Rule: predicted[i] is the class id decided for example i of the split (ReCorpus::

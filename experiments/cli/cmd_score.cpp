@@ -66,7 +66,8 @@ void run_semeval(const ScoreArgs& a) {
   const auto pred = data::parse_semeval_pair_lines(data::read_file(a.predictions), a.predictions,
                                                    data::LabelRule::required, labels);
   const data::SemevalScore s = data::score_semeval2018(keys, pred, a.gold, a.predictions);
-  std::cout << "SemEval 2018 Task 7, subtask 1: macro F1 over the six types (direction "
+  std::cout << "SemEval 2018 Task 7, subtask 1: macro F1 of the macro P and R over the keyed types "
+               "(direction "
                "included)\n";
   nlohmann::json per = nlohmann::json::object();
   for (const std::string& l : data::semeval2018_labels()) {
@@ -75,10 +76,11 @@ void run_semeval(const ScoreArgs& a) {
   }
   char buf[200];
   std::snprintf(buf, sizeof buf,
-                "macro            P %.4f  R %.4f  F1 %.4f  (%ld keys, %ld predictions, %ld with "
+                "macro            P %.4f  R %.4f  F1 %.4f  (over %ld keyed types; %ld keys, %ld "
+                "predictions, %ld with "
                 "the key's type in the wrong direction, %ld for pairs without a key)\n",
-                s.macro_precision, s.macro_recall, s.macro_f1, s.keys, s.predictions,
-                s.wrong_direction, s.unscored);
+                s.macro_precision, s.macro_recall, s.macro_f1, s.averaged_labels, s.keys,
+                s.predictions, s.wrong_direction, s.unscored);
   std::cout << buf;
   finish(a, {{"score", "semeval2018"},
              {"keys_file", a.gold},
@@ -110,10 +112,11 @@ void add_score_command(CLI::App& app) {
              "BioCreative V CDR: P/R/F1 of CID (PMID, chemical, disease) triples; both files "
              "PubTator",
              "GOLD", run_cdr);
-  add_scorer(group, "semeval2018",
-             "SemEval 2018 Task 7 subtask 1.1/1.2: macro F1 over six types; LABEL(E1,E2[,REVERSE]) "
-             "lines",
-             "KEYS", run_semeval);
+  add_scorer(
+      group, "semeval2018",
+      "SemEval 2018 Task 7 subtask 1.1/1.2: the organisers' macro F1; LABEL(E1,E2[,REVERSE]) "
+      "lines",
+      "KEYS", run_semeval);
 }
 
 }  // namespace mare::cli

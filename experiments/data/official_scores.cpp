@@ -2,6 +2,7 @@
 #include "experiments/data/official_scores.h"
 
 #include <stdexcept>
+#include <tuple>
 
 #include "experiments/data/error.h"
 #include "experiments/data/pubtator.h"
@@ -68,36 +69,49 @@ SemevalScore score_semeval2018(const std::vector<SemevalPairLine>& keys,
     if (!s.per_label.count(p.label))
       fail(file, p.line, 1, "unknown relation type " + quote(p.label));
   };
-  std::map<std::pair<std::string, std::string>, const SemevalPairLine*> key_of;
+  // A pair's id is "E1,E2" or "E1,E2,REVERSE", as the scorer reads it: the direction is
+  // part of what must match.
+  using Id = std::tuple<std::string, std::string, bool>;
+  auto id_text = [](const SemevalPairLine& p) {
+    return "(" + p.e1 + "," + p.e2 + (p.reverse ? ",REVERSE" : "") + ")";
+  };
+  std::map<Id, const SemevalPairLine*> key_of;
+  std::set<std::string> key_labels;
   for (const SemevalPairLine& k : keys) {
     known(k, keys_file);
-    if (!key_of.emplace(std::make_pair(k.e1, k.e2), &k).second)
-      fail(keys_file, k.line, k.column_e1, "the pair (" + k.e1 + "," + k.e2 + ") is keyed twice");
+    if (!key_of.emplace(Id{k.e1, k.e2, k.reverse}, &k).second)
+      fail(keys_file, k.line, k.column_e1, "the pair " + id_text(k) + " is keyed twice");
     ++s.per_label[k.label].gold;
+    key_labels.insert(k.label);
   }
-  std::set<std::pair<std::string, std::string>> predicted;
+  std::set<Id> predicted;
   for (const SemevalPairLine& p : predictions) {
     known(p, predictions_file);
-    if (!predicted.emplace(p.e1, p.e2).second)
-      fail(predictions_file, p.line, p.column_e1,
-           "the pair (" + p.e1 + "," + p.e2 + ") is predicted twice");
+    if (!predicted.emplace(p.e1, p.e2, p.reverse).second)
+      fail(predictions_file, p.line, p.column_e1, "the pair " + id_text(p) + " is predicted twice");
     ++s.per_label[p.label].predicted;
-    auto it = key_of.find({p.e1, p.e2});
+    auto it = key_of.find({p.e1, p.e2, p.reverse});
     if (it == key_of.end()) {
-      ++s.unscored;
+      auto other = key_of.find({p.e1, p.e2, !p.reverse});
+      if (other == key_of.end())
+        ++s.unscored;
+      else if (other->second->label == p.label)
+        ++s.wrong_direction;
       continue;
     }
-    const SemevalPairLine& k = *it->second;
-    if (k.label == p.label && k.reverse == p.reverse) ++s.per_label[p.label].correct, ++s.correct;
-    if (k.label == p.label && k.reverse != p.reverse) ++s.wrong_direction;
+    if (it->second->label == p.label) ++s.per_label[p.label].correct, ++s.correct;
   }
   s.keys = static_cast<long>(keys.size());
   s.predictions = static_cast<long>(predictions.size());
-  for (const auto& [label, c] : s.per_label) {
-    s.macro_precision += c.precision() / s.per_label.size();
-    s.macro_recall += c.recall() / s.per_label.size();
-    s.macro_f1 += c.f1() / s.per_label.size();
+  // Macro precision and recall: means over the types that the keys hold; macro F1 their
+  // harmonic mean (the scorer's version 1.2; 1.1 averaged the per-type F1 instead).
+  for (const std::string& label : key_labels) {
+    s.macro_precision += s.per_label.at(label).precision() / key_labels.size();
+    s.macro_recall += s.per_label.at(label).recall() / key_labels.size();
   }
+  const double pr = s.macro_precision + s.macro_recall;
+  s.macro_f1 = pr > 0 ? 2 * s.macro_precision * s.macro_recall / pr : 0.0;
+  s.averaged_labels = static_cast<long>(key_labels.size());
   return s;
 }
 

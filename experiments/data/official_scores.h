@@ -7,11 +7,13 @@
 // (a gold relation that no candidate pair could reach is a false negative). A
 // prediction file is PubTator: documents with CID lines (mention lines optional).
 //
-// SemEval 2018 Task 7, subtasks 1.1 and 1.2: each given pair (E1,E2[,REVERSE]) gets one
-// of six relation types. The official score is the macro-average over the six types
-// of per-type F1, each from that type's precision and recall, where a prediction is
-// correct when its pair, its direction flag and its type all equal the key's (a right
-// type in the wrong direction is wrong). See score_semeval2018 for every counting rule.
+// SemEval 2018 Task 7, subtasks 1.1 and 1.2 (the organisers' scorer, version 1.2): each
+// given pair (E1,E2[,REVERSE]) gets one of six relation types. A prediction counts for its
+// type; it is correct when a key line has its pair, its direction flag and its type (a
+// right type in the wrong direction is wrong: a false positive of its type and a false
+// negative of the key's). Per type P = correct / predicted, R = correct / keyed (0 when
+// the denominator is 0); the official score is the harmonic mean of the macro precision
+// and the macro recall, each the mean over the types that the keys hold.
 #pragma once
 
 #include <map>
@@ -52,14 +54,16 @@ std::string write_cdr_predictions(const std::vector<Document>& docs,
 const std::vector<std::string>& semeval2018_labels();  // the six, in thesis Table 4.11 order
 
 struct SemevalScore {
-  std::map<std::string, Prf> per_label;                        // the six labels
-  double macro_precision = 0, macro_recall = 0, macro_f1 = 0;  // means over the six
+  std::map<std::string, Prf> per_label;  // the six labels
+  // Means over the keys' types; macro_f1 = 2 P R / (P + R) of those two.
+  double macro_precision = 0, macro_recall = 0, macro_f1 = 0;
+  long averaged_labels = 0;  // types the keys hold
   long keys = 0, predictions = 0, correct = 0;
   long wrong_direction = 0;  // predictions with the key's type but not its direction
-  long unscored = 0;         // predictions of pairs the keys do not hold
+  long unscored = 0;  // predictions of pairs the keys hold in neither direction
 };
 // keys and predictions as read by parse_semeval_pair_lines (LabelRule::required). A pair
-// (E1,E2) predicted twice, or keyed twice, is a DataError naming the file and line.
+// (E1,E2[,REVERSE]) predicted twice, or keyed twice, is a DataError naming the file and line.
 SemevalScore score_semeval2018(const std::vector<SemevalPairLine>& keys,
                                const std::vector<SemevalPairLine>& predictions,
                                std::string_view keys_file, std::string_view predictions_file);

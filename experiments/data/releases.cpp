@@ -146,7 +146,8 @@ std::vector<std::string> parse_training_eval(std::string_view content, std::stri
   return ids;
 }
 
-ReleaseSplits load_semeval2018_release(const fs::path& dir, const std::string& subtask) {
+ReleaseSplits load_semeval2018_release(const fs::path& dir, const std::string& subtask,
+                                       const std::string& also_train) {
   const std::vector<std::string>& known = semeval2018_subtasks();
   if (std::find(known.begin(), known.end(), subtask) == known.end())
     throw std::invalid_argument("semeval2018: unknown subtask '" + subtask +
@@ -191,6 +192,19 @@ ReleaseSplits load_semeval2018_release(const fs::path& dir, const std::string& s
            "expected the pair of " + pairs + " line " + std::to_string(g.line) + " (" + g.e1 + "," +
                g.e2 + (g.reverse ? ",REVERSE" : "") + "), found (" + k.e1 + "," + k.e2 +
                (k.reverse ? ",REVERSE" : "") + ")");
+  }
+  if (!also_train.empty()) {
+    if (std::find(known.begin(), known.end(), also_train) == known.end() || also_train == subtask)
+      throw std::invalid_argument("semeval2018: cannot also train on subtask '" + also_train + "'");
+    std::set<std::string> taken;
+    for (const std::vector<Document>* part : {&r.train, &r.valid, &r.test})
+      for (const Document& d : *part) taken.insert(d.id);
+    std::vector<Document> more =
+        parse_semeval_xml(read(also_train + ".text.xml"), path(also_train + ".text.xml"));
+    parse_semeval_relations(more, read(also_train + ".relations.txt"),
+                            path(also_train + ".relations.txt"));
+    for (Document& d : more)
+      if (!taken.count(d.id)) r.train.push_back(std::move(d));
   }
   return r;
 }

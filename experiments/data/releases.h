@@ -57,10 +57,12 @@ const std::vector<std::string>& semeval2018_subtasks();  // "1.1", "1.2"
 // S.relations.txt less the abstracts that training-eval.txt names for S (the organisers'
 // held-out 50, or 49 for 1.2), which are valid; test is S.test.text.xml with the
 // official keys keys.test.S.txt, whose pairs must be those of S.test.relations.txt, in
-// the same order with the same direction flags. Every file is checked against the
-// release.
-ReleaseSplits load_semeval2018_release(const std::filesystem::path& dir,
-                                       const std::string& subtask);
+// the same order with the same direction flags. With also_train = T (the other subtask),
+// T's training abstracts join train, all 350 of them but those that S's training or test
+// files hold under the same id (1.2 shares six abstracts with 1.1). Every file is checked
+// against the release.
+ReleaseSplits load_semeval2018_release(const std::filesystem::path& dir, const std::string& subtask,
+                                       const std::string& also_train = "");
 
 // training-eval.txt: "SUBTASK DOCUMENT-ID" lines (blank lines skipped) -> the ids of one
 // subtask, in file order.

@@ -43,6 +43,11 @@ TEST(RealSources, Grammar) {
   s = parse_re_source("semeval2018:1.1:/a:b");
   EXPECT_EQ(s.subtask, "1.1");
   EXPECT_EQ(s.directory, "/a:b");
+  s = parse_re_source("semeval2018:1.1+1.2");
+  EXPECT_EQ(s.subtask, "1.1");
+  EXPECT_EQ(s.also_train, "1.2");
+  EXPECT_THROW(parse_re_source("semeval2018:1.1+1.1"), std::invalid_argument);
+  EXPECT_THROW(parse_re_source("semeval2018:1.1+2"), std::invalid_argument);
   EXPECT_THROW(parse_re_source("semeval2018:2"), std::invalid_argument);
   EXPECT_THROW(parse_re_source("semeval2018"), std::invalid_argument);
   EXPECT_THROW(parse_re_source("pubtator"), std::invalid_argument);
@@ -102,6 +107,13 @@ TEST(RealCorpora, SemevalClassifiesTheGivenPairs) {
     EXPECT_EQ(e.reverse, keys[i].reverse);
     EXPECT_EQ(c.relation_names[c.test.labels[i]], keys[i].label);
   }
+  // Trained on both subtasks: 1.2's 350 training abstracts less the six that 1.1 holds
+  // under the same ids join the 300; validation and test stay 1.1's.
+  o.source = "semeval2018:1.1+1.2";
+  const ReCorpus both = ReCorpus::load(o);
+  EXPECT_EQ(both.train.documents.size(), 300u + 344u);
+  EXPECT_EQ(both.valid.examples.size(), c.valid.examples.size());
+  EXPECT_EQ(both.test.examples.size(), 355u);
 }
 
 ReTrainOptions tiny_run(const std::string& data, const fs::path& out) {

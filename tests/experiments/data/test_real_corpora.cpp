@@ -345,18 +345,35 @@ TEST(OfficialScores, SemevalMacroF1OverTheSixTypes) {
   const auto pred =
       lines("USAGE(A.1,A.2)\nUSAGE(A.3,A.4)\nTOPIC(B.1,B.2)\nCOMPARE(B.3,B.4)\n", "pred.txt");
   const SemevalScore s = score_semeval2018(keys, pred, "keys.txt", "pred.txt");
-  // USAGE: gold 2, predicted 2, correct 1 -> P 1/2, R 1/2, F1 1/2. TOPIC: 1, 1, 1 -> 1.
-  // RESULT: gold 1, predicted 0 -> 0. COMPARE: predicted 1, correct 0 -> 0. The other two
-  // types have neither gold nor predictions: F1 0, and they count in the mean of six.
+  // USAGE: keyed 2, predicted 2, correct 1 -> P 1/2, R 1/2. TOPIC: 1, 1, 1 -> P 1, R 1.
+  // RESULT: keyed 1, predicted 0 -> P 0, R 0. COMPARE is predicted but keyed nowhere: it
+  // is not averaged. Macro P = (1/2 + 1 + 0) / 3 = 1/2, macro R = 1/2, F1 = 1/2.
   EXPECT_EQ(s.correct, 2);
   EXPECT_EQ(s.wrong_direction, 1);
+  EXPECT_EQ(s.averaged_labels, 3);
   EXPECT_DOUBLE_EQ(s.per_label.at("USAGE").f1(), 0.5);
   EXPECT_DOUBLE_EQ(s.per_label.at("TOPIC").f1(), 1.0);
-  EXPECT_DOUBLE_EQ(s.macro_f1, (0.5 + 1.0) / 6);
-  // Every pair USAGE: USAGE P 2/4 R 1 F1 2/3; the others 0 -> (2/3) / 6.
+  EXPECT_DOUBLE_EQ(s.macro_precision, 0.5);
+  EXPECT_DOUBLE_EQ(s.macro_recall, 0.5);
+  EXPECT_DOUBLE_EQ(s.macro_f1, 0.5);
+  // Every pair USAGE: USAGE P 2/4, R 1; TOPIC and RESULT 0, 0. Macro P 1/6, R 1/3:
+  // F1 = 2 (1/18) / (1/2) = 2/9.
   const auto all_usage =
       lines("USAGE(A.1,A.2)\nUSAGE(A.3,A.4,REVERSE)\nUSAGE(B.1,B.2)\nUSAGE(B.3,B.4)\n", "u.txt");
-  EXPECT_DOUBLE_EQ(score_semeval2018(keys, all_usage, "k", "u").macro_f1, (2.0 / 3) / 6);
+  EXPECT_DOUBLE_EQ(score_semeval2018(keys, all_usage, "k", "u").macro_f1, 2.0 / 9);
+  // Where the two readings of "macro F1" part: keys USAGE, USAGE, TOPIC; predicted USAGE
+  // (right), TOPIC for the second USAGE pair (wrong), TOPIC (right). USAGE P 1, R 1/2;
+  // TOPIC P 1/2, R 1: each type's F1 is 2/3 (their mean 2/3), but macro P = macro R =
+  // 3/4, and the official F1 is 3/4.
+  const auto k3 = lines("USAGE(A.1,A.2)\nUSAGE(A.3,A.4,REVERSE)\nTOPIC(B.1,B.2)\n", "k3.txt");
+  const auto p3 = lines("USAGE(A.1,A.2)\nTOPIC(A.3,A.4,REVERSE)\nTOPIC(B.1,B.2)\n", "p3.txt");
+  EXPECT_DOUBLE_EQ(score_semeval2018(k3, p3, "k3", "p3").macro_f1, 0.75);
+  // Both directions of one pair are two predictions (the scorer's ids differ); the
+  // reverse one matches no key.
+  const SemevalScore both =
+      score_semeval2018(keys, lines("USAGE(A.1,A.2)\nUSAGE(A.1,A.2,REVERSE)\n", "b.txt"), "k", "b");
+  EXPECT_EQ(both.per_label.at("USAGE").predicted, 2);
+  EXPECT_EQ(both.correct, 1);
   // A pair predicted twice is refused with its line.
   try {
     score_semeval2018(keys, lines("USAGE(A.1,A.2)\nTOPIC(A.1,A.2)\n", "dup.txt"), "k", "dup.txt");
