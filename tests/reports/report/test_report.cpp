@@ -267,19 +267,54 @@ TEST(ReportTables, AblationBesideThePublishedValues) {
   EXPECT_TRUE(has_line(
       t,
       "| UTRE-CPD | 0 | 1 | 1 | 1 | 78.7 | 79.0 ± 1.6 (5) | +0.3 | 73.8 | 72.0 ± 1.6 (5) | -1.8 | "
-      "72.9 | 71.0 ± 1.6 (5) | -1.9 |"))
+      "72.9 | 71.0 ± 1.6 (5) | -1.9 | synth-cdr:data |"))
       << t;
   // NTCRE-CPD 74.1 75.2 73.3 72.4 76.5 -> 74.3 ± 1.60 (the diverged seed 6 not counted).
   EXPECT_TRUE(
       has_line(t,
                "| NTCRE-CPD | 1 | 1 | 1 | 1 | 81.9 | — | — | 74.8 | 75.3 ± 1.6 (5) | +0.5 | "
-               "74.1 | 74.3 ± 1.6 (5) | +0.2 |"))
+               "74.1 | 74.3 ± 1.6 (5) | +0.2 | synth-cdr:data |"))
       << t;
-  EXPECT_TRUE(has_line(t, "| 9 | 1 | 0 | 0 | 1 | 81.3 | — | — | 72.9 | — | — | 72.6 | — | — |"))
+  EXPECT_TRUE(has_line(t, "| 9 | 1 | 0 | 0 | 1 | 81.3 | — | — | 72.9 | — | — | 72.6 | — | — | — |"))
       << t;
   EXPECT_NE(t.find("Not counted (did not complete): 1 diverged."), std::string::npos);
   EXPECT_NE(t.find("profile smoke; seeds 1, 2, 3, 4, 5, 6; device cpu; commit 0123456789ab"),
             std::string::npos)
+      << t;
+}
+
+// A run on the real corpus and one on a synthetic stand-in of the same model: the real
+// one stands beside the published row, the other gets a row of its own named by its
+// corpus, and each row names its data.
+TEST(ReportTables, RunsOnTheRealCorpusStandBesideThePublishedValues) {
+  mare::test::TempDir tmp("report_corpora");
+  auto run = [&](const std::string& name, const std::string& data, const std::string& result) {
+    const fs::path d = tmp.path() / "runs" / name;
+    fs::create_directories(d);
+    std::ofstream(d / "manifest.json") << R"({"command": "train", "seed": 1, "config": {"data": ")"
+                                       << data << R"(", "model": "bran", "seed": 1}})";
+    std::ofstream(d / "result.json") << result;
+  };
+  run("bran-real", "cdr",
+      R"({"status": "completed", "seed": 1, "test": {"official": {"f1": 0.6, "precision": 0.5,
+          "recall": 0.75}, "relations": {"micro": {"f1": 0.1, "precision": 0.1, "recall": 0.1}}}})");
+  run("bran-synth", "synth-cdr:/x",
+      R"({"status": "completed", "seed": 1, "test": {"relations": {"micro": {"f1": 0.9,
+          "precision": 0.9, "recall": 0.9}}}})");
+  ReportOptions o;
+  o.inputs = {tmp.path() / "runs"};
+  o.out = tmp.path() / "out";
+  o.figures = false;
+  write_report(o);
+  const std::string t = read(tmp.path() / "out" / "tables" / "table4.5.md");
+  // The official score, not the pairs' micro F1, is the real run's.
+  EXPECT_TRUE(has_line(t,
+                       "| BRAN Verga et al. 2018 | 55.6 | 50.0 (1) | 70.8 | 75.0 (1) | 62.1 | "
+                       "60.0 (1) | -2.1 | cdr |"))
+      << t;
+  EXPECT_TRUE(has_line(t,
+                       "| BRAN [synth-cdr] (ours only) | — | 90.0 (1) | — | 90.0 (1) | — | "
+                       "90.0 (1) | — | synth-cdr:/x |"))
       << t;
 }
 
@@ -307,10 +342,11 @@ TEST(ReportTables, RelationAndSemEvalAndNer) {
   // Legacy BRAN run: P 0.5, R 0.7, F1 7/12; published BRAN 55.6 70.8 62.1.
   EXPECT_TRUE(has_line(report().table("table4.5"),
                        "| BRAN Verga et al. 2018 | 55.6 | 50.0 (1) | 70.8 | 70.0 (1) | 62.1 | "
-                       "58.3 (1) | -3.8 |"));
+                       "58.3 (1) | -3.8 | synth-cdr:/data/cdr |"));
   // Collect rows 0.70 and 0.72 (subtask 1.1 from the data path): 71.0 ± 1.41.
   EXPECT_TRUE(has_line(report().table("table4.12"),
-                       "| NTCRE-CPD | 75.7 ± 0.3 | 71.0 ± 1.4 (2) | -4.7 | 83.6 | — | — |"));
+                       "| NTCRE-CPD | 75.7 ± 0.3 | 71.0 ± 1.4 (2) | -4.7 | 83.6 | — | — | "
+                       "synth-semeval:d/subtask1.1 |"));
   EXPECT_TRUE(has_line(report().table("tableB.1"),
                        "| UTRE-CPD | Disease | 75.0 ± 0.0 (5) | 65.0 ± 0.0 (5) | 70.0 ± 0.0 (5) | "
                        "69.70 | 67.94 | 68.80 ± 0.60 | +1.2 |"));
