@@ -60,7 +60,7 @@ struct SemevalScore {
   long averaged_labels = 0;  // types the keys hold
   long keys = 0, predictions = 0, correct = 0;
   long wrong_direction = 0;  // predictions with the key's type but not its direction
-  long unscored = 0;  // predictions of pairs the keys hold in neither direction
+  long unscored = 0;         // predictions of pairs the keys hold in neither direction
 };
 // keys and predictions as read by parse_semeval_pair_lines (LabelRule::required). A pair
 // (E1,E2[,REVERSE]) predicted twice, or keyed twice, is a DataError naming the file and line.
