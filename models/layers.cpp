@@ -78,16 +78,20 @@ ConstantCache& constants() {
 
 enum ConstantKind : int64_t { kPositionSignal = 2, kPositionTable = 3 };
 
-// The signal's rows for positions 0 … rows − 1: [rows, D] (one sequence's).
+// The signal's rows of one sequence, [rows, D]. Row r is token r; its position i is r
+// for the plain signal (t = 0: bran, Vaswani et al.'s positions from 0) and r + 1 for
+// the position-iteration signal P_t (t ≥ 1: thesis eq. 3-6 counts i ∈ [1, I], t ∈ [1, T]).
 Tensor position_rows(int64_t rows, int64_t D, int64_t t) {
   std::vector<float> one(static_cast<size_t>(rows * D));
-  for (int64_t i = 0; i < rows; ++i)
+  const int64_t first = t >= 1 ? 1 : 0;
+  for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < D; ++j) {
       const double freq =
           std::pow(10000.0, -static_cast<double>(j - j % 2) / static_cast<double>(D));
+      const double i = static_cast<double>(r + first);
       double v = j % 2 == 0 ? std::sin(i * freq) : std::cos(i * freq);
       if (t >= 1) v += j % 2 == 0 ? std::sin(t * freq) : std::cos(t * freq);
-      one[i * D + j] = static_cast<float>(v);
+      one[r * D + j] = static_cast<float>(v);
     }
   return Tensor::from_vector(one, {rows, D});
 }

@@ -198,7 +198,9 @@ class Biaffine {
 // Constants of the encoders (device-generic: built with kernel ops).
 // The sinusoidal position (and iteration) signal of SPEC §4.3, [B, T, D]:
 // P[i, 2j] = sin(i / 10000^{2j/D}) (+ sin(t / 10000^{2j/D}) when t ≥ 1),
-// P[i, 2j+1] = cos(...) (+ cos(...)). Built once per shape and device and
+// P[i, 2j+1] = cos(...) (+ cos(...)). Token r of a sequence is position i = r for
+// t = 0 (bran's plain signal) and i = r + 1 for t ≥ 1 (the position-iteration
+// signal: thesis eq. 3-6 counts positions from 1). Built once per shape and device and
 // handed out again (a read-only constant: a caller must not write into it;
 // one that does gets a fresh one next time); _uncached builds it every call.
 Tensor position_signal(int64_t B, int64_t T, int64_t D, int64_t t, Device device);
