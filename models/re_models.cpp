@@ -172,14 +172,43 @@ class AttentionRe : public ReModel {
 
  private:
   // Character n-grams: embed every gram, conv1d (kernel 3) over a token's grams,
-  // max over them, then a linear layer (SPEC §4.3).
+  // max over them, then a linear layer (SPEC §4.3). A token's gram list is padded
+  // with id 0 to the batch's longest; padding is masked as everywhere (SPEC §4.2):
+  // padded slots enter the convolution as zeros (as beyond the ends of a "same"
+  // convolution; the <pad> row gets no gradient) and take no part in the max. A
+  // token without grams (a padding token) gets 0.
   ag::Var ngram_vectors(const ReBatch& batch) {
-    // Padded gram slots (id 0) take part in the max with their own learned row,
-    // like a padding token: a token's grams are never all padding.
-    ag::Var e = grams_(batch.ngrams);  // [B·T, G, d]
-    ag::Var conv = ag::conv1d(e, gram_conv_w_, gram_conv_b_);
-    ag::Var pooled = ag::max(conv, 1);  // [B·T, d]
-    return ag::reshape(gram_out_(pooled), {batch.B, batch.T, c_.d});
+    const int64_t BT = batch.B * batch.T, G = batch.ngrams.dim(1), d = c_.d;
+    const Device dev = batch.mask.device();
+    // Host masks from the ids (a batch's small upload keeps its host copy).
+    const Tensor ids = batch.ngrams.to(Device::cpu);
+    std::vector<float> real(static_cast<size_t>(BT * G)), has_gram(static_cast<size_t>(BT));
+    // The max reads, for every slot, its own output if it is a gram, else a copy of the
+    // token's first gram's: the same maximum as over the grams alone, and max's
+    // backward reaches that gram through the copy.
+    std::vector<int32_t> source(static_cast<size_t>(BT * G));
+    for (int64_t r = 0; r < BT; ++r) {
+      int64_t first = -1;
+      for (int64_t k = 0; k < G; ++k)
+        if (ids.i32()[r * G + k] != 0) {
+          real[r * G + k] = 1.0f;
+          if (first < 0) first = k;
+        }
+      has_gram[r] = first >= 0 ? 1.0f : 0.0f;
+      for (int64_t k = 0; k < G; ++k)
+        source[r * G + k] =
+            static_cast<int32_t>(real[r * G + k] != 0.0f || first < 0 ? r * G + k : r * G + first);
+    }
+    auto on_device = [dev](const std::vector<float>& v, int64_t n) {
+      return ag::constant(Tensor::from_vector(v, {n}).to(dev));
+    };
+    ag::Var e = ag::reshape(grams_(batch.ngrams), {BT * G, d});
+    e = ag::reshape(ag::scale_rows(e, on_device(real, BT * G)), {BT, G, d});
+    ag::Var conv = ag::reshape(ag::conv1d(e, gram_conv_w_, gram_conv_b_), {BT * G, d});
+    const Tensor rows = Tensor::from_indices(source, {BT * G}).to(dev);
+    ag::Var pooled = ag::max(ag::reshape(ag::embedding(conv, rows), {BT, G, d}), 1);  // [B·T, d]
+    pooled = ag::scale_rows(pooled, on_device(has_gram, BT));
+    return ag::reshape(gram_out_(pooled), {batch.B, batch.T, d});
   }
 
   const Block& block(int t) const { return blocks_[c_.shared ? 0 : t]; }
