@@ -11,12 +11,9 @@
 //         MemoryConfig::step)
 //   out = MCAM = ν + W_r [r_1; …; r_R]                        (eq. 3-17)
 // The encoder's block (models/re_models.cpp) then applies
-// A' = Norm(X + MCAM) and H = A' + Transition(A'). Two differences from SPEC
-// §4.5 step 5 follow from reusing utre's block: the attention's Norm lives
-// inside this mixer (the block has one Norm of its own, used for A'), and the
-// block adds the transition without an outer Norm (eq. 3-13 writes
-// H = Norm(A' + Transition(A')); with +transition the inverted residual ends
-// in a Norm of its own).
+// A' = Norm(X + MCAM) (eq. 3-14) and H = Norm(A' + Transition(A')) (eq. 3-13,
+// the block's out_norm). The attention's Norm lives inside this mixer; the
+// block's own Norm is the one of A'.
 //
 // Memories [B·T, N, W] and the rest of the DNC state (usage, write and read
 // weights, precedence, links) are zero at begin() and persist across calls.

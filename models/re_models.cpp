@@ -59,15 +59,18 @@ struct EncoderConfig {
   float embed_scale = 1.0f;
   bool biaffine_zero = false;    // the bi-affine's L starts at zero
   bool transition_zero = false;  // the inverted residual's last norm starts with γ = 0
+  bool outer_norm = false;       // ntcre: H = Norm(A + Transition(A)) (thesis eq. 3-13)
   float halt_eps = 0.01f;
   float ponder_weight = 1e-5f;
 };
 
-// One transformer block: A = Norm(X + Mixer(X)), H = A + Transition(A).
+// One transformer block: A = Norm(X + Mixer(X)), H = A + Transition(A); in ntcre
+// H = Norm(A + Transition(A)) (eq. 3-13: out_norm).
 struct Block {
   std::unique_ptr<nn::TokenMixer> mixer;
   nn::Norm norm;
   std::unique_ptr<nn::Transition> transition;
+  nn::Norm out_norm;  // ntcre only
 };
 
 // Builds a block's token mixer (ParameterSet, Buffers, parameter name prefix, d).
@@ -107,6 +110,7 @@ class AttentionRe : public ReModel {
             params_, buffers_, n + ".transition", d, c.norm, c.transition_zero);
       else
         blk.transition = std::make_unique<nn::ConvTransition>(params_, n + ".transition", d);
+      if (c.outer_norm) blk.out_norm = nn::Norm(params_, buffers_, n + ".out_norm", d, c.norm);
       blocks_.push_back(std::move(blk));
     }
     if (c.cpd) {
@@ -213,13 +217,14 @@ class AttentionRe : public ReModel {
 
   const Block& block(int t) const { return blocks_[c_.shared ? 0 : t]; }
 
-  // X + Mixer(X) -> Norm -> + Transition
+  // X + Mixer(X) -> Norm -> + Transition (-> Norm in ntcre)
   ag::Var apply_block(int t, const ag::Var& x, const ReBatch& batch, const Tensor& running,
                       Context& ctx) {
     Block& b = blocks_[c_.shared ? 0 : t];
     ag::Var mixed = (*b.mixer)(x, batch.mask, running, ctx);
     ag::Var a = b.norm(ag::add(x, drop_mix_(mixed, ctx)), batch.mask, ctx);
-    return ag::add(a, drop_tr_((*b.transition)(a, batch.mask, ctx), ctx));
+    ag::Var h = ag::add(a, drop_tr_((*b.transition)(a, batch.mask, ctx), ctx));
+    return b.out_norm.has_value() ? b.out_norm(h, batch.mask, ctx) : h;
   }
 
   ag::Var encode(ag::Var h, const ReBatch& batch, Context& ctx, ReOutput& out) {
@@ -483,6 +488,7 @@ std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConf
     c.transition_zero =
         spec.switches.count("transition_init") && spec.switches.at("transition_init") == "zeros";
     c.cpd = spec.has("cpd");
+    c.outer_norm = spec.base == "ntcre";
     c.norm = nn::parse_norm(spec.switches.count("norm") ? spec.switches.at("norm") : "batch");
     c.input_norm = true;
     c.head_norm = true;
