@@ -128,6 +128,8 @@ class TokenMixer {
   // mask: [B, T] real tokens; running: [B·T] 1 for tokens not halted yet.
   virtual ag::Var operator()(const ag::Var& x, const Tensor& mask, const Tensor& running,
                              Context& ctx) = 0;
+  // A term the mixer adds to the loss for the forward pass since begin(), or null.
+  virtual ag::Var aux_loss() const { return nullptr; }
 };
 
 class SelfAttention : public TokenMixer {

@@ -15,6 +15,11 @@
 // the block's out_norm). The attention's Norm lives inside this mixer; the
 // block's own Norm is the one of A'.
 //
+// The gate regulariser of thesis Table 4.2 (β₁ = 1e-5, "hard sigmoid"; SPEC §4.4
+// reads it as β₁ · mean(z²) over the sigmoid gates' pre-activations z): per call,
+// the mean of z² over the erase vector, free gates, allocation and write gate of
+// the memories that step; aux_loss() is β₁ times its mean over the calls.
+//
 // Memories [B·T, N, W] and the rest of the DNC state (usage, write and read
 // weights, precedence, links) are zero at begin() and persist across calls.
 // A token whose `running` entry is 0 (halted) or whose mask entry is 0
@@ -54,6 +59,7 @@ struct MemoryConfig {
   bool fused_on(Device device) const {
     return step == Step::fused || (step == Step::automatic && device == Device::cpu);
   }
+  float gate_weight = 1e-5f;  // β₁ of the gate regulariser (thesis Table 4.2)
   float dropout = 0.0f;       // on the attention branch, before Norm(X + MHA(X))
   uint32_t dropout_site = 6;  // its Philox stream (kStreamDropoutBase + site)
 };
@@ -99,6 +105,9 @@ class MemoryController : public TokenMixer {
   void begin(int64_t B, int64_t T, Context& ctx) override;
   ag::Var operator()(const ag::Var& x, const Tensor& mask, const Tensor& running,
                      Context& ctx) override;
+  // β₁ · mean over the calls since begin() of mean(z²) (the header's comment); null
+  // before a call with a running memory.
+  ag::Var aux_loss() const override;
 
   const MemoryConfig& config() const { return c_; }
   int64_t interface_width() const;
@@ -116,6 +125,8 @@ class MemoryController : public TokenMixer {
   Dropout drop_;
   int64_t B_ = 0, T_ = 0;
   MemoryState s_;
+  ag::Var gate_sum_;      // Σ over calls of mean(z²)
+  int gate_calls_ = 0;    // calls with at least one memory that stepped
   bool started_ = false;  // the state holds this pass's values (else zeros are made on use)
 };
 

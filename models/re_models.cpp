@@ -227,6 +227,14 @@ class AttentionRe : public ReModel {
     return b.out_norm.has_value() ? b.out_norm(h, batch.mask, ctx) : h;
   }
 
+  // The mixers' loss terms of this forward pass (the memory's gate regulariser), or null.
+  ag::Var mixer_losses() const {
+    ag::Var sum;
+    for (const Block& b : blocks_)
+      if (ag::Var l = b.mixer->aux_loss()) sum = sum ? ag::add(sum, l) : l;
+    return sum;
+  }
+
   ag::Var encode(ag::Var h, const ReBatch& batch, Context& ctx, ReOutput& out) {
     const int64_t B = batch.B, T = batch.T, d = c_.d, N = B * T;
     const Device dev = batch.mask.device();
@@ -238,6 +246,7 @@ class AttentionRe : public ReModel {
             c_.shared ? ag::add(h, ag::constant(nn::position_signal(B, T, d, t + 1, dev))) : h;
         h = apply_block(t, x, batch, token_mask, ctx);
       }
+      out.aux_loss = mixer_losses();
       return h;
     }
     // Dynamic halting (SPEC §4.4): h_t from X_t = H_{t−1} + P_t, before the block.
@@ -274,6 +283,7 @@ class AttentionRe : public ReModel {
       acc = acc ? ag::add(acc, term) : term;
     }
     out.aux_loss = ag::scale(w.ponder, c_.ponder_weight);
+    if (ag::Var l = mixer_losses()) out.aux_loss = ag::add(out.aux_loss, l);
     out.halting_steps = w.steps;
     out.token_mask = token_mask;
     return ag::reshape(acc, {B, T, d});

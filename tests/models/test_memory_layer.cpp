@@ -316,6 +316,42 @@ TEST(MemoryController, GradientThroughThreeIterationsWithAHaltedToken) {
   EXPECT_EQ(off, 0) << bad;
 }
 
+// The gate regulariser (thesis Table 4.2's β₁, read by SPEC §4.4 as β₁ · mean(z²) over
+// the sigmoid gates' pre-activations): with W_ξ = 0, every memory's ξ is the bias, so
+// the term is β₁ times the mean square of the bias's erase, free, allocation and write
+// gate entries, whatever the tokens; and a padded token's input changes nothing.
+TEST(MemoryController, GateRegulariserIsBeta1TimesTheMeanSquareOfTheGates) {
+  ParameterSet ps(13);
+  nn::Buffers buffers;
+  nn::MemoryController mc(ps, buffers, "mix", tiny_memory());
+  const int64_t R = 2, W = 3;
+  const ag::Var w = ps.get("mix.xi.w"), b = ps.get("mix.xi.b");
+  w->value.fill(0.0f);
+  for (int64_t j = 0; j < b->value.numel(); ++j) b->value.f32()[j] = 0.1f * float(j % 7) - 0.3f;
+  const InterfaceLayout at = InterfaceLayout::of(R, W);
+  double sum = 0;
+  int64_t n = 0;
+  for (int64_t j = 0; j < b->value.numel(); ++j) {
+    const bool erase = j >= at.erase && j < at.write_vector;
+    const bool gate = j >= at.free_gates && j < at.read_modes;
+    if (erase || gate) sum += double(b->value.f32()[j]) * b->value.f32()[j], ++n;
+  }
+  EXPECT_EQ(n, W + R + 2);
+  run_mixer(mc, ag::constant(uniform({2, 3, 4}, 33, -1, 1)));
+  ASSERT_TRUE(mc.aux_loss());
+  EXPECT_NEAR(mc.aux_loss()->value.item(), 1e-5 * sum / n, 1e-12);
+
+  // Real weights: the padded token (5) takes no part.
+  nn::MemoryController real(ps, buffers, "mix2", tiny_memory());
+  Tensor x = uniform({2, 3, 4}, 34, -1, 1);
+  run_mixer(real, ag::constant(x));
+  const float aux = real.aux_loss()->value.item();
+  for (int64_t j = 0; j < 4; ++j) x.f32()[5 * 4 + j] = 5.0f;
+  run_mixer(real, ag::constant(x));
+  EXPECT_EQ(real.aux_loss()->value.item(), aux);
+  EXPECT_GT(aux, 0.0f);
+}
+
 // ---- the whole ntcre model ----------------------------------------------------
 
 using test::build;
