@@ -56,7 +56,7 @@ MemoryController::MemoryController(ParameterSet& ps, Buffers& buffers, const std
     : name_(name), c_(checked(name, config)) {
   const int64_t d = c_.dim;
   mha_ = MultiHeadAttention(ps, name + ".attention", d, c_.heads);
-  norm_ = Norm(ps, buffers, name + ".norm", d, c_.norm);
+  norm_ = Norm(ps, buffers, name + ".norm", d, c_.norm, c_.iterations);
   nu_ = Linear(ps, name + ".nu", d, d);
   xi_ = Linear(ps, name + ".xi", d, interface_width());
   read_out_ = Linear(ps, name + ".read_out", c_.read_heads * c_.word, d, /*bias=*/false);

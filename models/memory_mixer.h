@@ -49,6 +49,7 @@ struct MemoryConfig {
   int64_t read_heads = 2;  // R
   AllocationVariant alloc = AllocationVariant::sorted;
   Norm::Kind norm = Norm::Kind::batch;
+  int iterations = 1;  // the attention Norm's sets of running statistics (nn::Norm)
   // The memory step: one fused op (kernels/memory/fused_step.h) or the
   // composed ops of models/functions_memory.h (the same equations; they agree
   // to rounding). automatic: fused on the CPU, composed on the GPU, where the

@@ -98,19 +98,22 @@ class AttentionRe : public ReModel {
       pos_ = nn::Embedding(params_, "embed.pos_tag", v.pos_tags, d, {}, table);
     if (c.input_norm) input_norm_ = nn::Norm(params_, buffers_, "input.norm", d, c.norm);
     const int blocks = c.shared ? 1 : c.iterations;
+    // A shared block's batch norms: one set of running statistics per iteration (nn::Norm).
+    const int stats = c.shared ? std::max(c.iterations, c.max_steps) : 1;
     for (int b = 0; b < blocks; ++b) {
       const std::string n = "block" + std::to_string(b);
       Block blk;
       blk.mixer = mixer
                       ? mixer(params_, buffers_, n + ".mixer", d)
                       : std::make_unique<nn::SelfAttention>(params_, n + ".attention", d, c.heads);
-      blk.norm = nn::Norm(params_, buffers_, n + ".norm", d, c.norm);
+      blk.norm = nn::Norm(params_, buffers_, n + ".norm", d, c.norm, stats);
       if (c.inverted)
         blk.transition = std::make_unique<nn::InvertedResidual>(
-            params_, buffers_, n + ".transition", d, c.norm, c.transition_zero);
+            params_, buffers_, n + ".transition", d, c.norm, c.transition_zero, stats);
       else
         blk.transition = std::make_unique<nn::ConvTransition>(params_, n + ".transition", d);
-      if (c.outer_norm) blk.out_norm = nn::Norm(params_, buffers_, n + ".out_norm", d, c.norm);
+      if (c.outer_norm)
+        blk.out_norm = nn::Norm(params_, buffers_, n + ".out_norm", d, c.norm, stats);
       blocks_.push_back(std::move(blk));
     }
     if (c.cpd) {
@@ -217,10 +220,11 @@ class AttentionRe : public ReModel {
 
   const Block& block(int t) const { return blocks_[c_.shared ? 0 : t]; }
 
-  // X + Mixer(X) -> Norm -> + Transition (-> Norm in ntcre)
+  // X + Mixer(X) -> Norm -> + Transition (-> Norm in ntcre), at iteration t (0-based)
   ag::Var apply_block(int t, const ag::Var& x, const ReBatch& batch, const Tensor& running,
                       Context& ctx) {
     Block& b = blocks_[c_.shared ? 0 : t];
+    ctx.iteration = t;  // the shared block's norms: iteration t's running statistics
     ag::Var mixed = (*b.mixer)(x, batch.mask, running, ctx);
     ag::Var a = b.norm(ag::add(x, drop_mix_(mixed, ctx)), batch.mask, ctx);
     ag::Var h = ag::add(a, drop_tr_((*b.transition)(a, batch.mask, ctx), ctx));
@@ -246,6 +250,7 @@ class AttentionRe : public ReModel {
             c_.shared ? ag::add(h, ag::constant(nn::position_signal(B, T, d, t + 1, dev))) : h;
         h = apply_block(t, x, batch, token_mask, ctx);
       }
+      ctx.iteration = 0;
       out.aux_loss = mixer_losses();
       return h;
     }
@@ -260,7 +265,7 @@ class AttentionRe : public ReModel {
       probs.push_back(ag::reshape(ag::sigmoid(halt_(x)), {1, N}));
       // Tokens that halted before this step keep their state: run = 1 − halted.
       const Tensor run_host = running_of(halted), run = run_host.on(dev);
-      ag::Var next = apply_block(t % static_cast<int>(blocks_.size()), x, batch, run, ctx);
+      ag::Var next = apply_block(t, x, batch, run, ctx);
       // A running token takes its new state, a halted one keeps its old (SPEC §4.4);
       // while none has halted, that is the new state.
       const float* r = run_host.f32();
@@ -272,6 +277,7 @@ class AttentionRe : public ReModel {
       halted = now.halted.on(Device::cpu);
       if (all_halted(halted, token_mask)) break;
     }
+    ctx.iteration = 0;
     ag::Halting w = ag::halting(ag::concat(probs, 0), token_mask, c_.max_steps, c_.halt_eps);
     // Ĥ = Σ_t p_t H_t
     const int64_t K = static_cast<int64_t>(states.size());
@@ -521,6 +527,7 @@ std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConf
              : step == "composed" ? nn::MemoryConfig::Step::composed
                                   : nn::MemoryConfig::Step::automatic;
     m.norm = c.norm;
+    m.iterations = c.max_steps;
     m.dropout = c.dropout;
     const MixerFactory mixer = [m](ParameterSet& ps, nn::Buffers& buffers, const std::string& name,
                                    int64_t) {

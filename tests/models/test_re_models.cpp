@@ -247,6 +247,48 @@ TEST(ReModels, NgramPaddingSlotsChangeNothing) {
   EXPECT_GT(real, 0.0);
 }
 
+// A batch norm with a set of running statistics per iteration (a weight-shared block):
+// iteration t's batch statistics update set t only, and evaluation at iteration t
+// normalises with set t.
+TEST(Norm, OneSetOfRunningStatisticsPerIteration) {
+  ParameterSet ps(3);
+  nn::Buffers buffers;
+  nn::Norm norm(ps, buffers, "n", 2, nn::Norm::Kind::batch, 2);
+  EXPECT_EQ(buffers.size(), 4u);  // n.running_{mean,var} and n.running_{mean,var}.t1
+  const Tensor mask = Tensor::full({1, 3}, 1.0f);
+  const Tensor x0 = Tensor::from_vector({1, 10, 2, 20, 3, 30}, {1, 3, 2});
+  const Tensor x1 = Tensor::from_vector({-4, 0, -6, 0, -8, 0}, {1, 3, 2});
+  nn::Context ctx;
+  ctx.training = true;
+  ctx.iteration = 0;
+  norm(ag::constant(x0), mask, ctx);
+  ctx.iteration = 1;
+  norm(ag::constant(x1), mask, ctx);
+  // momentum 0.1 from mean 0: 0.1 · the batch mean
+  EXPECT_NEAR(buffers.at("n.running_mean").f32()[0], 0.2f, 1e-6);
+  EXPECT_NEAR(buffers.at("n.running_mean").f32()[1], 2.0f, 1e-6);
+  EXPECT_NEAR(buffers.at("n.running_mean.t1").f32()[0], -0.6f, 1e-6);
+  EXPECT_NEAR(buffers.at("n.running_mean.t1").f32()[1], 0.0f, 1e-6);
+  // Evaluation at iteration 1 reads set 1: with its mean and variance set to the
+  // batch's, x1 comes out as training normalised it.
+  buffers.at("n.running_mean.t1").copy_from(Tensor::from_vector({-6, 0}, {2}));
+  buffers.at("n.running_var.t1").copy_from(Tensor::from_vector({8.0f / 3.0f, 1}, {2}));
+  ctx.training = false;
+  const Tensor y = norm(ag::constant(x1), mask, ctx)->value;
+  EXPECT_NEAR(y.f32()[0], 2.0 / std::sqrt(8.0 / 3.0 + 1e-5), 1e-5);
+  EXPECT_NEAR(y.f32()[4], -2.0 / std::sqrt(8.0 / 3.0 + 1e-5), 1e-5);
+  ctx.iteration = 2;
+  EXPECT_THROW(norm(ag::constant(x1), mask, ctx), std::logic_error);
+  // utre's shared block has a set per iteration (T_max with halting); its input and
+  // head norms, run once, one.
+  auto m = build("UTRE-CPD" + kSmall + "+iterations=2+max_steps=3");
+  for (const char* key : {"block0.norm.running_mean.t2", "block0.transition.norm3.running_var.t2",
+                          "input.norm.running_mean", "head.norm.running_var"})
+    EXPECT_TRUE(m->buffers().count(key)) << key;
+  EXPECT_FALSE(m->buffers().count("head.norm.running_var.t1"));
+  EXPECT_FALSE(m->buffers().count("block0.norm.running_mean.t3"));
+}
+
 // The bi-affine scorer against loops straight from SPEC §4.2.
 TEST(Biaffine, MatchesNaiveReference) {
   ParameterSet ps(5);

@@ -42,6 +42,10 @@ where it is named):
     no gradient.
   * PoS tags: mare's corpora have none (ReVocabSizes::pos_tags = 0); the peer is built
     without them.
+  * running statistics: the batch norms of utre's and ntcre's weight-shared block keep one
+    set per iteration in mare, one for all iterations in the peer (`peer_buffers`
+    composes mare's sets into the peer's). Only evaluation reads them; a training step's
+    numbers are the same.
 Not covered: `+norm=layer`. mare's switch makes every norm of utre/ntcre a layer norm
 (input, block, transition, heads: models/registry.cpp); the peer's only the blocks'.
 
@@ -256,11 +260,40 @@ def mapping(cfg):
 PEER_HAS_NO = {}
 
 
-def buffer_name(mare_norm_param, m):
-    """mare's running-statistic buffer of a norm -> the peer's, via the norm's gamma."""
-    stem, stat = mare_norm_param.rsplit(".", 1)
-    peer = m.get(stem + ".gamma")
-    return None if peer is None else peer[0].rsplit(".", 1)[0] + "." + stat
+MOMENTUM = 0.1  # both sides' batch-norm momentum
+
+
+def peer_buffers(mare_buffers, m, iterations_run):
+    """mare's running statistics in the peer's form: {peer buffer: mare's value}.
+
+    A batch norm of utre's and ntcre's shared block keeps one set of running statistics
+    per iteration in mare (<norm>.running_mean, <norm>.running_mean.t1, ...: nn::Norm),
+    and one set for all iterations in the peer, updated once an iteration. From mare's
+    sets after the step (each updated once from its initial value r0) each iteration's
+    batch statistic is s_t = (r_t - (1 - m) r0) / m; the peer's set is the same updates
+    chained in iteration order: r <- (1 - m) r + m s_t for t = 0 .. iterations_run - 1.
+    """
+    sets = {}
+    for name, a in mare_buffers.items():
+        parts = name.split(".")
+        t = 0
+        if parts[-1].startswith("t") and parts[-1][1:].isdigit():
+            t, parts = int(parts[-1][1:]), parts[:-1]
+        stem, stat = ".".join(parts[:-1]), parts[-1]
+        sets.setdefault((stem, stat), {})[t] = a.astype(np.float64)
+    out = {}
+    for (stem, stat), by_t in sets.items():
+        peer = m.get(stem + ".gamma")
+        key = None if peer is None else peer[0].rsplit(".", 1)[0] + "." + stat
+        r0 = 0.0 if stat == "running_mean" else 1.0
+        if len(by_t) == 1:
+            out[key or stem + "." + stat] = by_t[0]
+            continue
+        r = np.full_like(by_t[0], r0)
+        for t in range(iterations_run):
+            r = (1 - MOMENTUM) * r + (by_t[t] - (1 - MOMENTUM) * r0)
+        out[key or stem + "." + stat] = r
+    return out
 
 
 def sinusoid(T, d):
@@ -408,9 +441,11 @@ def check_case(models, label, index, arrays, verbose):
                      f"({g / scale:.1e} of the step's largest)")
     # batch-norm running statistics after the step (running means of zero-mean inputs are
     # 0 up to rounding: an absolute floor)
-    for name, a in arrays.get("buffers", {}).items():
-        pb = buffer_name(name, ref.map)
-        if pb is None or pb not in ref.buffers:
+    steps = arrays.get("outputs", {}).get("halting_steps")
+    run = int(steps.max()) if steps is not None else cfg["iterations"]
+    for pb, a in peer_buffers(arrays.get("buffers", {}), ref.map, run).items():
+        name = pb
+        if pb not in ref.buffers:
             problems.append(f"mare buffer {name} has no counterpart in the peer")
             continue
         r = ref.buffers[pb]
