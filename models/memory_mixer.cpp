@@ -187,6 +187,19 @@ ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const
     r.write_weights = cpu(s_.write_weights);
     r.read_weights = cpu(s_.read_weights);
     r.read_vectors = cpu(s_.read_vectors);
+    // A frozen memory's allocation and reads: those of its last step (this call's were
+    // computed from a state it does not take).
+    const MemoryRecording::Step* last = nullptr;
+    for (const MemoryRecording::Step& s : ctx.memory_recording->steps)
+      if (s.mixer == name_ && s.call == calls_ - 1 && s.B == B && s.T == T) last = &s;
+    for (int64_t m = 0; m < M; ++m) {
+      if (r.run.f32()[m] != 0.0f) continue;
+      for (auto [field, width] : {std::pair{&MemoryRecording::Step::allocation, N},
+                                  std::pair{&MemoryRecording::Step::read_vectors, R * W}}) {
+        float* row = (r.*field).f32() + m * width;
+        for (int64_t k = 0; k < width; ++k) row[k] = last ? (last->*field).f32()[m * width + k] : 0;
+      }
+    }
     ctx.memory_recording->steps.push_back(std::move(r));
   }
   ++calls_;

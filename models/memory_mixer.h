@@ -93,6 +93,9 @@ struct MemoryRecording {
     Tensor write_weights;  // [M, N]
     Tensor read_weights;   // [M, R, N]
     Tensor read_vectors;   // [M, R, W] this call's reads
+    // A memory that did not step (run 0) keeps its state, and its allocation and reads
+    // are those of its last step (zeros before its first): every field of a memory is
+    // its own state's.
   };
   std::vector<Step> steps;  // in call order
 };
