@@ -457,11 +457,13 @@ def check_case(models, label, index, arrays, verbose):
 
     rows.sort(reverse=True)
     grad_rows = [r for r in rows if not r[1].startswith("buffer ")]
-    worst = grad_rows[0] if grad_rows else (0.0, "-", 0, 0, 0)
+    nonzero = [r for r in grad_rows if not r[1].endswith(" (zero)")]
+    worst = nonzero[0] if nonzero else (0.0, "-", 0, 0, 0)
     status = "ok" if not problems else "DIFFERS"
-    print(f"{label:16s} {status:8s} B {B} T {T} loss mare {mare_loss:.6f} peer {ref.loss:.6f} "
-          f"(rel {loss_err:.1e}); worst gradient {worst[1]} {worst[0]:.2e} (float32 peer "
-          f"{worst[4]:.2e}); {len(grad_rows)} gradients")
+    print(f"{label:18s} {status:7s} B {B} T {T} loss mare {mare_loss:.6f} peer {ref.loss:.6f} "
+          f"(rel {loss_err:.1e}); {len(grad_rows)} gradients, worst {worst[1]} {worst[0]:.2e} "
+          f"(float32 peer {worst[4]:.2e}), {len(grad_rows) - len(nonzero)} zero in exact "
+          "arithmetic")
     for r in rows[: (len(rows) if verbose else 3)]:
         print(f"    {r[0]:.2e}  {r[1]}  (|ref| {r[2]:.2e}, |mare| {r[3]:.2e}, float32 peer {r[4]:.2e})")
     for n in notes:
