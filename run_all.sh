@@ -26,7 +26,8 @@ PACKAGES=(build-essential cmake ninja-build git pkg-config
   libeigen3-dev libboost-math-dev libbenchmark-dev libgtest-dev libcli11-dev
   nlohmann-json3-dev libyaml-cpp-dev librandom123-dev libpugixml-dev gnuplot-nox
   clang libclang-rt-14-dev clang-format
-  slurm-wlm munge)  # slurm-wlm munge: the one-node Slurm test of `mare sweep --emit slurm`
+  slurm-wlm munge  # slurm-wlm munge: the one-node Slurm test of `mare sweep --emit slurm`
+  python3-torch)    # the models' check against the PyTorch peer (tests/peers)
 ensure_packages() {
   local missing=()
   for p in "${PACKAGES[@]}"; do

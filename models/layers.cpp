@@ -78,16 +78,20 @@ ConstantCache& constants() {
 
 enum ConstantKind : int64_t { kPositionSignal = 2, kPositionTable = 3 };
 
-// The signal's rows for positions 0 … rows − 1: [rows, D] (one sequence's).
+// The signal's rows of one sequence, [rows, D]. Row r is token r; its position i is r
+// for the plain signal (t = 0: bran, Vaswani et al.'s positions from 0) and r + 1 for
+// the position-iteration signal P_t (t ≥ 1: thesis eq. 3-6 counts i ∈ [1, I], t ∈ [1, T]).
 Tensor position_rows(int64_t rows, int64_t D, int64_t t) {
   std::vector<float> one(static_cast<size_t>(rows * D));
-  for (int64_t i = 0; i < rows; ++i)
+  const int64_t first = t >= 1 ? 1 : 0;
+  for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < D; ++j) {
       const double freq =
           std::pow(10000.0, -static_cast<double>(j - j % 2) / static_cast<double>(D));
+      const double i = static_cast<double>(r + first);
       double v = j % 2 == 0 ? std::sin(i * freq) : std::cos(i * freq);
       if (t >= 1) v += j % 2 == 0 ? std::sin(t * freq) : std::cos(t * freq);
-      one[i * D + j] = static_cast<float>(v);
+      one[r * D + j] = static_cast<float>(v);
     }
   return Tensor::from_vector(one, {rows, D});
 }
@@ -186,23 +190,36 @@ Norm::Kind parse_norm(const std::string& name) {
   throw std::invalid_argument("norm=" + name + ": expected batch or layer");
 }
 
-Norm::Norm(ParameterSet& ps, Buffers& buffers, const std::string& name, int64_t dim, Kind kind)
+Norm::Norm(ParameterSet& ps, Buffers& buffers, const std::string& name, int64_t dim, Kind kind,
+           int iterations)
     : kind_(kind) {
+  if (iterations < 1)
+    throw std::invalid_argument(name + ": iterations must be ≥ 1, got " +
+                                std::to_string(iterations));
   gamma_ = ps.add(name + ".gamma", {dim}, Init::ones);
   beta_ = ps.add(name + ".beta", {dim}, Init::zeros);
   if (kind == Kind::batch) {
     buffers_ = &buffers;
-    mean_key_ = name + ".running_mean";
-    var_key_ = name + ".running_var";
-    buffers[mean_key_] = Tensor::zeros({dim}, ps.device());
-    buffers[var_key_] = Tensor::full({dim}, 1.0f, ps.device());
+    for (int t = 0; t < iterations; ++t) {
+      const std::string suffix = t == 0 ? "" : ".t" + std::to_string(t);
+      mean_keys_.push_back(name + ".running_mean" + suffix);
+      var_keys_.push_back(name + ".running_var" + suffix);
+      buffers[mean_keys_.back()] = Tensor::zeros({dim}, ps.device());
+      buffers[var_keys_.back()] = Tensor::full({dim}, 1.0f, ps.device());
+    }
   }
 }
 
 ag::Var Norm::operator()(const ag::Var& x, const Tensor& mask, const Context& ctx) {
   if (kind_ == Kind::layer) return masked(ag::layer_norm(x, gamma_, beta_), mask);
-  return ag::batch_norm_masked(x, gamma_, beta_, buffers_->at(mean_key_), buffers_->at(var_key_),
-                               mask.reshape({mask.numel()}), ctx.training);
+  const size_t t = mean_keys_.size() > 1 ? static_cast<size_t>(ctx.iteration) : 0;
+  if (t >= mean_keys_.size())
+    throw std::logic_error(mean_keys_[0] + ": iteration " + std::to_string(ctx.iteration) +
+                           " of a norm with " + std::to_string(mean_keys_.size()) +
+                           " sets of running statistics");
+  return ag::batch_norm_masked(x, gamma_, beta_, buffers_->at(mean_keys_[t]),
+                               buffers_->at(var_keys_[t]), mask.reshape({mask.numel()}),
+                               ctx.training);
 }
 
 // ---- attention ------------------------------------------------------------
@@ -242,14 +259,14 @@ ag::Var ConvTransition::operator()(const ag::Var& x, const Tensor& mask, Context
 }
 
 InvertedResidual::InvertedResidual(ParameterSet& ps, Buffers& buffers, const std::string& name,
-                                   int64_t dim, Norm::Kind norm, bool zero_last) {
+                                   int64_t dim, Norm::Kind norm, bool zero_last, int iterations) {
   w1_ = ps.add(name + ".expand.w", {1, dim, 4 * dim}, Init::glorot_uniform);
-  n1_ = Norm(ps, buffers, name + ".norm1", 4 * dim, norm);
+  n1_ = Norm(ps, buffers, name + ".norm1", 4 * dim, norm, iterations);
   wd_ = ps.add(name + ".depthwise.w", {3, 4 * dim}, Init::glorot_uniform);
   bd_ = ps.add(name + ".depthwise.b", {4 * dim}, Init::zeros);
-  n2_ = Norm(ps, buffers, name + ".norm2", 4 * dim, norm);
+  n2_ = Norm(ps, buffers, name + ".norm2", 4 * dim, norm, iterations);
   w3_ = ps.add(name + ".project.w", {1, 4 * dim, dim}, Init::glorot_uniform);
-  n3_ = Norm(ps, buffers, name + ".norm3", dim, norm);
+  n3_ = Norm(ps, buffers, name + ".norm3", dim, norm, iterations);
   if (zero_last) n3_.zero_scale();
 }
 

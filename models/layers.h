@@ -30,6 +30,9 @@ struct Context {
   uint64_t seed = 0;                       // the run's seed (dropout masks)
   uint64_t step = 0;                       // the training step (dropout masks differ per step)
   std::map<uint32_t, uint64_t> site_uses;  // dropout site -> uses in this pass
+  // The iteration (0-based) of the weight-shared block being run (utre, ntcre): a Norm
+  // with one set of running statistics per iteration uses set `iteration`.
+  int iteration = 0;
   // When set, memory mixers append the state they leave (models/memory_mixer.h).
   MemoryRecording* memory_recording = nullptr;
 };
@@ -83,11 +86,22 @@ class Dropout {
 // Normalisation over the feature axis of [B, T, D] tokens: BatchNorm with
 // statistics over the non-padded tokens (running averages for evaluation), or
 // LayerNorm per token. Padded tokens come out as zeros.
+//
+// A BatchNorm inside a block whose weights are shared over the iterations (utre,
+// ntcre) normalises each iteration's tokens with that iteration's batch statistics
+// in training, and these differ from iteration to iteration. With `iterations` > 1 it
+// keeps one set of running averages per iteration (Context::iteration picks it; γ and
+// β stay shared), so that evaluation normalises iteration t as training did (recurrent
+// batch norm, Cooijmans et al. 2016). One shared set averages the iterations'
+// statistics and normalises every iteration with that mean. Buffers:
+// <name>.running_mean / .running_var for iteration 0, <name>.running_mean.t<k> /
+// .running_var.t<k> for iteration k ≥ 1.
 class Norm {
  public:
   enum class Kind { batch, layer };
   Norm() = default;
-  Norm(ParameterSet& ps, Buffers& buffers, const std::string& name, int64_t dim, Kind kind);
+  Norm(ParameterSet& ps, Buffers& buffers, const std::string& name, int64_t dim, Kind kind,
+       int iterations = 1);
   ag::Var operator()(const ag::Var& x, const Tensor& mask, const Context& ctx);
   Kind kind() const { return kind_; }
   bool has_value() const { return gamma_ != nullptr; }
@@ -99,7 +113,7 @@ class Norm {
   // The running statistics live in the model's Buffers (read through it on every
   // call, so that moving the buffers to another device moves them here too).
   Buffers* buffers_ = nullptr;
-  std::string mean_key_, var_key_;
+  std::vector<std::string> mean_keys_, var_keys_;  // per iteration
   Kind kind_ = Kind::batch;
 };
 Norm::Kind parse_norm(const std::string& name);  // "batch" | "layer"
@@ -128,6 +142,8 @@ class TokenMixer {
   // mask: [B, T] real tokens; running: [B·T] 1 for tokens not halted yet.
   virtual ag::Var operator()(const ag::Var& x, const Tensor& mask, const Tensor& running,
                              Context& ctx) = 0;
+  // A term the mixer adds to the loss for the forward pass since begin(), or null.
+  virtual ag::Var aux_loss() const { return nullptr; }
 };
 
 class SelfAttention : public TokenMixer {
@@ -166,8 +182,9 @@ class ConvTransition : public Transition {
 // starts as A + 0, instead of adding a unit-variance branch to the residual stream.
 class InvertedResidual : public Transition {
  public:
+  // iterations: the norms' sets of running statistics (Norm).
   InvertedResidual(ParameterSet& ps, Buffers& buffers, const std::string& name, int64_t dim,
-                   Norm::Kind norm, bool zero_last = false);
+                   Norm::Kind norm, bool zero_last = false, int iterations = 1);
   ag::Var operator()(const ag::Var& x, const Tensor& mask, Context& ctx) override;
 
  private:
@@ -198,7 +215,9 @@ class Biaffine {
 // Constants of the encoders (device-generic: built with kernel ops).
 // The sinusoidal position (and iteration) signal of SPEC §4.3, [B, T, D]:
 // P[i, 2j] = sin(i / 10000^{2j/D}) (+ sin(t / 10000^{2j/D}) when t ≥ 1),
-// P[i, 2j+1] = cos(...) (+ cos(...)). Built once per shape and device and
+// P[i, 2j+1] = cos(...) (+ cos(...)). Token r of a sequence is position i = r for
+// t = 0 (bran's plain signal) and i = r + 1 for t ≥ 1 (the position-iteration
+// signal: thesis eq. 3-6 counts positions from 1). Built once per shape and device and
 // handed out again (a read-only constant: a caller must not write into it;
 // one that does gets a fresh one next time); _uncached builds it every call.
 Tensor position_signal(int64_t B, int64_t T, int64_t D, int64_t t, Device device);

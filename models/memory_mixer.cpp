@@ -26,18 +26,15 @@ MemoryConfig checked(const std::string& name, MemoryConfig c) {
   return c;
 }
 
-bool all_ones(const Tensor& run) {
-  const Tensor r = run.to(Device::cpu);
-  for (int64_t i = 0; i < r.numel(); ++i)
-    if (r.f32()[i] != 1.0f) return false;
-  return true;
-}
-
-// Is running ⊙ mask all ones? Both hold 0s and 1s, so it is when both are; each
-// is read on its own, so a batch's mask (uploaded: its host copy answers) costs
-// no read of the device, where the product, made on the GPU, would.
-bool all_ones(const Tensor& running, const Tensor& mask) {
-  return all_ones(mask) && all_ones(running);
+// How many entries of running ⊙ mask are 1 (both hold 0s and 1s). Each is read on
+// its own, so a batch's mask (uploaded: its host copy answers) and the halting
+// loop's running mask (made on the host) cost no read of the device, where the
+// product, made on the GPU, would.
+int64_t count_ones(const Tensor& running, const Tensor& mask) {
+  const Tensor r = running.to(Device::cpu), m = mask.to(Device::cpu);
+  int64_t n = 0;
+  for (int64_t i = 0; i < r.numel(); ++i) n += r.f32()[i] != 0.0f && m.f32()[i] != 0.0f;
+  return n;
 }
 
 }  // namespace
@@ -59,7 +56,7 @@ MemoryController::MemoryController(ParameterSet& ps, Buffers& buffers, const std
     : name_(name), c_(checked(name, config)) {
   const int64_t d = c_.dim;
   mha_ = MultiHeadAttention(ps, name + ".attention", d, c_.heads);
-  norm_ = Norm(ps, buffers, name + ".norm", d, c_.norm);
+  norm_ = Norm(ps, buffers, name + ".norm", d, c_.norm, c_.iterations);
   nu_ = Linear(ps, name + ".nu", d, d);
   xi_ = Linear(ps, name + ".xi", d, interface_width());
   read_out_ = Linear(ps, name + ".read_out", c_.read_heads * c_.word, d, /*bias=*/false);
@@ -80,6 +77,13 @@ void MemoryController::begin(int64_t B, int64_t T, Context&) {
   s_ = {};
   started_ = false;
   calls_ = 0;
+  gate_sum_ = nullptr;
+  gate_calls_ = 0;
+}
+
+ag::Var MemoryController::aux_loss() const {
+  if (!gate_sum_ || c_.gate_weight == 0.0f) return nullptr;
+  return ag::scale(gate_sum_, c_.gate_weight / static_cast<float>(gate_calls_));
 }
 
 ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const Tensor& running,
@@ -110,6 +114,27 @@ ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const
   const ag::Var nu = ag::reshape(nu_xi[0], {B, T, d});
   const ag::Var& xi = nu_xi[1];
 
+  // The gate regulariser's term (training only): mean(z²) over the sigmoid gates'
+  // pre-activations (erase [W], free gates [R], allocation and write gate) of the
+  // memories that step.
+  const Tensor run = mul_forward(running, mask.reshape({M}));
+  const int64_t stepping = count_ones(running, mask);
+  if (ctx.training && c_.gate_weight != 0.0f && stepping > 0) {
+    const InterfaceLayout at = InterfaceLayout::of(R, W);
+    const std::vector<ag::Var> parts =
+        ag::split(xi, {at.erase, W, W, R + 2, X - at.free_gates - (R + 2)}, 1);
+    const ag::Var z = ag::concat({parts[1], parts[3]}, 1);  // [M, W + R + 2]
+    const int64_t k = W + R + 2;
+    // Σ over stepping rows and gates of z², as [1, M] · (z ⊙ z) · [k, 1].
+    const ag::Var rows = ag::matmul(ag::constant(run.reshape({1, M})), ag::mul(z, z));
+    const ag::Var total =
+        ag::matmul(rows, ag::constant(Tensor::full({k, 1}, 1.0f, dev)));  // [1, 1]
+    const ag::Var mean =
+        ag::scale(ag::reshape(total, {1}), 1.0f / static_cast<float>(stepping * k));
+    gate_sum_ = gate_sum_ ? ag::add(gate_sum_, mean) : mean;
+    ++gate_calls_;
+  }
+
   // One memory step (SPEC §3 steps 1–11) on every token's memory.
   const MemoryState& p = s_;
   ag::Var mem, u, ww, wr, prec, links, reads, alloc;
@@ -138,9 +163,8 @@ ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const
   // Halted and padded tokens keep their state: each memory's row of the new state
   // where run = 1, of the previous one where run = 0 (next·run + prev·(1 − run) with
   // run ∈ {0, 1}, as one selection a state).
-  const Tensor run = mul_forward(running, mask.reshape({M}));
   MemoryState next{mem, u, ww, wr, prec, links, reads};
-  if (!all_ones(running, mask)) {
+  if (stepping != M) {
     next.memory = ag::select_rows(run, mem, p.memory);
     next.usage = ag::select_rows(run, u, p.usage);
     next.write_weights = ag::select_rows(run, ww, p.write_weights);
@@ -163,6 +187,19 @@ ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const
     r.write_weights = cpu(s_.write_weights);
     r.read_weights = cpu(s_.read_weights);
     r.read_vectors = cpu(s_.read_vectors);
+    // A frozen memory's allocation and reads: those of its last step (this call's were
+    // computed from a state it does not take).
+    const MemoryRecording::Step* last = nullptr;
+    for (const MemoryRecording::Step& s : ctx.memory_recording->steps)
+      if (s.mixer == name_ && s.call == calls_ - 1 && s.B == B && s.T == T) last = &s;
+    for (int64_t m = 0; m < M; ++m) {
+      if (r.run.f32()[m] != 0.0f) continue;
+      for (auto [field, width] : {std::pair{&MemoryRecording::Step::allocation, N},
+                                  std::pair{&MemoryRecording::Step::read_vectors, R * W}}) {
+        float* row = (r.*field).f32() + m * width;
+        for (int64_t k = 0; k < width; ++k) row[k] = last ? (last->*field).f32()[m * width + k] : 0;
+      }
+    }
     ctx.memory_recording->steps.push_back(std::move(r));
   }
   ++calls_;

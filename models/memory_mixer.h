@@ -11,12 +11,14 @@
 //         MemoryConfig::step)
 //   out = MCAM = ν + W_r [r_1; …; r_R]                        (eq. 3-17)
 // The encoder's block (models/re_models.cpp) then applies
-// A' = Norm(X + MCAM) and H = A' + Transition(A'). Two differences from SPEC
-// §4.5 step 5 follow from reusing utre's block: the attention's Norm lives
-// inside this mixer (the block has one Norm of its own, used for A'), and the
-// block adds the transition without an outer Norm (eq. 3-13 writes
-// H = Norm(A' + Transition(A')); with +transition the inverted residual ends
-// in a Norm of its own).
+// A' = Norm(X + MCAM) (eq. 3-14) and H = Norm(A' + Transition(A')) (eq. 3-13,
+// the block's out_norm). The attention's Norm lives inside this mixer; the
+// block's own Norm is the one of A'.
+//
+// The gate regulariser of thesis Table 4.2 (β₁ = 1e-5, "hard sigmoid"; SPEC §4.4
+// reads it as β₁ · mean(z²) over the sigmoid gates' pre-activations z): per call,
+// the mean of z² over the erase vector, free gates, allocation and write gate of
+// the memories that step; aux_loss() is β₁ times its mean over the calls.
 //
 // Memories [B·T, N, W] and the rest of the DNC state (usage, write and read
 // weights, precedence, links) are zero at begin() and persist across calls.
@@ -47,6 +49,7 @@ struct MemoryConfig {
   int64_t read_heads = 2;  // R
   AllocationVariant alloc = AllocationVariant::sorted;
   Norm::Kind norm = Norm::Kind::batch;
+  int iterations = 1;  // the attention Norm's sets of running statistics (nn::Norm)
   // The memory step: one fused op (kernels/memory/fused_step.h) or the
   // composed ops of models/functions_memory.h (the same equations; they agree
   // to rounding). automatic: fused on the CPU, composed on the GPU, where the
@@ -57,6 +60,7 @@ struct MemoryConfig {
   bool fused_on(Device device) const {
     return step == Step::fused || (step == Step::automatic && device == Device::cpu);
   }
+  float gate_weight = 1e-5f;  // β₁ of the gate regulariser (thesis Table 4.2)
   float dropout = 0.0f;       // on the attention branch, before Norm(X + MHA(X))
   uint32_t dropout_site = 6;  // its Philox stream (kStreamDropoutBase + site)
 };
@@ -89,6 +93,9 @@ struct MemoryRecording {
     Tensor write_weights;  // [M, N]
     Tensor read_weights;   // [M, R, N]
     Tensor read_vectors;   // [M, R, W] this call's reads
+    // A memory that did not step (run 0) keeps its state, and its allocation and reads
+    // are those of its last step (zeros before its first): every field of a memory is
+    // its own state's.
   };
   std::vector<Step> steps;  // in call order
 };
@@ -102,6 +109,9 @@ class MemoryController : public TokenMixer {
   void begin(int64_t B, int64_t T, Context& ctx) override;
   ag::Var operator()(const ag::Var& x, const Tensor& mask, const Tensor& running,
                      Context& ctx) override;
+  // β₁ · mean over the calls since begin() of mean(z²) (the header's comment); null
+  // before a call with a running memory.
+  ag::Var aux_loss() const override;
 
   const MemoryConfig& config() const { return c_; }
   int64_t interface_width() const;
@@ -119,6 +129,8 @@ class MemoryController : public TokenMixer {
   Dropout drop_;
   int64_t B_ = 0, T_ = 0;
   MemoryState s_;
+  ag::Var gate_sum_;      // Σ over calls of mean(z²)
+  int gate_calls_ = 0;    // calls with at least one memory that stepped
   bool started_ = false;  // the state holds this pass's values (else zeros are made on use)
 };
 

@@ -26,7 +26,7 @@ double mean_halting_steps(const Tensor& steps, const Tensor& token_mask);
 struct ReOutput {
   ag::Var pair_logits;  // [P, relations] (ReTask::relations)
   ag::Var ner_logits;   // [B·T, ner_tags] (ReTask::entities)
-  ag::Var aux_loss;     // [1] to add to the task loss (ponder cost), or null
+  ag::Var aux_loss;  // [1] to add to the task loss (ponder cost, memory gate regulariser), or null
   // Halting: the iterations each token took, i32 [B·T], and the token mask [B·T], on
   // the model's device; undefined without halting. A training step never reads them
   // (on the GPU a read waits for the device); mean_steps() does, when asked.

@@ -59,15 +59,18 @@ struct EncoderConfig {
   float embed_scale = 1.0f;
   bool biaffine_zero = false;    // the bi-affine's L starts at zero
   bool transition_zero = false;  // the inverted residual's last norm starts with γ = 0
+  bool outer_norm = false;       // ntcre: H = Norm(A + Transition(A)) (thesis eq. 3-13)
   float halt_eps = 0.01f;
   float ponder_weight = 1e-5f;
 };
 
-// One transformer block: A = Norm(X + Mixer(X)), H = A + Transition(A).
+// One transformer block: A = Norm(X + Mixer(X)), H = A + Transition(A); in ntcre
+// H = Norm(A + Transition(A)) (eq. 3-13: out_norm).
 struct Block {
   std::unique_ptr<nn::TokenMixer> mixer;
   nn::Norm norm;
   std::unique_ptr<nn::Transition> transition;
+  nn::Norm out_norm;  // ntcre only
 };
 
 // Builds a block's token mixer (ParameterSet, Buffers, parameter name prefix, d).
@@ -95,18 +98,22 @@ class AttentionRe : public ReModel {
       pos_ = nn::Embedding(params_, "embed.pos_tag", v.pos_tags, d, {}, table);
     if (c.input_norm) input_norm_ = nn::Norm(params_, buffers_, "input.norm", d, c.norm);
     const int blocks = c.shared ? 1 : c.iterations;
+    // A shared block's batch norms: one set of running statistics per iteration (nn::Norm).
+    const int stats = c.shared ? std::max(c.iterations, c.max_steps) : 1;
     for (int b = 0; b < blocks; ++b) {
       const std::string n = "block" + std::to_string(b);
       Block blk;
       blk.mixer = mixer
                       ? mixer(params_, buffers_, n + ".mixer", d)
                       : std::make_unique<nn::SelfAttention>(params_, n + ".attention", d, c.heads);
-      blk.norm = nn::Norm(params_, buffers_, n + ".norm", d, c.norm);
+      blk.norm = nn::Norm(params_, buffers_, n + ".norm", d, c.norm, stats);
       if (c.inverted)
         blk.transition = std::make_unique<nn::InvertedResidual>(
-            params_, buffers_, n + ".transition", d, c.norm, c.transition_zero);
+            params_, buffers_, n + ".transition", d, c.norm, c.transition_zero, stats);
       else
         blk.transition = std::make_unique<nn::ConvTransition>(params_, n + ".transition", d);
+      if (c.outer_norm)
+        blk.out_norm = nn::Norm(params_, buffers_, n + ".out_norm", d, c.norm, stats);
       blocks_.push_back(std::move(blk));
     }
     if (c.cpd) {
@@ -172,25 +179,64 @@ class AttentionRe : public ReModel {
 
  private:
   // Character n-grams: embed every gram, conv1d (kernel 3) over a token's grams,
-  // max over them, then a linear layer (SPEC §4.3).
+  // max over them, then a linear layer (SPEC §4.3). A token's gram list is padded
+  // with id 0 to the batch's longest; padding is masked as everywhere (SPEC §4.2):
+  // padded slots enter the convolution as zeros (as beyond the ends of a "same"
+  // convolution; the <pad> row gets no gradient) and take no part in the max. A
+  // token without grams (a padding token) gets 0.
   ag::Var ngram_vectors(const ReBatch& batch) {
-    // Padded gram slots (id 0) take part in the max with their own learned row,
-    // like a padding token: a token's grams are never all padding.
-    ag::Var e = grams_(batch.ngrams);  // [B·T, G, d]
-    ag::Var conv = ag::conv1d(e, gram_conv_w_, gram_conv_b_);
-    ag::Var pooled = ag::max(conv, 1);  // [B·T, d]
-    return ag::reshape(gram_out_(pooled), {batch.B, batch.T, c_.d});
+    const int64_t BT = batch.B * batch.T, G = batch.ngrams.dim(1), d = c_.d;
+    const Device dev = batch.mask.device();
+    // Host masks from the ids (a batch's small upload keeps its host copy).
+    const Tensor ids = batch.ngrams.to(Device::cpu);
+    std::vector<float> real(static_cast<size_t>(BT * G)), has_gram(static_cast<size_t>(BT));
+    // The max reads, for every slot, its own output if it is a gram, else a copy of the
+    // token's first gram's: the same maximum as over the grams alone, and max's
+    // backward reaches that gram through the copy.
+    std::vector<int32_t> source(static_cast<size_t>(BT * G));
+    for (int64_t r = 0; r < BT; ++r) {
+      int64_t first = -1;
+      for (int64_t k = 0; k < G; ++k)
+        if (ids.i32()[r * G + k] != 0) {
+          real[r * G + k] = 1.0f;
+          if (first < 0) first = k;
+        }
+      has_gram[r] = first >= 0 ? 1.0f : 0.0f;
+      for (int64_t k = 0; k < G; ++k)
+        source[r * G + k] =
+            static_cast<int32_t>(real[r * G + k] != 0.0f || first < 0 ? r * G + k : r * G + first);
+    }
+    auto on_device = [dev](const std::vector<float>& v, int64_t n) {
+      return ag::constant(Tensor::from_vector(v, {n}).to(dev));
+    };
+    ag::Var e = ag::reshape(grams_(batch.ngrams), {BT * G, d});
+    e = ag::reshape(ag::scale_rows(e, on_device(real, BT * G)), {BT, G, d});
+    ag::Var conv = ag::reshape(ag::conv1d(e, gram_conv_w_, gram_conv_b_), {BT * G, d});
+    const Tensor rows = Tensor::from_indices(source, {BT * G}).to(dev);
+    ag::Var pooled = ag::max(ag::reshape(ag::embedding(conv, rows), {BT, G, d}), 1);  // [B·T, d]
+    pooled = ag::scale_rows(pooled, on_device(has_gram, BT));
+    return ag::reshape(gram_out_(pooled), {batch.B, batch.T, d});
   }
 
   const Block& block(int t) const { return blocks_[c_.shared ? 0 : t]; }
 
-  // X + Mixer(X) -> Norm -> + Transition
+  // X + Mixer(X) -> Norm -> + Transition (-> Norm in ntcre), at iteration t (0-based)
   ag::Var apply_block(int t, const ag::Var& x, const ReBatch& batch, const Tensor& running,
                       Context& ctx) {
     Block& b = blocks_[c_.shared ? 0 : t];
+    ctx.iteration = t;  // the shared block's norms: iteration t's running statistics
     ag::Var mixed = (*b.mixer)(x, batch.mask, running, ctx);
     ag::Var a = b.norm(ag::add(x, drop_mix_(mixed, ctx)), batch.mask, ctx);
-    return ag::add(a, drop_tr_((*b.transition)(a, batch.mask, ctx), ctx));
+    ag::Var h = ag::add(a, drop_tr_((*b.transition)(a, batch.mask, ctx), ctx));
+    return b.out_norm.has_value() ? b.out_norm(h, batch.mask, ctx) : h;
+  }
+
+  // The mixers' loss terms of this forward pass (the memory's gate regulariser), or null.
+  ag::Var mixer_losses() const {
+    ag::Var sum;
+    for (const Block& b : blocks_)
+      if (ag::Var l = b.mixer->aux_loss()) sum = sum ? ag::add(sum, l) : l;
+    return sum;
   }
 
   ag::Var encode(ag::Var h, const ReBatch& batch, Context& ctx, ReOutput& out) {
@@ -204,6 +250,8 @@ class AttentionRe : public ReModel {
             c_.shared ? ag::add(h, ag::constant(nn::position_signal(B, T, d, t + 1, dev))) : h;
         h = apply_block(t, x, batch, token_mask, ctx);
       }
+      ctx.iteration = 0;
+      out.aux_loss = mixer_losses();
       return h;
     }
     // Dynamic halting (SPEC §4.4): h_t from X_t = H_{t−1} + P_t, before the block.
@@ -217,7 +265,7 @@ class AttentionRe : public ReModel {
       probs.push_back(ag::reshape(ag::sigmoid(halt_(x)), {1, N}));
       // Tokens that halted before this step keep their state: run = 1 − halted.
       const Tensor run_host = running_of(halted), run = run_host.on(dev);
-      ag::Var next = apply_block(t % static_cast<int>(blocks_.size()), x, batch, run, ctx);
+      ag::Var next = apply_block(t, x, batch, run, ctx);
       // A running token takes its new state, a halted one keeps its old (SPEC §4.4);
       // while none has halted, that is the new state.
       const float* r = run_host.f32();
@@ -229,6 +277,7 @@ class AttentionRe : public ReModel {
       halted = now.halted.on(Device::cpu);
       if (all_halted(halted, token_mask)) break;
     }
+    ctx.iteration = 0;
     ag::Halting w = ag::halting(ag::concat(probs, 0), token_mask, c_.max_steps, c_.halt_eps);
     // Ĥ = Σ_t p_t H_t
     const int64_t K = static_cast<int64_t>(states.size());
@@ -240,6 +289,7 @@ class AttentionRe : public ReModel {
       acc = acc ? ag::add(acc, term) : term;
     }
     out.aux_loss = ag::scale(w.ponder, c_.ponder_weight);
+    if (ag::Var l = mixer_losses()) out.aux_loss = ag::add(out.aux_loss, l);
     out.halting_steps = w.steps;
     out.token_mask = token_mask;
     return ag::reshape(acc, {B, T, d});
@@ -454,6 +504,7 @@ std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConf
     c.transition_zero =
         spec.switches.count("transition_init") && spec.switches.at("transition_init") == "zeros";
     c.cpd = spec.has("cpd");
+    c.outer_norm = spec.base == "ntcre";
     c.norm = nn::parse_norm(spec.switches.count("norm") ? spec.switches.at("norm") : "batch");
     c.input_norm = true;
     c.head_norm = true;
@@ -476,6 +527,7 @@ std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConf
              : step == "composed" ? nn::MemoryConfig::Step::composed
                                   : nn::MemoryConfig::Step::automatic;
     m.norm = c.norm;
+    m.iterations = c.max_steps;
     m.dropout = c.dropout;
     const MixerFactory mixer = [m](ParameterSet& ps, nn::Buffers& buffers, const std::string& name,
                                    int64_t) {

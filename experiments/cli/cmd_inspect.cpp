@@ -28,7 +28,9 @@ void run_inspect_memory(const InspectArgs& a) {
 }  // namespace
 
 void add_inspect_command(CLI::App& app) {
-  CLI::App* inspect = add_group(app, "inspect", "Look inside trained models");
+  CLI::App* inspect =
+      add_group(app, "inspect",
+                "Look inside models: a trained NTCRE's memories, one training step's numbers");
   auto [mem, a] = add_command<InspectArgs>(
       *inspect, "memory",
       "Record an NTCRE run's memories (usage, contents, write/read weights, reads) per token and "
@@ -41,6 +43,7 @@ void add_inspect_command(CLI::App& app) {
   mem->add_option("--split", a->memory.split, "train, valid or test")->capture_default_str();
   mem->add_option("--data", a->memory.data, "KIND:DIR instead of the manifest's data source");
   mem->add_flag("--no-plots", a->no_plots, "Skip the gnuplot heatmaps");
+  add_inspect_step_command(*inspect);
 }
 
 }  // namespace mare::cli

@@ -56,5 +56,7 @@ void add_compare_command(CLI::App& app);  // cmd_compare.cpp: mare compare
 void add_report_command(CLI::App& app);   // cmd_report.cpp: mare report
 void add_inspect_command(CLI::App& app);  // cmd_inspect.cpp: mare inspect
 void add_score_command(CLI::App& app);    // cmd_score.cpp: mare score
+// cmd_inspect_step.cpp: mare inspect step (added to the inspect group)
+void add_inspect_step_command(CLI::App& inspect);
 
 }  // namespace mare::cli

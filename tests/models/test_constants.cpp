@@ -5,6 +5,7 @@
 // is not handed out again.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -40,6 +41,22 @@ TEST(Constants, PositionSignalIsTheHostBuiltSignal) {
       EXPECT_TRUE(same_bytes(cached, nn::position_signal_uncached(3, T, 10, t, Device::cpu)))
           << "T " << T << ", t " << t;
     }
+}
+
+// The values, from the formulas: bran's plain signal (t = 0) counts positions from 0,
+// the position-iteration signal P_t (t ≥ 1, thesis eq. 3-6) from 1.
+TEST(Constants, PositionSignalValues) {
+  const int64_t T = 3, D = 4;
+  for (int64_t t : {0, 2}) {
+    const Tensor p = nn::position_signal(1, T, D, t, Device::cpu);
+    for (int64_t r = 0; r < T; ++r)
+      for (int64_t j = 0; j < D; ++j) {
+        const double i = t == 0 ? r : r + 1, f = std::pow(10000.0, -double(j - j % 2) / D);
+        double want = j % 2 == 0 ? std::sin(i * f) : std::cos(i * f);
+        if (t > 0) want += j % 2 == 0 ? std::sin(t * f) : std::cos(t * f);
+        EXPECT_NEAR(p.f32()[r * D + j], want, 1e-6) << "t " << t << ", token " << r << ", " << j;
+      }
+  }
 }
 
 TEST(Constants, AWrittenSignalIsBuiltAnew) {

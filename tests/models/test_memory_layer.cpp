@@ -316,6 +316,42 @@ TEST(MemoryController, GradientThroughThreeIterationsWithAHaltedToken) {
   EXPECT_EQ(off, 0) << bad;
 }
 
+// The gate regulariser (thesis Table 4.2's β₁, read by SPEC §4.4 as β₁ · mean(z²) over
+// the sigmoid gates' pre-activations): with W_ξ = 0, every memory's ξ is the bias, so
+// the term is β₁ times the mean square of the bias's erase, free, allocation and write
+// gate entries, whatever the tokens; and a padded token's input changes nothing.
+TEST(MemoryController, GateRegulariserIsBeta1TimesTheMeanSquareOfTheGates) {
+  ParameterSet ps(13);
+  nn::Buffers buffers;
+  nn::MemoryController mc(ps, buffers, "mix", tiny_memory());
+  const int64_t R = 2, W = 3;
+  const ag::Var w = ps.get("mix.xi.w"), b = ps.get("mix.xi.b");
+  w->value.fill(0.0f);
+  for (int64_t j = 0; j < b->value.numel(); ++j) b->value.f32()[j] = 0.1f * float(j % 7) - 0.3f;
+  const InterfaceLayout at = InterfaceLayout::of(R, W);
+  double sum = 0;
+  int64_t n = 0;
+  for (int64_t j = 0; j < b->value.numel(); ++j) {
+    const bool erase = j >= at.erase && j < at.write_vector;
+    const bool gate = j >= at.free_gates && j < at.read_modes;
+    if (erase || gate) sum += double(b->value.f32()[j]) * b->value.f32()[j], ++n;
+  }
+  EXPECT_EQ(n, W + R + 2);
+  run_mixer(mc, ag::constant(uniform({2, 3, 4}, 33, -1, 1)));
+  ASSERT_TRUE(mc.aux_loss());
+  EXPECT_NEAR(mc.aux_loss()->value.item(), 1e-5 * sum / n, 1e-12);
+
+  // Real weights: the padded token (5) takes no part.
+  nn::MemoryController real(ps, buffers, "mix2", tiny_memory());
+  Tensor x = uniform({2, 3, 4}, 34, -1, 1);
+  run_mixer(real, ag::constant(x));
+  const float aux = real.aux_loss()->value.item();
+  for (int64_t j = 0; j < 4; ++j) x.f32()[5 * 4 + j] = 5.0f;
+  run_mixer(real, ag::constant(x));
+  EXPECT_EQ(real.aux_loss()->value.item(), aux);
+  EXPECT_GT(aux, 0.0f);
+}
+
 // ---- the whole ntcre model ----------------------------------------------------
 
 using test::build;
@@ -494,20 +530,22 @@ TEST(NtcreModel, TrainingTrajectoryOfEveryVariantFollowsSorted) {
     // its parameter by lr-sized steps whose sign follows the noise, and any
     // other rounding (the mask forms multiply in slot order, sorted in
     // free-list order) changes that noise. Such parameters exist here: biases
-    // that add one vector to every token ahead of a normalisation over the
-    // tokens (the n-gram conv's and output layer's, the memory controller's
-    // ν, the transition's depthwise conv, the entity projections'), whose
-    // exact gradients are 0. They are found by their gradients in the
-    // reference run (at every step below 1e-5 of the largest parameter's: here
-    // 7e-10 to 1.1e-7 of it, the next smallest 1.4e-4) and not compared.
+    // and norm shifts that add one vector to every token ahead of a
+    // normalisation over the tokens (the n-gram conv's and output layer's, the
+    // memory controller's ν, the transition's depthwise conv, the entity
+    // projections', and the β of A' = Norm(X + MCAM) and of the transition's
+    // last norm, which the block's outer Norm of eq. 3-13 removes), whose exact
+    // gradients are 0. They are found by their gradients in the reference run
+    // (at every step below 1e-5 of the largest parameter's) and not compared.
     // parallel-eps's O(ε') offsets change every gradient's noise, so its
     // weights are not compared at all, only its losses.
     if (std::string(alloc) == "parallel-eps") continue;
     const double largest = *std::max_element(ref.grad_max.begin(), ref.grad_max.end());
     int compared = 0;
     for (size_t k = 0; k < ref.weights.size(); ++k) {
-      if (ref.grad_max[k] < 1e-5 * largest) {  // biases only (six of 49 here)
-        EXPECT_EQ(ref.names[k].substr(ref.names[k].size() - 2), ".b") << ref.names[k];
+      if (ref.grad_max[k] < 1e-5 * largest) {  // biases and shifts only
+        const std::string& n = ref.names[k];
+        EXPECT_TRUE(n.ends_with(".b") || n.ends_with(".beta")) << n;
         continue;
       }
       ++compared;

@@ -129,7 +129,21 @@ TEST(MemoryRecorder, StepsAreTheControllerStateAfterEachCall) {
     EXPECT_TRUE(same_bytes(s.memory, mix.state().memory->value));
     EXPECT_TRUE(same_bytes(s.write_weights, mix.state().write_weights->value));
     EXPECT_TRUE(same_bytes(s.read_weights, mix.state().read_weights->value));
-    EXPECT_TRUE(same_bytes(s.read_vectors, mix.state().read_vectors->value));
+    // Reads and allocation: this call's where the memory stepped; a frozen memory's are
+    // those of its last step (token 1 in the third call), zeros before its first (7).
+    const Tensor reads = mix.state().read_vectors->value;
+    const int64_t rw = 2 * 6, n = 3;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < rw; ++k) {
+        const float want = s.run.f32()[m] != 0.0f ? reads.f32()[m * rw + k]
+                           : call == 0            ? 0.0f
+                                       : rec.steps[call - 1].read_vectors.f32()[m * rw + k];
+        EXPECT_EQ(s.read_vectors.f32()[m * rw + k], want) << "memory " << m;
+      }
+    for (int64_t k = 0; k < n; ++k) {
+      EXPECT_EQ(s.allocation.f32()[7 * n + k], 0.0f);
+      if (call == 2) EXPECT_EQ(s.allocation.f32()[n + k], rec.steps[1].allocation.f32()[n + k]);
+    }
     ASSERT_EQ(s.usage.shape(), Shape({M, 3}));
     for (int64_t i = 0; i < s.usage.numel(); ++i) {
       EXPECT_GE(s.usage.f32()[i], 0.0f);
