@@ -183,7 +183,8 @@ TEST(CommittedSpecs, ProfileSizes) {
   EXPECT_EQ(runs("table4.6.yaml", "smoke"), 13u * 2u);
   EXPECT_EQ(runs("table4.10.yaml", "paper"), 2u * 10u);
   EXPECT_EQ(runs("table4.12.yaml", "paper"), 4u * 10u);
-  EXPECT_EQ(runs("table4.13.yaml", "paper"), 8u * 10u);
+  // random initialisation only on the real corpus: 2 models x 2 subtasks
+  EXPECT_EQ(runs("table4.13.yaml", "paper"), 4u * 10u);
   EXPECT_EQ(runs("table5.1.yaml", "paper"), 7u * 3u);
   EXPECT_EQ(runs("table5.1.yaml", "smoke"), 7u * 2u);
   EXPECT_EQ(runs("table4.14.yaml", "default"), 1u);
