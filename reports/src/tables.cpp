@@ -1365,7 +1365,8 @@ Table table_44(const ReportInputs& in, const Paper& paper) {
                   "synth-cdr or pubtator data)",
        .published_csv = "table_4_4_cdr_data.csv",
        .columns = {"corpus", "split", "documents", "positive pairs", "negative pairs",
-                   "published documents", "published positive", "published negative"},
+                   "negative pairs as BRAN builds them", "published documents",
+                   "published positive", "published negative"},
        .rows =
            [](const CorpusStats& c, const std::vector<Row>& pub) {
              std::vector<std::vector<std::string>> rows;
@@ -1379,16 +1380,26 @@ Table table_44(const ReportInputs& in, const Paper& paper) {
                }
                const std::string split = name == "train_ds" ? "ctd_extra_data" : name;
                const Row p = last_row(pub, [&](const Row& r) { return r.at("split") == split; });
+               // cdr's stats: BRAN's pairs, which the thesis counted (corpus_stats.h).
+               std::string bran = kNone;
+               if (s.contains("table_4_4") && s["table_4_4"].is_object()) {
+                 const json& t = s["table_4_4"];
+                 bran = count_text(number_or_nan(t, {"unfiltered_negative"}) +
+                                   number_or_nan(t, {"bran_unknown_id_pairs"}) -
+                                   number_or_nan(t, {"hypernym_filtered"}));
+               }
                rows.push_back({corpus_kind(c), name, count_text(number_or_nan(s, {"documents"})),
-                               count_text(pos), count_text(neg), cell(p, "documents"),
+                               count_text(pos), count_text(neg), bran, cell(p, "documents"),
                                cell(p, "positive"), cell(p, "negative")});
              }
              return rows;
            },
        .note = "Ours: the corpus the runs read, from `mare data stats --json` (positive: pairs "
-               "of a relation class, negative: NULL pairs). Published: BioCreative V CDR (thesis "
-               "Table 4.4); train_ds (distant supervision) stands beside the thesis's CTD +Data "
-               "row."},
+               "of a relation class, negative: NULL pairs; on cdr the hypernym filter on the "
+               "training split only). As BRAN builds them (cdr): our NULL pairs before the filter, "
+               "plus the pairs of BRAN's \"-1\" pseudo-entity, less the filter on every split. "
+               "Published: BioCreative V CDR (thesis Table 4.4); train_ds (distant supervision) "
+               "stands beside the thesis's CTD +Data row."},
       in, paper);
 }
 
@@ -1433,12 +1444,13 @@ Table table_411(const ReportInputs& in, const Paper& paper) {
   return render(
       {.id = "table4.11",
        .title = "Table 4.11: SemEval 2018 Task 7 data used, relations per class",
-       .kinds = {"semeval"},
+       .kinds = {"semeval", "semeval2018"},
        .missing = "no statistics of a SemEval corpus among the inputs (`mare data stats --json` "
                   "of synth-semeval or semeval data)",
        .published_csv = "table_4_11_semeval_classes.csv",
-       .columns = {"corpus", "split", "relation", "ours", "ours reverse yes / no",
-                   "published subtask 1.1", "published subtask 1.2", "published reverse yes / no"},
+       .columns = {"corpus", "split", "relation", "ours", "ours left to right / REVERSE",
+                   "published subtask 1.1", "published subtask 1.2",
+                   "published Reversa Sim / Não (Sim: left to right)"},
        .rows =
            [](const CorpusStats& c, const std::vector<Row>& pub) {
              // SemEval's files write MODEL-FEATURE, the thesis MODEL_FEATURE.
@@ -1464,9 +1476,12 @@ Table table_411(const ReportInputs& in, const Paper& paper) {
                  std::string rev = kNone;
                  if (s.contains("reverse") && s["reverse"].is_object() &&
                      s["reverse"].contains(r)) {
+                   // The thesis's "Reversa: Sim" is left to right, the files' lines without
+                   // the REVERSE flag (its USAGE 615 / 332 are the files' 619 / 334 less
+                   // the abstracts 1.2 shares with 1.1): ours in that order, flag "no" first.
                    const json& x = s["reverse"][r];
-                   rev = count_text(number_or_nan(x, {"yes"})) + " / " +
-                         count_text(number_or_nan(x, {"no"}));
+                   rev = count_text(number_or_nan(x, {"no"})) + " / " +
+                         count_text(number_or_nan(x, {"yes"}));
                  }
                  rows.push_back({corpus_kind(c), name, r, format_shortest(counts.at(r)), rev,
                                  printed_cell(p, "subtask_1_1"), printed_cell(p, "subtask_1_2"),
@@ -1478,8 +1493,10 @@ Table table_411(const ReportInputs& in, const Paper& paper) {
              return rows;
            },
        .note = "Ours: relations per class and split of the corpus the runs read (`mare data "
-               "stats --json`; the subtask is the corpus's). Published: thesis Table 4.11, the "
-               "training data of subtasks 1.1 (clean) and 1.2 (noisy), beside our train split."},
+               "stats --json`; the subtask is the corpus's; left to right: a line without the "
+               "REVERSE flag). Published: thesis Table 4.11, the training data of subtasks 1.1 "
+               "(clean) and 1.2 (noisy), beside our train split; its reverse column counts both "
+               "subtasks together, with the six abstracts 1.2 shares with 1.1 once."},
       in, paper);
 }
 

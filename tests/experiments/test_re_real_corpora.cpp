@@ -18,6 +18,7 @@
 #include "experiments/re_data.h"
 #include "experiments/re_trainer.h"
 #include "experiments/sweep/collect.h"
+#include "experiments/sweep/corpus_stats.h"
 #include "tests/temp_dir.h"
 
 namespace mare {
@@ -114,6 +115,36 @@ TEST(RealCorpora, SemevalClassifiesTheGivenPairs) {
   EXPECT_EQ(both.train.documents.size(), 300u + 344u);
   EXPECT_EQ(both.valid.examples.size(), c.valid.examples.size());
   EXPECT_EQ(both.test.examples.size(), 355u);
+}
+
+// `mare data stats` beside thesis Tables 4.4 and 4.11: the counts, and what makes them
+// differ, reproduced to the pair.
+TEST(RealCorpora, StatisticsBesideTablesFourFourAndFourEleven) {
+  const sweep::CorpusStatistics cdr = sweep::corpus_statistics("cdr");
+  const long table44[] = {4280, 4136, 4270};
+  for (int k = 0; k < 3; ++k) {
+    const sweep::SplitStats& s = cdr.splits[k];
+    EXPECT_EQ(s.unfiltered_negative + s.bran_unknown_id_pairs - s.hypernym_filtered, table44[k])
+        << s.name;
+  }
+  EXPECT_EQ(cdr.splits[0].bran_unknown_id_pairs, 78);
+  const std::string text = sweep::describe(cdr);
+  EXPECT_NE(text.find("beside thesis Table 4.4"), std::string::npos) << text;
+  EXPECT_NE(text.find("4394             78                192    4280     4280"), std::string::npos)
+      << text;
+  // Subtask 1.2: the file's relations less those in the six abstracts 1.1 also holds are
+  // thesis Table 4.11's column.
+  const sweep::CorpusStatistics noisy = sweep::corpus_statistics("semeval2018:1.2");
+  const std::map<std::string, long> table411{{"USAGE", 464},      {"MODEL-FEATURE", 172},
+                                             {"RESULT", 121},     {"TOPIC", 240},
+                                             {"PART_WHOLE", 192}, {"COMPARE", 41}};
+  for (std::size_t k = 1; k < noisy.relation_classes.size(); ++k) {
+    long ours = 0;
+    for (int split = 0; split < 2; ++split)  // train and the held-out abstracts
+      ours += noisy.splits[split].relations[k] - noisy.splits[split].shared_with_subtask_1_1[k];
+    EXPECT_EQ(ours, table411.at(noisy.relation_classes[k])) << noisy.relation_classes[k];
+  }
+  EXPECT_NE(sweep::describe(noisy).find("beside thesis Table 4.11"), std::string::npos);
 }
 
 ReTrainOptions tiny_run(const std::string& data, const fs::path& out) {
