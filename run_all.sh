@@ -123,6 +123,11 @@ run_main() {
   "$mare" data stats "synth-cdr:$out/data/synth-cdr" --json "$out/data/synth-cdr.stats.json" >/dev/null
   "$mare" data stats "bran-tsv:$out/data/synth-ctd" --json "$out/data/synth-ctd.stats.json" >/dev/null
   "$mare" data stats "semeval:$out/data/synth-semeval/subtask1.1" --json "$out/data/synth-semeval.stats.json" >/dev/null
+  log "the real corpora as shipped (experiments/corpora), beside thesis Tables 4.4 and 4.11 -> results/data/"
+  "$mare" data stats cdr --json "$out/data/cdr.stats.json"
+  for sub in 1.1 1.2; do
+    "$mare" data stats "semeval2018:$sub" --json "$out/data/semeval2018-$sub.stats.json" >/dev/null
+  done
 
   # Every table's spec at its default profile (experiments/specs/*.yaml), one sweep tree
   # each. Training sweeps run two runs at once (one kernel thread each); the benchmark
