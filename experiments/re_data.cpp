@@ -77,6 +77,27 @@ Tensor indices(const std::vector<int32_t>& v, const Shape& shape) {
   return Tensor::from_indices(v, shape);
 }
 
+// cdr+dev, BRAN's protocol: the training and development documents together, 15 % of
+// them (150 of 1 000) held out to validate, the rest trained on. The draw is fixed (the
+// same documents for every run, whatever its seed): a Philox permutation of seed 1111
+// (BRAN shuffled with that seed; its documents are not these), both parts in file order.
+void hold_out_of_train_and_dev(ReSplit& train, ReSplit& valid) {
+  std::vector<data::Document> all = std::move(train.documents);
+  for (data::Document& d : valid.documents) all.push_back(std::move(d));
+  train.documents.clear();
+  valid.documents.clear();
+  const int n = static_cast<int>(all.size());
+  const int k = static_cast<int>(std::lround(0.15 * n));
+  std::vector<int> perm(n);
+  for (int i = 0; i < n; ++i) perm[i] = i;
+  PhiloxStream rng(1111, kStreamHoldout);
+  for (int i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.below(i + 1)]);
+  std::vector<bool> held(n, false);
+  for (int i = 0; i < k; ++i) held[perm[i]] = true;
+  for (int i = 0; i < n; ++i)
+    (held[i] ? valid.documents : train.documents).push_back(std::move(all[i]));
+}
+
 }  // namespace
 
 constexpr Named<ReSourceKind> kSourceKinds[] = {{ReSourceKind::cdr, "cdr"},
@@ -100,11 +121,14 @@ const char* to_string(ReSourceKind kind) {
 
 ReSource parse_re_source(const std::string& source) {
   const std::string grammar =
-      "expected cdr[:DIR], semeval2018:1.1[:DIR], semeval2018:1.2[:DIR] or KIND:DIR with KIND "
+      "expected cdr[:DIR], cdr+dev[:DIR], semeval2018:1.1[:DIR], semeval2018:1.2[:DIR] or "
+      "KIND:DIR with KIND "
       "one of synth-cdr, pubtator, bran-tsv, semeval";
   const std::size_t colon = source.find(':');
   ReSource r;
-  r.kind = parse_re_source_kind(source.substr(0, colon));
+  std::string kind = source.substr(0, colon);
+  if (kind == "cdr+dev") kind = "cdr", r.train_on_dev = true;
+  r.kind = parse_re_source_kind(kind);
   const std::string rest = colon == std::string::npos ? "" : source.substr(colon + 1);
   switch (r.kind) {
     case ReSourceKind::cdr:
@@ -200,11 +224,11 @@ void ReCorpus::featurize(ReSplit& s) const {
 ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
   ReCorpus c;
   c.options = options;
-  if (options.source.empty() ||
-      (options.source.find(':') == std::string::npos && options.source != "cdr"))
-    throw std::invalid_argument("relation corpus: expected a source KIND:DIR (KIND one of " +
-                                names_of(kSourceKinds) + "), cdr or semeval2018:SUBTASK, found '" +
-                                options.source + "'");
+  if (options.source.empty() || (options.source.find(':') == std::string::npos &&
+                                 options.source != "cdr" && options.source != "cdr+dev"))
+    throw std::invalid_argument(
+        "relation corpus: expected a source KIND:DIR (KIND one of " + names_of(kSourceKinds) +
+        "), cdr, cdr+dev or semeval2018:SUBTASK, found '" + options.source + "'");
   const ReSource source = parse_re_source(options.source);
   c.kind = source.kind;
   c.directory = source.directory;
@@ -259,6 +283,8 @@ ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
   switch (c.kind) {
     case ReSourceKind::cdr:
       take_release(data::load_cdr_release(dir));
+      if (source.train_on_dev) hold_out_of_train_and_dev(c.train, c.valid);
+      c.train_on_dev = source.train_on_dev;
       c.type_pairs = data::cdr_type_pairs();
       c.official = OfficialScore::cdr;
       break;

@@ -8,6 +8,9 @@
 //                        CDR_DevelopmentSet (valid) and CDR_TestSet (test).PubTator.txt,
 //                        from the shipped copy (experiments/corpora/cdr) or DIR, each
 //                        checked against the release's checksum (data/releases.h)
+//   cdr+dev[:DIR]        the same release as BRAN trained on it: the training and
+//                        development documents together, a fixed 15 % of them (150)
+//                        held out to validate; test unchanged
 //   semeval2018:S[:DIR]  SemEval 2018 Task 7 subtask S (1.1 clean, 1.2 noisy) as
 //                        released: train S.text.xml + S.relations.txt less the abstracts
 //                        of training-eval.txt (valid: the organisers' held-out ones), test
@@ -154,6 +157,7 @@ class ReCorpus {
   std::vector<std::string> files;  // the release files read (cdr, semeval2018)
   OfficialScore official = OfficialScore::none;
   bool given_pairs = false;              // semeval2018: the examples are the listed pairs
+  bool train_on_dev = false;             // cdr+dev
   std::string hypernym_filter = "none";  // resolved: none | train | all
   // The generator that wrote the directory (synth-cdr, synth-ctd, synth-semeval: its
   // generator.json), empty for other data; a synth-cdr source is always synth-cdr's.
@@ -193,7 +197,8 @@ struct ReSource {
   ReSourceKind kind = ReSourceKind::synth_cdr;
   std::string directory;
   std::string subtask;
-  std::string also_train;  // semeval2018:S+T: T's abstracts join the training split
+  std::string also_train;     // semeval2018:S+T: T's abstracts join the training split
+  bool train_on_dev = false;  // cdr+dev: train and development documents, 15 % held out
 };
 ReSource parse_re_source(const std::string& source);
 // The hypernym-filter settings (ReCorpusOptions::hypernym_filter): none, train, all.

@@ -137,7 +137,7 @@ CorpusStatistics corpus_statistics(const std::string& source, int max_tokens) {
   s.subtask = c.subtask;
   s.hypernym_filter = c.hypernym_filter;
   for (const ReSplit* sp : {&c.train, &c.valid, &c.test}) s.splits.push_back(split_stats(c, *sp));
-  if (c.kind == ReSourceKind::cdr) {
+  if (c.kind == ReSourceKind::cdr && !c.train_on_dev) {
     // Table 4.4's pairs: the corpus again with the filter on every split.
     o.hypernym_filter = "all";
     const ReCorpus all = ReCorpus::load(o);
@@ -281,7 +281,7 @@ std::string describe(const CorpusStatistics& s) {
                pad(std::to_string(r.documents), 8) + pad(std::to_string(sp.positive), 9) +
                pad(std::to_string(r.positive), 8) + pad(std::to_string(sp.negative), 9) +
                pad(std::to_string(r.negative), 8) + "\n";
-    if (s.kind == "cdr") {
+    if (s.splits[0].unfiltered_negative >= 0) {
       // The negatives as BRAN's preprocessing (which the thesis used) builds them.
       o += "(ours: the hypernym filter on " + s.hypernym_filter +
            ".) The thesis's negatives are BRAN's pairs: every (chemical, disease)\n"

@@ -323,7 +323,7 @@ std::string infer_table(const RunRecord& run) {
       model == "gru" || model == "bigru" || model == "lstm")
     return "5.1";
   const std::string d = data_kind(run);
-  if (d == "cdr" || d == "synth-cdr" || d == "pubtator") return "4.5";
+  if (d == "cdr" || d == "cdr+dev" || d == "synth-cdr" || d == "pubtator") return "4.5";
   if (d == "synth-ctd" || d == "bran-tsv") return "4.10";
   if (d == "semeval2018" || d == "synth-semeval" || d == "semeval") return "4.12";
   return "";

@@ -77,6 +77,19 @@ TEST(RealCorpora, CdrCandidatesAndTheHypernymFilter) {
   EXPECT_EQ(all.test.filtered_negatives, 201);
   o.hypernym_filter = "none";
   EXPECT_EQ(ReCorpus::load(o).train.negatives.size(), 4394u);
+  // cdr+dev, BRAN's protocol: 850 of the 1 000 training and development documents to
+  // train, the same 150 to validate whatever the run's seed, the test split unchanged.
+  o.source = "cdr+dev";
+  o.hypernym_filter = "";
+  o.seed = 7;
+  const ReCorpus bran = ReCorpus::load(o);
+  EXPECT_EQ(bran.train.documents.size(), 850u);
+  EXPECT_EQ(bran.valid.documents.size(), 150u);
+  EXPECT_EQ(bran.test.positives.size(), 1066u);
+  EXPECT_EQ(bran.train.positives.size() + bran.valid.positives.size(), 1038u + 1012u);
+  o.seed = 1;
+  EXPECT_EQ(ReCorpus::load(o).valid.documents[0].id, bran.valid.documents[0].id);
+  o.hypernym_filter = "none";
   o.source = "semeval2018:1.1";
   o.hypernym_filter = "train";
   EXPECT_THROW(ReCorpus::load(o), std::invalid_argument);
