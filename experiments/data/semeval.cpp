@@ -45,6 +45,21 @@ struct Reader {
   std::string_view content;
   std::string_view file;
   std::map<std::string, std::size_t> entity_lines;  // entity id -> line of its first use
+  std::vector<std::size_t> line_starts;             // byte offset where each line begins
+
+  Reader(std::string_view c, std::string_view f) : content(c), file(f) {
+    line_starts.push_back(0);
+    for (std::size_t i = 0; i < content.size(); ++i)
+      if (content[i] == '\n') line_starts.push_back(i + 1);
+  }
+
+  // position_of by the line index: every entity's line is recorded, and a scan from the
+  // start of the file for each would make a load quadratic in the file's size.
+  Position position(std::ptrdiff_t offset) const {
+    const std::size_t end = std::min<std::size_t>(offset < 0 ? 0 : offset, content.size());
+    const auto it = std::upper_bound(line_starts.begin(), line_starts.end(), end) - 1;
+    return {static_cast<std::size_t>(it - line_starts.begin()) + 1, end - *it + 1};
+  }
 
   // A node's position: pugixml gives the offset of its name (after '<'); the column
   // points at the '<'.
@@ -55,7 +70,7 @@ struct Reader {
              content[offset - 1] != '<')
         --offset;
     if (n.type() != pugi::node_pcdata && n.type() != pugi::node_cdata && offset > 0) --offset;
-    return position_of(content, offset);
+    return position(offset);
   }
   [[noreturn]] void fail_at(const pugi::xml_node& n, const std::string& what) const {
     const Position p = at(n);
@@ -290,7 +305,7 @@ std::vector<Document> parse_semeval_xml(std::string_view content, std::string_vi
     }
     fail(file, p.line, p.column, what + " (" + parsed.description() + ")");
   }
-  Reader reader{content, file, {}};
+  Reader reader(content, file);
   return reader.read(xml);
 }
 
