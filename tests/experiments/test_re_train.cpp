@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -431,6 +432,57 @@ TEST(ReTrain, EarlyStoppingAfterPatienceEvaluations) {
   int lines = 0;
   while (std::getline(metrics, line)) ++lines;
   EXPECT_EQ(lines, 3);
+}
+
+// train, valid and test are scored on the best-on-validation checkpoint, not on the
+// last weights. With patience 1 the run stops at the first evaluation that does not
+// improve, so its last weights are not its best; the NULL margin tuned on validation (a
+// continuous function of the weights) tells the two apart where equal F1s cannot.
+TEST(ReTrain, ResultsComeFromTheBestCheckpointNotTheLastWeights) {
+  ReTrainOptions o = options("bran+iterations=1+d=8+heads=2+ner_prob=0", "best_reload");
+  o.steps = 400;
+  o.eval_every = 20;
+  o.patience = 1;
+  o.null_margin = "tune";
+  const nlohmann::json r = train_re_model(o, nullptr);
+  ASSERT_EQ(r["status"], "completed");
+  ASSERT_EQ(r["stopped_early"], true)
+      << "every evaluation improved: the test needs one that did not";
+  const int best = r["best_step"].get<int>(), last = r["steps"].get<int>();
+  ASSERT_LT(best, last);
+  std::map<int, nlohmann::json> by_step;
+  std::ifstream metrics(o.out / "metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) {
+    const auto j = nlohmann::json::parse(line);
+    by_step[j["step"].get<int>()] = j;
+  }
+  ASSERT_TRUE(by_step.count(best) && by_step.count(last));
+  const double margin = r["null_margin"]["margin"].get<double>();
+  EXPECT_EQ(margin, by_step[best]["valid_null_margin"].get<double>());
+  ASSERT_NE(by_step[best]["valid_null_margin"], by_step[last]["valid_null_margin"]);
+  EXPECT_NE(margin, by_step[last]["valid_null_margin"].get<double>());
+  EXPECT_EQ(r["valid"]["relations"]["micro"]["f1"], by_step[best]["valid_f1"]);
+}
+
+// SPEC §4.2: with NER trained (ner_prob > 0) the gold entity tags are not an input: the
+// model has no entity-tag embedding at all. Without NER they are.
+TEST(ReTrain, GoldEntityTagsAreAnInputOnlyWithoutNer) {
+  for (const std::string family : {"bran+iterations=1", "UTRE-CPD+max_steps=2"}) {
+    for (const double ner : {0.0, 0.5}) {
+      ReTrainOptions o =
+          options(family + "+d=8+heads=2+ner_prob=" + (ner > 0 ? "0.5" : "0"),
+                  "tags_" + std::to_string(static_cast<int>(ner * 10)) + family.substr(0, 4));
+      o.steps = 2;
+      o.eval_every = 2;
+      const nlohmann::json r = train_re_model(o, nullptr);
+      ASSERT_EQ(r["status"], "completed");
+      const auto manifest = nlohmann::json::parse(slurp(o.out / "manifest.json"));
+      EXPECT_EQ(manifest["config"]["ner_trained"], ner > 0) << family;
+      const bool has_tags =
+          slurp(o.out / "checkpoint.bin").find("embed.entity_tag") != std::string::npos;
+      EXPECT_EQ(has_tags, ner == 0) << family << " ner_prob " << ner;
+    }
+  }
 }
 
 }  // namespace
