@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -1219,10 +1220,13 @@ std::string corpus_name(const CorpusStats& c) {
 
 // The distributions of one field (first of `keys` present) per corpus and split, splits in
 // the file's "split_order" (else train, valid, test, others by name).
-std::vector<SplitDistribution> corpus_distributions(const ReportInputs& in,
-                                                    const std::vector<Key>& keys) {
+// Only the corpora `keep` accepts, when it is given.
+std::vector<SplitDistribution> corpus_distributions(
+    const ReportInputs& in, const std::vector<Key>& keys,
+    const std::function<bool(const CorpusStats&)>& keep = nullptr) {
   std::vector<std::pair<std::tuple<std::string, int, std::string>, SplitDistribution>> found;
   for (const auto& c : in.corpora) {
+    if (keep && !keep(c)) continue;
     const std::string name = corpus_name(c);
     std::vector<std::string> order;
     if (const json* o = child(c.json, "split_order"); o && o->is_array())
@@ -1269,10 +1273,48 @@ double bin_width(double lo, double hi, int max_bins) {
       if (span / (m * decade) <= max_bins) return m * decade;
 }
 
+// The corpora a thesis figure is about: Fig. 4.4 plots CTD (BRAN's TSV format; here the
+// synthetic synth-ctd, CTD itself is not available offline), Fig. 4.10 the two real corpora
+// (BioCreative V CDR and SemEval 2018, as shipped). A figure shows those of them among the
+// inputs, or every corpus when none of them is there.
+bool is_ctd(const CorpusStats& c) {
+  const std::string kind = as_text(child(c.json, "kind"));
+  return kind == "bran-tsv" || corpus_name(c).find("ctd") != std::string::npos;
+}
+bool is_release(const CorpusStats& c) {
+  const std::string kind = as_text(child(c.json, "kind"));
+  return kind == "cdr" || kind == "semeval2018";
+}
+
+// One histogram per corpus and split; with `merge_splits` (and more than one corpus) one
+// per corpus, its splits together.
 Figure fig_histogram(const ReportInputs& in, const std::string& id, const std::string& title,
                      const std::vector<Key>& keys, const std::string& what,
-                     const std::string& xlabel, bool fractions) {
-  const auto dists = corpus_distributions(in, keys);
+                     const std::string& xlabel, bool fractions,
+                     const std::function<bool(const CorpusStats&)>& about, bool merge_splits) {
+  auto dists = corpus_distributions(in, keys, about);
+  if (dists.empty()) dists = corpus_distributions(in, keys);
+  if (merge_splits) {
+    std::set<std::string> names;
+    for (const auto& d : dists) names.insert(d.corpus);
+    if (names.size() > 1) {
+      std::vector<SplitDistribution> merged;
+      for (auto& d : dists) {
+        if (merged.empty() || merged.back().corpus != d.corpus)
+          merged.push_back({d.corpus, "", {}});
+        Distribution& into = merged.back().values;
+        for (const auto& [x, count] : d.values) {
+          auto it = std::find_if(into.begin(), into.end(),
+                                 [x = x](const auto& e) { return e.first == x; });
+          if (it == into.end())
+            into.push_back({x, count});
+          else
+            it->second += count;
+        }
+      }
+      dists = std::move(merged);
+    }
+  }
   if (dists.empty())
     return missing_figure(
         id, title,
@@ -1336,10 +1378,11 @@ Figure fig_histogram(const ReportInputs& in, const std::string& id, const std::s
            "set key below maxcols 2 nobox font \",10\"\n" + plots + "\n";
   // As the tables': the corpora by name, the files they were read from.
   std::set<std::string> names, sources;
-  for (const auto& c : in.corpora) {
-    names.insert(corpus_name(c));
-    sources.insert(c.path.string());
-  }
+  for (const auto& c : in.corpora)
+    if (corpora.count(corpus_name(c))) {
+      names.insert(corpus_name(c));
+      sources.insert(c.path.string());
+    }
   f.provenance["corpora"] = names;
   f.provenance["sources"] = sources;
   f.provenance["bin_width"] = w;
@@ -1744,13 +1787,13 @@ std::vector<Artifact> write_figures(const ReportInputs& in, const fs::path& out_
                                "`mare inspect memory`)"));
   add(fig_histogram(in, "fig4.4", "Fig. 4.4: distances between the entities of related pairs",
                     {{"related_pair_distances"}, {"distances"}}, "related pairs",
-                    "distance between the entities (tokens)", false));
+                    "distance between the entities (tokens)", false, is_ctd, false));
   add(fig_4_5(in));
   add(fig_4_6(in));
   add(fig_4_9(in));
   add(fig_histogram(in, "fig4.10", "Fig. 4.10: document lengths",
                     {{"tokens", "per_document"}, {"document_tokens"}}, "documents",
-                    "document length (tokens)", true));
+                    "document length (tokens)", true, is_release, true));
   add(fig_4_11(in));
   for (const auto& sel : kGrpuFigures) add(fig_grpu(in, sel));
   for (const auto& ct : kCurveTables) add(fig_curves(in, ct));

@@ -434,6 +434,34 @@ TEST(Figures, CorpusHistogramsCountEachSplit) {
   EXPECT_NEAR(sum, 1.0, 1e-12);
 }
 
+// Fig. 4.4 is about CTD, Fig. 4.10 about the two real corpora (thesis: SemEval 2018 and
+// BioCreative V): with every corpus among the inputs (as in the main job), each shows its
+// own, Fig. 4.10 one curve per corpus (its splits together).
+TEST(Figures, EachCorpusFigureShowsTheCorporaItIsAbout) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  ReportInputs in;
+  in.corpora.push_back(corpus("synth-ctd"));
+  for (const char* real : {"cdr", "semeval2018"}) {
+    CorpusStats c = corpus(real);
+    c.json["kind"] = real;
+    c.json["source"] = std::string(real) + (std::string(real) == "cdr" ? "" : ":1.1");
+    in.corpora.push_back(c);
+  }
+  CorpusStats synth = corpus("synth-cdr");
+  synth.json["kind"] = "pubtator";
+  in.corpora.push_back(synth);
+  test::TempDir dir("figures_corpora");
+  const auto arts = write_figures(in, dir.path());
+  EXPECT_EQ(find(arts, "fig4.4").provenance["corpora"], json::array({"synth-ctd"}));
+  EXPECT_EQ(find(arts, "fig4.10").provenance["corpora"], json::array({"cdr", "semeval2018:1.1"}));
+  const auto lengths = dat_blocks(read(dir.path() / "figures" / "fig4.10.dat"));
+  ASSERT_EQ(lengths.size(), 2u);  // one per corpus: train and test together
+  double sum = 0;
+  for (const auto& row : lengths[0]) sum += row[1];
+  EXPECT_NEAR(sum, 1.0, 1e-12);
+  EXPECT_NE(read(dir.path() / "figures" / "fig4.10.dat").find("7 documents"), std::string::npos);
+}
+
 TEST(Figures, AbsentInputsAreMissingWithTheInputNamed) {
   test::TempDir dir("figures");
   // A stale picture of an earlier report must not survive beside `missing`.
