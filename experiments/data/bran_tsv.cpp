@@ -25,7 +25,15 @@ struct DocState {
   std::size_t index = 0;                           // into docs
   std::size_t first_line = 0;                      // line that introduced the document
   std::map<std::string, std::size_t> entity_line;  // entity id -> line that defined it
+  // (head, tail) -> the lines that listed the pair, with their labels
+  std::map<std::pair<int, int>, std::vector<std::pair<std::string, std::size_t>>> pair_lines;
 };
+
+// The text of the tokens [begin, end) as the file writes them (single spaces).
+std::string span_text(const Document& doc, const Span& s) {
+  return doc.text.substr(doc.tokens[s.begin].begin,
+                         doc.tokens[s.end - 1].end - doc.tokens[s.begin].begin);
+}
 
 std::string join_spans(const Document& doc, const Entity& e, bool starts) {
   std::string s;
@@ -156,6 +164,15 @@ std::vector<Document> parse_bran_tsv(std::string_view content, std::string_view 
                "entity " + quote(id) + " has a different type or different mentions than on line " +
                    std::to_string(st.entity_line[id]));
       }
+      // The mention column is the text of one of the entity's spans.
+      bool text_matches = false;
+      for (const Span& sp : spans) text_matches = text_matches || span_text(doc, sp) == f[c + 2];
+      if (!text_matches)
+        fail(file, ln.number, column_of(f, c + 2),
+             "mention text " + quote(f[c + 2]) + " of entity " + quote(id) +
+                 " is the text of none of its spans (the first, tokens [" +
+                 std::to_string(spans[0].begin) + ", " + std::to_string(spans[0].end) + "), is " +
+                 quote(span_text(doc, spans[0])) + ")");
       ends[side] = index;
     }
     if (ends[0] == ends[1])
@@ -165,11 +182,22 @@ std::vector<Document> parse_bran_tsv(std::string_view content, std::string_view 
       fail(file, ln.number, column_of(f, 11),
            "unknown relation label " + quote(label) +
                " (expected 'Null', 'CID' or a CTD class such as 'chem_gene_increases_expression')");
-    for (const ListedPair& p : doc.pairs)
-      if (p.head == ends[0] && p.tail == ends[1] && p.label == label)
+    // A pair may carry several relation labels (CTD's are not exclusive), but not one
+    // label twice, and never Null beside a relation.
+    auto& listed = st.pair_lines[{ends[0], ends[1]}];
+    for (const auto& [old, old_line] : listed) {
+      if (old == label)
         fail(file, ln.number, 1,
              "the pair (" + std::string(f[0]) + ", " + std::string(f[5]) + ") with label " +
-                 quote(label) + " is listed twice");
+                 quote(label) + " is listed twice (first at line " + std::to_string(old_line) +
+                 ")");
+      if (old == "Null" || label == "Null")
+        fail(file, ln.number, column_of(f, 11),
+             "the pair (" + std::string(f[0]) + ", " + std::string(f[5]) + ") is " + quote(old) +
+                 " at line " + std::to_string(old_line) + " and " + quote(label) +
+                 " here: expected Null alone or relation labels only");
+    }
+    listed.push_back({label, ln.number});
     doc.pairs.push_back({ends[0], ends[1], label, std::string(f[2]), std::string(f[7])});
     if (label != "Null") doc.relations.push_back({label, ends[0], ends[1], false});
   }

@@ -94,6 +94,20 @@ void check_utf8_field(std::string_view text, std::string_view file, std::size_t 
       std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text[i]));
       fail(file, line, col, std::string("expected UTF-8 text, found the invalid byte ") + hex);
     }
+    // Invisible characters would otherwise become data: a byte-order mark before an id
+    // makes a phantom entity, a NUL or another control character hides inside a field.
+    const auto b = static_cast<unsigned char>(text[i]);
+    if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7F) {
+      char cp[8];
+      std::snprintf(cp, sizeof cp, "U+%04X", b);
+      fail(file, line, col,
+           std::string("expected text, found the invisible control character ") + cp +
+               (b == 0 ? " (NUL)" : ""));
+    }
+    if (n == 3 && text.compare(i, 3, "\xEF\xBB\xBF") == 0)
+      fail(file, line, col,
+           "expected text, found the invisible character U+FEFF (a byte-order mark; save the "
+           "file as UTF-8 without one)");
     if (text[i] == '\n') {
       ++line;
       col = 1;

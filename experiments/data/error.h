@@ -38,7 +38,10 @@ std::string read_file(const std::string& path);
 void write_file(const std::string& path, std::string_view bytes);
 
 // Throws DataError at the line and column of the first byte that is not valid UTF-8
-// (overlong forms, surrogates and code points past U+10FFFF are invalid too).
+// (overlong forms, surrogates and code points past U+10FFFF are invalid too), or of the
+// first invisible character that would otherwise become data: a control character other
+// than tab, newline and carriage return (split_lines refuses '\r' by name), DEL, or
+// U+FEFF (a byte-order mark, anywhere).
 void check_utf8(std::string_view text, std::string_view file);
 // Same check for one field; line/column locate its first byte in the file.
 void check_utf8_field(std::string_view text, std::string_view file, std::size_t line,

@@ -9,9 +9,10 @@ namespace mare::data {
 
 MeshTree MeshTree::parse(std::string_view content, std::string_view file) {
   if (content.empty()) fail(file, 0, 0, "expected the MeSH tree file, found an empty file");
-  check_utf8(content, file);
+  // The MeSH release starts with a byte-order mark: skipped, not refused.
   const std::string_view bom = "\xEF\xBB\xBF";
   std::size_t skip = content.substr(0, 3) == bom ? 3 : 0;
+  check_utf8_field(content.substr(skip), file, 1, 1 + skip);
   bool unterminated = false;
   const std::vector<Line> lines = split_lines(content.substr(skip), file, &unterminated);
   const std::string_view header = "Tree Number\tDesc Ui\tTerm";

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "experiments/data/error.h"
 #include "experiments/data/tokenizer.h"
@@ -107,6 +108,9 @@ std::vector<Document> parse_pubtator(std::string_view content, std::string_view 
     const std::int64_t n_cp = static_cast<std::int64_t>(cp.size()) - 1;
     std::map<std::string, int> entity_index;
     std::vector<PendingRelation> pending;
+    // (start, end, type, ids) of each mention line -> its line: a repeated line is refused.
+    std::map<std::tuple<std::int64_t, std::int64_t, std::string, std::string>, std::size_t>
+        mention_lines;
 
     i += 2;
     for (; i < lines.size() && !lines[i].text.empty(); ++i) {
@@ -167,6 +171,13 @@ std::vector<Document> parse_pubtator(std::string_view content, std::string_view 
       if (f[4].empty() || f[4].find(' ') != std::string_view::npos)
         fail(file, ln.number, column_of(f, 4),
              "expected an entity type (non-empty, no spaces), found " + quote(f[4]));
+      const auto [first, fresh] = mention_lines.emplace(
+          std::make_tuple(start, end, std::string(f[4]), std::string(f[5])), ln.number);
+      if (!fresh)
+        fail(file, ln.number, 1,
+             "mention " + quote(f[3]) + " [" + std::to_string(start) + ", " + std::to_string(end) +
+                 ") of " + quote(f[5]) + " is listed twice (first at line " +
+                 std::to_string(first->second) + ")");
       Mention m;
       m.char_begin = static_cast<int>(b);
       m.char_end = static_cast<int>(e);
@@ -209,6 +220,10 @@ std::vector<Document> parse_pubtator(std::string_view content, std::string_view 
         fail(file, r.line, r.column_tail,
              "entity id " + quote(r.tail_id) +
                  " appears in a relation but in no mention of document " + quote(pmid));
+      if (h->second == t->second)
+        fail(file, r.line, r.column_tail,
+             "expected a relation between two different entities, found " + quote(r.head_id) +
+                 " to itself");
       if (auto types = options.argument_types.find(r.type); types != options.argument_types.end()) {
         const Entity& head = doc.entities[h->second];
         const Entity& tail = doc.entities[t->second];

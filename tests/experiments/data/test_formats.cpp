@@ -134,7 +134,7 @@ TEST(Semeval, RelationsPathFollowsTheTaskNaming) {
 const std::string kBran =
     "D1\tChemical\taspirin\t0:5\t1:6\tG1\tGene\tCOX 2\t3\t5\tdoc1\tchem_gene_decreases_activity\t"
     "aspirin blocks the COX 2 ; aspirin .\n"
-    "D1\tChemical\taspirin\t0:5\t1:6\tC2\tDisease\tpain\t7\t8\tdoc1\tNull\t"
+    "D1\tChemical\taspirin\t0:5\t1:6\tC2\tDisease\tpain\t8\t9\tdoc1\tNull\t"
     "aspirin blocks the COX 2 ; aspirin . pain\n";
 
 TEST(BranTsv, ParsesPairsAndRejectsADifferentTextForTheSameDocument) {
@@ -142,7 +142,7 @@ TEST(BranTsv, ParsesPairsAndRejectsADifferentTextForTheSameDocument) {
   const std::string ok =
       "D1\tChemical\taspirin\t0:5\t1:6\tG1\tGene\tCOX 2\t3\t5\tdoc1\tchem_gene_decreases_activity\t"
       "aspirin blocks the COX 2 ; aspirin . pain\n"
-      "D1\tChemical\taspirin\t0:5\t1:6\tC2\tDisease\tpain\t7\t8\tdoc1\tNull\t"
+      "D1\tChemical\taspirin\t0:5\t1:6\tC2\tDisease\tpain\t8\t9\tdoc1\tNull\t"
       "aspirin blocks the COX 2 ; aspirin . pain\n";
   const auto docs = parse_bran_tsv(ok, "b.tsv");
   ASSERT_EQ(docs.size(), 1u);
