@@ -621,14 +621,15 @@ TEST(ReportCeiling, EachCellBesideTheOracleAndTheEveryPairBaseline) {
   ASSERT_EQ(t.id, "ceiling");
   ASSERT_EQ(t.rows.size(), 3u);
   EXPECT_EQ(t.rows[0],
-            (std::vector<std::string>{"4.5", "table4.5", "cnn", "2", "750 ± 354 (2)",
-                                      "99.0 ± 1.4 (2)", "90.0 ± 1.4 (2)", "89.0 ± 1.4 (2)",
-                                      "34.5 ± 0.0 (2)", "96.0 ± 0.0 (2)", "0.93"}));
+            (std::vector<std::string>{"4.5", "table4.5", "cnn", "synth-cdr:/d", "2",
+                                      "750 ± 354 (2)", "99.0 ± 1.4 (2)", "90.0 ± 1.4 (2)",
+                                      "89.0 ± 1.4 (2)", "34.5 ± 0.0 (2)", "96.0 ± 0.0 (2)", "0.93",
+                                      "—", "—"}));  // no published value: synthetic data
   EXPECT_EQ(t.rows[1][0], "4.10");
-  EXPECT_EQ(t.rows[1][9], "—");  // no oracle
-  EXPECT_EQ(t.rows[1][10], "—");
+  EXPECT_EQ(t.rows[1][10], "—");  // no oracle
+  EXPECT_EQ(t.rows[1][11], "—");
   EXPECT_EQ(t.rows[2][0], "—");  // no table: last
-  EXPECT_EQ(t.rows[2][10], "0.72");
+  EXPECT_EQ(t.rows[2][11], "0.72");
   EXPECT_NE(t.notes.back().find("1 failed"), std::string::npos) << t.notes.back();
 }
 
@@ -655,10 +656,43 @@ TEST(ReportCeiling, ACellIsASweepsCell) {
   ASSERT_EQ(t.id, "ceiling");
   ASSERT_EQ(t.rows.size(), 2u);
   EXPECT_EQ(t.rows[0][1], "curves-cdr");
-  EXPECT_EQ(t.rows[0][7], "83.0 (1)");
+  EXPECT_EQ(t.rows[0][8], "83.0 (1)");
   EXPECT_EQ(t.rows[1][1], "curves-ctd");
-  EXPECT_EQ(t.rows[1][7], "65.0 (1)");
-  EXPECT_EQ(t.rows[1][10], "0.69");
+  EXPECT_EQ(t.rows[1][8], "65.0 (1)");
+  EXPECT_EQ(t.rows[1][11], "0.69");
+}
+
+// On the real corpora a cell stands beside the thesis's published test F1 for its model:
+// CDR's Table 4.5 (Gu et al. 2016's CNN for cnn), SemEval's Table 4.12 for the subtask
+// scored.
+TEST(ReportCeiling, RealCorpusCellsBesideThePublishedValue) {
+  ReportInputs in;
+  for (const auto& [cell, model, data, test] :
+       {std::tuple{"bran", "bran+d=64", "cdr", 0.53},
+        std::tuple{"cnn", "cnn+d=100", "cdr+dev", 0.49},
+        std::tuple{"ntcre", "ntcre+cpd+ngram+transition", "semeval2018:1.2+1.1", 0.418}}) {
+    RunRecord r;
+    r.dir = std::string("/runs/real/") + cell + "/seed1";
+    r.source = r.dir;
+    r.sweep = "real";
+    r.cell = cell;
+    r.seed = 1;
+    r.status = "completed";
+    r.kind = "train";
+    r.params = {{"data", data}, {"model", model}};
+    r.values = {{"test_f1", test}};
+    in.runs.push_back(r);
+  }
+  const Table t = build_tables(in, load_paper()).back();
+  ASSERT_EQ(t.id, "ceiling");
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0][2], "bran");
+  EXPECT_EQ(t.rows[0][12], "62.1 (4.5)");
+  EXPECT_EQ(t.rows[0][13], "0.85");
+  EXPECT_EQ(t.rows[1][3], "cdr+dev");
+  EXPECT_EQ(t.rows[1][12], "58.3 (4.5)");
+  EXPECT_EQ(t.rows[2][12], "83.6 (4.12)");  // NTCRE-CPD, subtask 1.2
+  EXPECT_EQ(t.rows[2][13], "0.50");
 }
 
 // A cell decided with a NULL margin says so beside its table, with its argmax test F1;

@@ -206,8 +206,7 @@ TEST(ReportCli, TheCommittedLearningReportIsItsRegeneration) {
   ASSERT_EQ(
       run(dir,
           "report " + inputs + "--out " + quoted(out.string()) + " --only curves,ceiling --title " +
-              quoted("Learning to the ceiling: synth-cdr, synth-ctd and synth-semeval "
-                     "(issue 29)") +
+              quoted("Learning to the ceiling: synth-cdr, synth-ctd and synth-semeval") +
               (figures ? "" : " --no-figures"),
           source_dir()),
       0)
