@@ -58,5 +58,23 @@ TEST(CliDeterminism, TwoProcessesWriteTheSameBytes) {
   expect_same_run_files(d / "utre_a", d / "utre_b");
 }
 
+// --threads K overrides MARE_THREADS; without it the variable decides (result.json
+// records the threads a run used).
+TEST(CliThreads, TheOptionOverridesTheVariable) {
+  const test::TempDir dir("cli_threads");
+  const fs::path& d = dir.path();
+  auto threads_of = [&](const std::string& env, const std::string& opt, const char* run) {
+    const std::string cmd = "MARE_THREADS=" + env + " " + ::mare::test::cli_binary() +
+                            " train --model mlp --task xor --seed 4 --epochs 1 " + opt + " --out " +
+                            (d / run).string() + " > /dev/null 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const std::string r = slurp(d / run / "result.json");
+    const std::size_t at = r.find("\"threads\":");
+    return at == std::string::npos ? -1 : std::atoi(r.c_str() + at + 10);
+  };
+  EXPECT_EQ(threads_of("3", "", "env"), 3);
+  EXPECT_EQ(threads_of("3", "--threads 2", "option"), 2);
+}
+
 }  // namespace
 }  // namespace mare
