@@ -54,7 +54,7 @@ struct MemoryConfig {
   // composed ops of models/functions_memory.h (the same equations; they agree
   // to rounding). automatic: fused on the CPU, composed on the GPU, where the
   // fused CUDA step (kernels/cuda/memory_step.cu) has not yet run on a GPU
-  // (issue 27; `memory_step=fused` asks for it there).
+  // (`memory_step=fused` asks for it there).
   enum class Step { automatic, fused, composed };
   Step step = Step::automatic;
   bool fused_on(Device device) const {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The layering of SPEC §1 and issue 30, checked on the sources' #include lines:
+# The layering of SPEC §1, checked on the sources' #include lines:
 #   kernels ← models ← experiments, with stats below experiments and reports; the CLI
 #   (experiments/cli) is the top and may include any layer. Within kernels, the CPU ops
 #   (kernels/ops, kernels/memory) include nothing from the CUDA backend (kernels/cuda):

@@ -1,5 +1,5 @@
 // `mare bench allocation`: the allocation-kernel comparison of thesis Table 4.14
-// on this machine (SPEC §10, issue 3). Runs the shared sweep of
+// on this machine (SPEC §10). Runs the shared sweep of
 // kernels/bench/allocation_sweep.h, prints the Table-4.14-shaped tables and
 // writes the rows as JSON and CSV (each written to a temporary file and
 // renamed, so a reader never sees half a file). `--device cuda` runs the same

@@ -1,4 +1,4 @@
-// The allocation benchmark sweep (SPEC §10, issue 3): every allocation variant
+// The allocation benchmark sweep (SPEC §10): every allocation variant
 // over sequence length × memory size, forward and forward+backward, each next
 // to a plain copy of exactly the bytes the pass must read and write (the
 // floor no allocation kernel can beat), plus how many memories `parallel-eps`

@@ -26,7 +26,7 @@
 // a filter the program runs everything else: `--benchmark_filter=.` runs all).
 //
 // Counters: items_per_second (items = real tokens of the batch per iteration),
-// the GEMM bound (gemm_bound.h; issue 17): gemm_gflop (the GEMM flops of one
+// the GEMM bound (gemm_bound.h): gemm_gflop (the GEMM flops of one
 // iteration as the kernels count them, the median over the timed iterations),
 // gemm_gflops_per_s (bench_ops's matmul forward+backward at [B·T, d] × [d, d],
 // measured after the warm-up at the same thread count), bound_s (the one over

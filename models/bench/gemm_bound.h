@@ -1,4 +1,4 @@
-// The GEMM bound of a training iteration (issue 17): the GEMM flops that one
+// The GEMM bound of a training iteration: the GEMM flops that one
 // iteration spends (kernels/ops/gemm_count.h, counted exactly by the kernels)
 // over the GEMM throughput that this machine reaches at the same thread count,
 // measured in the same process around the iterations (`mare bench iteration`:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016  # backquotes in single-quoted Markdown are literal on purpose
-# Runs the CPU performance benchmarks of issue 17 on this machine and writes a
+# Runs the CPU performance benchmarks on this machine and writes a
 # Markdown summary beside this script:
 #   reports/devices/cpu-<cpu>-<cores>c-<date>.md   (+ the raw outputs under <...>/)
 # Usage (from the repository root, on a quiet machine: the numbers are only as

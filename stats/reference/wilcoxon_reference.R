@@ -4,7 +4,7 @@
 #
 #   Rscript stats/reference/wilcoxon_reference.R
 #
-# NOT RUN: no R was available where this script was written (issue 15). It was
+# NOT RUN: no R was available where this script was written. It was
 # written from the tests' values, which came from R's documentation, SciPy's test
 # suite and an exact-fraction enumeration in Python. Running it is how to check them;
 # a line whose R value differs from its "test:" comment is a finding.

@@ -139,7 +139,7 @@ TEST(CliContract, TopLevelErrors) {
 
 TEST(CliContract, TrainErrors) {
   TempDir dir("cli");
-  // The two cases of issue 15: CLI11's own codes were 106 and 105.
+  // Two cases where CLI11's own codes were 106 and 105.
   expect_error(dir, {"train", "--model", "mlp", "--task", "xor"}, "--out");
   expect_error(dir, {"train", "--model", "mlp", "--task", "xor", "--out", "r", "--epochs", "0"},
                "--epochs");

@@ -227,7 +227,7 @@ TEST(OpTableCoverage, EveryRegisteredOpHasACase) {
 }
 
 // ------------------------------------------------------------- golden values
-// softmax(X W_Q (X W_K)ᵀ / √3) X W_V, computed independently (issue 2).
+// softmax(X W_Q (X W_K)ᵀ / √3) X W_V, computed independently.
 TEST(AttentionGolden, OneHeadMatchesIndependentValues) {
   Tensor x = Tensor::from_vector(
       {0.2f, -0.1f, 0.5f, 0.3f, 0.5f, 0.2f, -0.3f, 0.1f, -0.1f, 0.4f, 0.2f, 0.6f}, {3, 4});

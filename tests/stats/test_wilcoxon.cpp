@@ -1,5 +1,5 @@
 // Wilcoxon signed-rank and rank-sum tests against published values (R's wilcox.test
-// documentation, SciPy's test suite, as quoted in issue 5), against brute-force
+// documentation, SciPy's test suite), against brute-force
 // enumeration of the permutation distribution, and against properties every correct
 // implementation has (p in [0, 1], mirrored one-sided p-values, exact → approx).
 //

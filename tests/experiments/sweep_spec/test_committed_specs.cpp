@@ -191,7 +191,7 @@ TEST(CommittedSpecs, ProfileSizes) {
   EXPECT_EQ(runs("table4.15.yaml", "default"), 1u);
 }
 
-// The gpu profile: the paper's runs, each on the GPU (issue 29.5); every spec but the
+// The gpu profile: the paper's runs, each on the GPU; every spec but the
 // GRPU's defines it.
 TEST(CommittedSpecs, GpuProfilesAreThePaperRunsOnTheGpu) {
   for (const fs::path& p : committed_specs()) {

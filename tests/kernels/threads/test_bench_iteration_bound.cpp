@@ -1,4 +1,4 @@
-// `mare bench iteration`'s GEMM bound and speedup fields (issue 17): a row's
+// `mare bench iteration`'s GEMM bound and speedup fields: a row's
 // GEMM flops are the kernels' exact count, the same at 1 and 2 threads (the
 // same products, cut into different numbers of blocks), and the bound, the
 // ratio and the speedup are the quotients they claim to be. No timings asserted.
