@@ -1705,9 +1705,7 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
   for (const Group& g : groups) longest = std::max(longest, key_name(g).size() + 10);
   f.width = 1100;
   const double right = plot_right_for(longest, f.width);
-  std::string body = std::string(kAxes) +
-                     "set xlabel \"training step\"\nset ylabel \"relation F1 (micro)\"\n"
-                     "set yrange [0:1]\n";
+  std::string body = std::string(kAxes) + "set xlabel \"training step\"\nset yrange [0:1]\n";
   if (panels > 1)
     body += "set multiplot layout " + std::to_string(panels) + ",1 title " +
             gp::quote((table.empty() ? std::string("Runs") : "Table " + table) +
@@ -1720,6 +1718,13 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
   for (std::size_t p = 0; p < panels; ++p) {
     std::string plots;
     int entries = 0;
+    // The score the panel's runs were selected on: the task's own on the real corpora.
+    const std::string family = groups[ranges[p].first].dataset;
+    body += "set ylabel " +
+            gp::quote(family == "cdr"           ? "F1 (official: document-level triples)"
+                      : family == "semeval2018" ? "macro F1 (official)"
+                                                : "relation F1 (micro)") +
+            "\n";
     for (std::size_t k = ranges[p].first; k < ranges[p].second; ++k) {
       const Group& g = groups[k];
       const int ls = ++style;
@@ -1747,6 +1752,16 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
       }
     }
     if (plots.empty()) continue;
+    // The corpus's trivial baseline (result.json's every-pair F1 on test), one line a panel.
+    for (std::size_t k = ranges[p].first; k < ranges[p].second; ++k) {
+      const RunRecord* r = groups[k].runs.front();
+      const auto it = r->values.find("test_references.constant_positive_f1");
+      if (it == r->values.end() || !std::isfinite(it->second)) continue;
+      plots += ", \\\n     " + gp::num(it->second) +
+               " with lines lc rgb \"#808080\" dt 3 lw 1.5 title \"every pair (test)\"";
+      ++entries;
+      break;
+    }
     body +=
         plot_title(mixed ? heads[p]
                          : (panels > 1 ? panel_cells(ranges[p].first + 1, ranges[p].second) + ": "

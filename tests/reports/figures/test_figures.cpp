@@ -462,6 +462,27 @@ TEST(Figures, EachCorpusFigureShowsTheCorporaItIsAbout) {
   EXPECT_NE(read(dir.path() / "figures" / "fig4.10.dat").find("7 documents"), std::string::npos);
 }
 
+// A curve panel on a real corpus says which score it draws (the task's own), and every
+// panel whose runs hold it draws the corpus's every-pair baseline as a reference line.
+TEST(Figures, CurvesNameTheOfficialScoreAndDrawTheEveryPairBaseline) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  ReportInputs in;
+  in.runs.push_back(relation_run("BRAN", 1, "cdr", {0.5}, 0.6));
+  in.runs.back().table = "";
+  in.runs.back().sweep = "real";
+  in.runs.back().values["test_references.constant_positive_f1"] = 0.329;
+  in.runs.push_back(relation_run("BRAN", 1, "synth-ctd", {0.5}, 0.6));
+  in.runs.back().table = "";
+  in.runs.back().sweep = "synthetic";
+  test::TempDir dir("figures_curves_reference");
+  write_figures(in, dir.path(), [](const std::string& id) { return id == "curves"; });
+  const std::string gp = read(dir.path() / "figures" / "curves.gp");
+  EXPECT_NE(gp.find("set ylabel \"F1 (official: document-level triples)\""), std::string::npos);
+  EXPECT_NE(gp.find("set ylabel \"relation F1 (micro)\""), std::string::npos);
+  EXPECT_NE(gp.find("0.329 with lines"), std::string::npos) << gp;
+  EXPECT_EQ(gp.find("every pair"), gp.rfind("every pair"));  // the synthetic run has none
+}
+
 TEST(Figures, AbsentInputsAreMissingWithTheInputNamed) {
   test::TempDir dir("figures");
   // A stale picture of an earlier report must not survive beside `missing`.
