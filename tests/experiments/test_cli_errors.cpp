@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -128,6 +129,27 @@ TEST(CliContract, HelpAndVersionExitZero) {
         "relation models 0.0001, Table 4.1", "mlp 100, sequence models 1000"})
     EXPECT_NE(help.out.find(text), std::string::npos) << text << "\n" << help.out;
   expect_success(dir, {"stats", "signed-rank", "--help"}, "--alternative");
+  // --version names the version, the commit it was built from (12 hex digits, -dirty with
+  // uncommitted changes), the build type and compiler, the flags, sanitizers and CUDA.
+  const std::string version = run_mare(dir, {"--version"}).out;
+  for (const char* line : {R"(^mare \d+\.\d+\.\d+$)", R"(^commit ([0-9a-f]{12}(-dirty)?|unknown)$)",
+                           R"(^build \w+, \S+ [\d.]+$)", R"(^flags .*$)", R"(^sanitizers \S.*$)",
+                           R"(^cuda option (ON|OFF)$)"})
+    EXPECT_TRUE(std::regex_search(version, std::regex(line, std::regex::multiline))) << line << "\n"
+                                                                                     << version;
+  // doctor's fields, and list's four registries.
+  const std::string doctor = run_mare(dir, {"doctor"}).out;
+  for (const char* field : {"cpu", "threads", "simd", "exp", "cuda", "eigen", "cli11",
+                            "nlohmann_json", "yaml-cpp", "boost", "compiler", "mare"})
+    EXPECT_TRUE(std::regex_search(
+        doctor, std::regex(std::string("^") + field + " +\\S", std::regex::multiline)))
+        << field << "\n"
+        << doctor;
+  const std::string list = run_mare(dir, {"list"}).out;
+  for (const char* part :
+       {"ops (forward/backward pairs", "models (models/registry.cpp)", "model aliases",
+        "named grids", "tasks (experiments/tasks.cpp)", "UTRE-CPD", "NTCRE-CPD", "table4.6"})
+    EXPECT_NE(list.find(part), std::string::npos) << part;
 }
 
 TEST(CliContract, TopLevelErrors) {
