@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <regex>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -483,6 +484,27 @@ TEST(ReTrain, GoldEntityTagsAreAnInputOnlyWithoutNer) {
       EXPECT_EQ(has_tags, ner == 0) << family << " ner_prob " << ner;
     }
   }
+}
+
+// The manifest records the build a run came from: version, commit (12 hex digits, -dirty
+// with uncommitted changes), build type, compiler and the libraries' versions.
+TEST(ReTrain, ManifestRecordsTheBuild) {
+  ReTrainOptions o = options("bran+iterations=1+d=8+heads=2+ner_prob=0", "manifest_build");
+  o.steps = 1;
+  o.eval_every = 1;
+  ASSERT_EQ(train_re_model(o, nullptr)["status"], "completed");
+  const auto b = nlohmann::json::parse(slurp(o.out / "manifest.json")).at("build");
+  EXPECT_TRUE(std::regex_match(b.at("git_commit").get<std::string>(),
+                               std::regex("([0-9a-f]{12}(-dirty)?)|unknown")))
+      << b.dump();
+  EXPECT_TRUE(std::regex_match(b.at("version").get<std::string>(), std::regex(R"(\d+\.\d+\.\d+)")));
+  EXPECT_FALSE(b.at("build_type").get<std::string>().empty());
+  EXPECT_TRUE(std::regex_match(b.at("compiler").get<std::string>(), std::regex(R"(\S+ [\d.]+)")));
+  for (const char* lib : {"eigen", "cli11", "nlohmann_json"})
+    EXPECT_TRUE(std::regex_match(b.at("libraries").at(lib).get<std::string>(),
+                                 std::regex(R"(\d+(\.\d+)*)")))
+        << lib;
+  EXPECT_TRUE(b.at("cuda_compiled").is_boolean());
 }
 
 }  // namespace
