@@ -98,17 +98,6 @@ struct Evaluation {
   double argmax_f1 = 0;    // micro F1 of the argmax decisions (margin 0)
 };
 
-// The fixed sample of the training split that metrics.jsonl's train_f1 scores:
-// at most kTrainSampleDocs documents, evenly spaced in file order (the same for
-// every run on the corpus, whatever the seed).
-constexpr size_t kTrainSampleDocs = 200;
-std::vector<int> train_sample(const ReSplit& train) {
-  const size_t n = train.documents.size(), k = std::min(n, kTrainSampleDocs);
-  std::vector<int> docs;
-  for (size_t q = 0; q < k; ++q) docs.push_back(static_cast<int>(q * n / k));
-  return docs;
-}
-
 // Scores a split, or the documents `only` of it (relations only): relations
 // always (decided by `rule`), NER when `ner` (the model trains it).
 Evaluation evaluate(ReModel& model, const ReCorpus& corpus, const ReSplit& split,
@@ -363,7 +352,7 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
       weighted ? Tensor::from_vector(cw, {static_cast<int64_t>(cw.size())}).to(opt.device)
                : Tensor();
   PhiloxStream sampler(opt.seed, kStreamShuffle);
-  const std::vector<int> train_docs = train_sample(corpus.train);
+  const std::vector<int> train_docs = train_sample(corpus.train.documents.size());
   std::vector<double> step_seconds;
   const auto t0 = Clock::now();
   double last_valid_f1 = best_f1 < 0 ? 0.0 : best_f1;
@@ -539,6 +528,13 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
         {{"min", q(0)}, {"p25", q(0.25)}, {"median", q(0.5)}, {"p75", q(0.75)}, {"max", q(1)}}}});
   life.finish(result);
   return result;
+}
+
+std::vector<int> train_sample(size_t documents) {
+  const size_t n = documents, k = std::min(n, kTrainSampleDocs);
+  std::vector<int> docs;
+  for (size_t q = 0; q < k; ++q) docs.push_back(static_cast<int>(q * n / k));
+  return docs;
 }
 
 }  // namespace mare

@@ -30,6 +30,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -86,6 +87,12 @@ struct NullMarginRule {
   bool is_argmax() const { return !tune && margin == 0; }
 };
 std::optional<NullMarginRule> parse_null_margin(const std::string& text);
+
+// The fixed sample of a training split of `documents` documents that metrics.jsonl's
+// train_f1 scores: at most kTrainSampleDocs of them, evenly spaced in file order (the
+// same for every run on the corpus, whatever the seed).
+inline constexpr size_t kTrainSampleDocs = 200;
+std::vector<int> train_sample(size_t documents);
 
 // Runs, resumes or (when finished with the same configuration) skips the run;
 // returns result.json's contents. Progress lines go to `progress` (one line

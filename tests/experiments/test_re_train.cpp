@@ -507,5 +507,21 @@ TEST(ReTrain, ManifestRecordsTheBuild) {
   EXPECT_TRUE(b.at("cuda_compiled").is_boolean());
 }
 
+// metrics.jsonl's train_f1 sample: every document of a small split, at most 200 of a
+// large one, evenly spaced from the first (gaps of n / 200 rounded down or up).
+TEST(ReTrain, TheTrainingSampleIsAtMost200EvenlySpacedDocuments) {
+  EXPECT_EQ(train_sample(6), (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(train_sample(200).size(), 200u);
+  const std::vector<int> s = train_sample(500);
+  ASSERT_EQ(s.size(), 200u);
+  EXPECT_EQ(s.front(), 0);
+  EXPECT_EQ(s.back(), 497);
+  for (std::size_t i = 1; i < s.size(); ++i) {
+    EXPECT_GE(s[i] - s[i - 1], 2);
+    EXPECT_LE(s[i] - s[i - 1], 3);
+  }
+  EXPECT_TRUE(train_sample(0).empty());
+}
+
 }  // namespace
 }  // namespace mare
