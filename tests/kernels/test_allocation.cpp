@@ -22,6 +22,10 @@
 #include <cmath>
 #include <numeric>
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 #include "kernels/bench/allocation_sweep.h"
 #include "kernels/memory/access.h"
 #include "kernels/memory/allocation.h"
@@ -457,6 +461,38 @@ TEST(AllocationHandCase, UsageFromTheThesis) {
     for (int i = 0; i < 4; ++i)
       EXPECT_NEAR(a[i], expect[i], 1e-5 * expect[i]) << name_of(v) << " slot " << i;
   }
+}
+
+// Every variant runs with subnormals flushed (FTZ and DAZ) and gives the caller back its
+// floating-point mode: N = 128 usages of 0.5 make products down to 2^-127 (subnormal), which
+// come out as 0, never as subnormals; the caller's MXCSR, with the flags off and then on,
+// is the same afterwards, forward and backward.
+TEST(AllocationFloatingPointMode, SubnormalsFlushedAndTheCallersModeRestored) {
+#if defined(__SSE__)
+  const unsigned entry = _mm_getcsr();
+  const int64_t n = 128;
+  Tensor u = Tensor::from_vector(std::vector<float>(n, 0.5f), {1, n});
+  Tensor d_out = Tensor::from_vector(std::vector<float>(n, 1.0f), {1, n});
+  for (const unsigned mode : {entry & ~0x8040u, entry | 0x8040u}) {
+    _mm_setcsr(mode);
+    for (AllocationVariant v : allocation_variants()) {
+      const std::vector<float> a = allocation_forward(u, v).to_vector();
+      EXPECT_EQ(_mm_getcsr(), mode) << name_of(v) << ": forward changed the caller's mode";
+      bool flushed = false;
+      for (float x : a) {
+        EXPECT_FALSE(std::fpclassify(x) == FP_SUBNORMAL) << name_of(v) << ": " << x;
+        flushed = flushed || x == 0.0f;
+      }
+      EXPECT_TRUE(flushed) << name_of(v) << ": the smallest allocations should underflow to 0";
+      Tensor d_usage = Tensor::zeros({1, n});
+      allocation_backward(d_usage, d_out, u, v);
+      EXPECT_EQ(_mm_getcsr(), mode) << name_of(v) << ": backward changed the caller's mode";
+    }
+  }
+  _mm_setcsr(entry);
+#else
+  GTEST_SKIP() << "no SSE control register on this CPU";
+#endif
 }
 
 // The reference itself: the thesis hand case above, and its backward against central
