@@ -487,8 +487,9 @@ TEST(ReTrain, GoldEntityTagsAreAnInputOnlyWithoutNer) {
 }
 
 // The manifest records the build a run came from: version, commit (12 hex digits, -dirty
-// with uncommitted changes), build type, compiler and the libraries' versions.
-TEST(ReTrain, ManifestRecordsTheBuild) {
+// with uncommitted changes), build type, compiler and the libraries' versions; timing.json
+// the steps' times.
+TEST(ReTrain, ManifestRecordsTheBuildAndTimingTheSteps) {
   ReTrainOptions o = options("bran+iterations=1+d=8+heads=2+ner_prob=0", "manifest_build");
   o.steps = 1;
   o.eval_every = 1;
@@ -505,6 +506,25 @@ TEST(ReTrain, ManifestRecordsTheBuild) {
                                  std::regex(R"(\d+(\.\d+)*)")))
         << lib;
   EXPECT_TRUE(b.at("cuda_compiled").is_boolean());
+  // timing.json: this process's steps, its wall time, the mean per step and the quantiles
+  // of the step times in order (the whole run's evaluations are in the wall time).
+  o.out = scratch() / "manifest_build_timing";
+  o.steps = 4;
+  o.eval_every = 2;
+  ASSERT_EQ(train_re_model(o, nullptr)["status"], "completed");
+  const auto t = nlohmann::json::parse(slurp(o.out / "timing.json"));
+  EXPECT_EQ(t.at("steps_this_process"), 4);
+  const double wall = t.at("wall_seconds").get<double>();
+  EXPECT_GT(wall, 0.0);
+  EXPECT_NEAR(t.at("seconds_per_step").get<double>(), wall / 4, 1e-9 * wall);
+  const auto& q = t.at("step_seconds_quantiles");
+  double last = 0.0;
+  for (const char* k : {"min", "p25", "median", "p75", "max"}) {
+    EXPECT_GE(q.at(k).get<double>(), last) << k;
+    last = q.at(k).get<double>();
+  }
+  EXPECT_GT(q.at("min").get<double>(), 0.0);
+  EXPECT_LE(q.at("max").get<double>(), wall);
 }
 
 // metrics.jsonl's train_f1 sample: every document of a small split, at most 200 of a
