@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -15,6 +16,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "experiments/train_option_kinds.h"
 #include "kernels/tensor.h"
@@ -150,6 +153,49 @@ TEST(CliContract, HelpAndVersionExitZero) {
        {"ops (forward/backward pairs", "models (models/registry.cpp)", "model aliases",
         "named grids", "tasks (experiments/tasks.cpp)", "UTRE-CPD", "NTCRE-CPD", "table4.6"})
     EXPECT_NE(list.find(part), std::string::npos) << part;
+}
+
+// `mare stats --json` prints one object whose numbers can be worked out by hand: A all
+// above B (5 against 6) is W = 30, the exact two-sided p 2 / C(11, 5), the Hodges-Lehmann
+// estimate the median of the 30 differences; a summary's n, mean, sd, median and range.
+TEST(CliStats, JsonOutputsHoldTheHandComputedValues) {
+  TempDir dir("cli_stats");
+  const std::vector<double> a = {0.80, 0.83, 0.79, 0.85, 0.90},
+                            b = {0.70, 0.72, 0.75, 0.71, 0.69, 0.74};
+  auto write_values = [&](const char* name, const std::vector<double>& v) {
+    std::ofstream out(dir.path() / name);
+    for (double x : v) out << x << "\n";
+  };
+  write_values("a.txt", a);
+  write_values("b.txt", b);
+  const Outcome rs = run_mare(dir, {"stats", "rank-sum", "a.txt", "b.txt", "--json"});
+  ASSERT_EQ(rs.status, 0) << rs.err;
+  const auto r = nlohmann::json::parse(rs.out);
+  EXPECT_EQ(r.at("test"), "rank-sum");
+  EXPECT_EQ(r.at("method"), "exact");
+  EXPECT_EQ(r.at("statistic").get<double>(), 30.0);
+  EXPECT_NEAR(r.at("p_value").get<double>(), 2.0 / 462.0, 1e-15);
+  std::vector<double> diffs;
+  for (double x : a)
+    for (double y : b) diffs.push_back(x - y);
+  std::sort(diffs.begin(), diffs.end());
+  EXPECT_NEAR(r.at("estimate").get<double>(), (diffs[14] + diffs[15]) / 2, 1e-12);
+  EXPECT_EQ(r.at("n_x"), 5);
+  EXPECT_EQ(r.at("n_y"), 6);
+  const Outcome sm = run_mare(dir, {"stats", "summary", "a.txt", "--json"});
+  ASSERT_EQ(sm.status, 0) << sm.err;
+  const auto m = nlohmann::json::parse(sm.out);
+  EXPECT_EQ(m.at("n"), 5);
+  EXPECT_NEAR(m.at("mean").get<double>(), 0.834, 1e-12);
+  double ss = 0;
+  for (double x : a) ss += (x - 0.834) * (x - 0.834);
+  EXPECT_NEAR(m.at("sd").get<double>(), std::sqrt(ss / 4), 1e-12);
+  EXPECT_NEAR(m.at("median").get<double>(), 0.83, 1e-12);
+  EXPECT_NEAR(m.at("min").get<double>(), 0.79, 1e-12);
+  EXPECT_NEAR(m.at("max").get<double>(), 0.90, 1e-12);
+  const auto ci = m.at("conf_int");
+  EXPECT_LE(ci.at(0).get<double>(), 0.834);
+  EXPECT_GE(ci.at(1).get<double>(), 0.834);
 }
 
 TEST(CliContract, TopLevelErrors) {
