@@ -118,7 +118,7 @@ TEST(LearningSpecs, CommittedRunsAreWhereTheirPlanPutsThem) {
     for (const char* profile : {"smoke", "default", "paper"})
       EXPECT_FALSE(load_sweep(e.path().string(), profile).runs.empty()) << profile;
   }
-  EXPECT_GE(specs, 7);
+  EXPECT_GE(specs, 9);
   struct Committed {
     const char *spec, *runs, *profile;
   };
@@ -128,7 +128,9 @@ TEST(LearningSpecs, CommittedRunsAreWhereTheirPlanPutsThem) {
         Committed{"ctd-margin.yaml", "ctd-margin-runs", "default"},
         Committed{"ctd-gpu.yaml", "ctd-gpu-runs", "gpu"},
         Committed{"semeval.yaml", "semeval-runs", "default"},
-        Committed{"semeval-emb.yaml", "semeval-emb-runs", "default"}}) {
+        Committed{"semeval-emb.yaml", "semeval-emb-runs", "default"},
+        Committed{"real-cdr.yaml", "real-cdr-runs", "default"},
+        Committed{"real-semeval.yaml", "real-semeval-runs", "default"}}) {
     SCOPED_TRACE(spec);
     const SweepPlan plan = load_sweep((learning / spec).string(), profile);
     for (const RunPlan& r : plan.runs)

@@ -216,6 +216,25 @@ TEST(ReportCli, TheCommittedLearningReportIsItsRegeneration) {
     GTEST_SKIP() << "gnuplot is not installed: the tables match; the figures were not compared";
 }
 
+// The same for the committed report of the real-corpus curves.
+TEST(ReportCli, TheCommittedRealCorpusLearningReportIsItsRegeneration) {
+  mare::test::TempDir dir("report_learning_real");
+  const fs::path committed = source_dir() / "reports/learning/real-report", out = dir / "report";
+  const bool figures = have_gnuplot();
+  ASSERT_EQ(run(dir,
+                "report reports/learning/real-cdr-runs reports/learning/real-semeval-runs --out " +
+                    quoted(out.string()) + " --only curves,ceiling --title " +
+                    quoted("Learning curves on the real corpora: BioCreative V CDR and SemEval "
+                           "2018 Task 7") +
+                    (figures ? "" : " --no-figures"),
+                source_dir()),
+            0)
+      << slurp(dir / "stderr");
+  expect_regenerated(committed, out, figures, "ceiling");
+  if (!figures)
+    GTEST_SKIP() << "gnuplot is not installed: the tables match; the figures were not compared";
+}
+
 // --paper DIR reads the published tables from DIR instead of the compiled-in copies:
 // a changed published value shows in the table; a missing folder is an error naming it.
 TEST(ReportCli, PaperFolderGivesThePublishedValues) {
