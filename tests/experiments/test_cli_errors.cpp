@@ -410,6 +410,15 @@ TEST(CliContract, AnUnusableDeviceIsRefusedAlikeEverywhere) {
       0u)
       << sweep.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "sw"));
+  // Its dry run and --emit slurm still go on (a login node has no GPU): the plan printed,
+  // the array job written.
+  const Outcome dry = run_mare(dir, {"sweep", "gpu.yaml", "--out", "sw", "--dry-run"});
+  EXPECT_EQ(dry.status, 0) << dry.err;
+  EXPECT_NE(dry.out.find("--device cuda"), std::string::npos) << dry.out;
+  const Outcome slurm = run_mare(dir, {"sweep", "gpu.yaml", "--out", "sw", "--emit", "slurm"});
+  EXPECT_EQ(slurm.status, 0) << slurm.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "sw" / "sweep.sbatch"));
+  EXPECT_NE(slurm.out.find("sbatch"), std::string::npos) << slurm.out;
 }
 
 // TF32 GEMMs (--matmul-precision high) where the GEMMs are the CPU's: refused by
