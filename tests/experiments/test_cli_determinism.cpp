@@ -9,6 +9,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/cli_binary.h"
 #include "tests/temp_dir.h"
 
@@ -68,9 +70,7 @@ TEST(CliThreads, TheOptionOverridesTheVariable) {
                             " train --model mlp --task xor --seed 4 --epochs 1 " + opt + " --out " +
                             (d / run).string() + " > /dev/null 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    const std::string r = slurp(d / run / "result.json");
-    const std::size_t at = r.find("\"threads\":");
-    return at == std::string::npos ? -1 : std::atoi(r.c_str() + at + 10);
+    return nlohmann::json::parse(slurp(d / run / "result.json")).at("threads").get<int>();
   };
   EXPECT_EQ(threads_of("3", "", "env"), 3);
   EXPECT_EQ(threads_of("3", "--threads 2", "option"), 2);

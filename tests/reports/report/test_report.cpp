@@ -633,23 +633,34 @@ TEST(ReportCeiling, EachCellBesideTheOracleAndTheEveryPairBaseline) {
   EXPECT_NE(t.notes.back().find("1 failed"), std::string::npos) << t.notes.back();
 }
 
+namespace {
+
+// A completed relation run (seed 1) of a sweep's cell on `data`, for the ceiling table.
+RunRecord ceiling_run(const std::string& sweep, const std::string& cell, const std::string& data,
+                      std::map<std::string, double> values) {
+  RunRecord r;
+  r.dir = "/runs/" + sweep + "/" + cell + "/seed1";
+  r.source = r.dir;
+  r.sweep = sweep;
+  r.cell = cell;
+  r.seed = 1;
+  r.status = "completed";
+  r.kind = "train";
+  r.params = {{"data", data}};
+  r.values = std::move(values);
+  return r;
+}
+
+}  // namespace
+
 // Two sweeps may name a cell alike (bran on synth-cdr in one, on synth-ctd in another):
 // each keeps its row; the runs of one cell are never averaged across corpora.
 TEST(ReportCeiling, ACellIsASweepsCell) {
   ReportInputs in;
   for (const auto& [sweep, test, oracle] :
        {std::tuple{"curves-cdr", 0.83, 0.97}, std::tuple{"curves-ctd", 0.65, 0.94}}) {
-    RunRecord r;
-    r.dir = std::string("/runs/") + sweep + "/bran/seed1";
-    r.source = r.dir;
-    r.sweep = sweep;
-    r.cell = "bran";
-    r.seed = 1;
-    r.status = "completed";
-    r.kind = "train";
-    r.params = {{"data", "synth-cdr:/d"}};
-    r.values = {{"test_f1", test}, {"test_references.oracle_f1", oracle}};
-    in.runs.push_back(r);
+    in.runs.push_back(ceiling_run(sweep, "bran", "synth-cdr:/d",
+                                  {{"test_f1", test}, {"test_references.oracle_f1", oracle}}));
   }
   const std::vector<Table> tables = build_tables(in, load_paper());
   const Table& t = tables.back();
@@ -671,17 +682,8 @@ TEST(ReportCeiling, RealCorpusCellsBesideThePublishedValue) {
        {std::tuple{"bran", "bran+d=64", "cdr", 0.53},
         std::tuple{"cnn", "cnn+d=100", "cdr+dev", 0.49},
         std::tuple{"ntcre", "ntcre+cpd+ngram+transition", "semeval2018:1.2+1.1", 0.418}}) {
-    RunRecord r;
-    r.dir = std::string("/runs/real/") + cell + "/seed1";
-    r.source = r.dir;
-    r.sweep = "real";
-    r.cell = cell;
-    r.seed = 1;
-    r.status = "completed";
-    r.kind = "train";
-    r.params = {{"data", data}, {"model", model}};
-    r.values = {{"test_f1", test}};
-    in.runs.push_back(r);
+    in.runs.push_back(ceiling_run("real", cell, data, {{"test_f1", test}}));
+    in.runs.back().params["model"] = model;
   }
   const Table t = build_tables(in, load_paper()).back();
   ASSERT_EQ(t.id, "ceiling");
@@ -700,16 +702,8 @@ TEST(ReportCeiling, RealCorpusCellsBesideThePublishedValue) {
 TEST(ReportCeiling, ANullMarginIsNotedWithTheArgmaxF1) {
   ReportInputs in;
   for (const auto& [cell, margin] : {std::pair{"argmax", 0.0}, std::pair{"tuned", 2.25}}) {
-    RunRecord r;
-    r.dir = std::string("/runs/ctd/") + cell + "/seed1";
-    r.source = r.dir;
-    r.sweep = "ctd";
-    r.cell = cell;
-    r.seed = 1;
-    r.status = "completed";
-    r.kind = "train";
-    r.params = {{"data", "bran-tsv:/d"}};
-    r.values = {{"test_f1", 0.70}, {"test_references.oracle_f1", 0.94}};
+    RunRecord r = ceiling_run("ctd", cell, "bran-tsv:/d",
+                              {{"test_f1", 0.70}, {"test_references.oracle_f1", 0.94}});
     if (margin != 0)
       r.values.insert({{"null_margin.margin", margin}, {"null_margin.test_argmax_f1", 0.65}});
     in.runs.push_back(r);

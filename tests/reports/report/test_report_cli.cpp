@@ -170,69 +170,61 @@ void expect_regenerated(const fs::path& committed, const fs::path& out, bool fig
   }
 }
 
-}  // namespace
-
-// The committed reports/grpu/report/ is what the README's command makes from the
-// committed runs today: the same files, the same tables and index bytes, the same
-// figure data (to 1e-12: see expect_same_numbers) and scripts. Without gnuplot, the
-// tables alone (--no-figures).
-TEST(ReportCli, TheCommittedGrpuReportIsItsRegeneration) {
-  mare::test::TempDir dir("report_grpu");
-  const fs::path committed = source_dir() / "reports/grpu/report", out = dir / "report";
+// A committed report is what its README's command makes from the committed runs today:
+// `mare report INPUTS --out … --only ONLY --title TITLE` run from the repository's root (the
+// index names the inputs as given), compared by expect_regenerated on TABLE. Returns
+// whether the figures were compared (gnuplot is installed).
+bool regenerates_committed(const std::string& committed, const std::string& inputs,
+                           const std::string& only, const std::string& title,
+                           const std::string& table) {
+  mare::test::TempDir dir("report_committed");
+  const fs::path out = dir / "report";
   const bool figures = have_gnuplot();
-  // As the README runs it: from the repository's root (the index names the inputs as given).
-  ASSERT_EQ(run(dir,
-                "report reports/grpu/runs --out " + quoted(out.string()) +
-                    " --only table5.1,fig5.1,fig5.2,fig5.3,fig5.4,fig5.5 --title " +
-                    quoted("GRPU on the dissertation's sequence tasks: Table 5.1, Figs. 5.1-5.5") +
-                    (figures ? "" : " --no-figures"),
+  EXPECT_EQ(run(dir,
+                "report " + inputs + " --out " + quoted(out.string()) + " --only " + only +
+                    " --title " + quoted(title) + (figures ? "" : " --no-figures"),
                 source_dir()),
             0)
       << slurp(dir / "stderr");
-  expect_regenerated(committed, out, figures, "table5.1");
-  if (!figures)
-    GTEST_SKIP() << "gnuplot is not installed: the tables match; the figures were not compared";
+  expect_regenerated(source_dir() / committed, out, figures, table);
+  return figures;
 }
 
-// The same for the committed learning report (reports/learning/README.md's command).
+constexpr const char* kNoGnuplot =
+    "gnuplot is not installed: the tables match; the figures were not compared";
+
+}  // namespace
+
+// reports/grpu/report/: the same files, the same tables and index bytes, the same figure
+// data (to 1e-12: see expect_same_numbers) and scripts. Without gnuplot, the tables alone
+// (--no-figures).
+TEST(ReportCli, TheCommittedGrpuReportIsItsRegeneration) {
+  if (!regenerates_committed(
+          "reports/grpu/report", "reports/grpu/runs", "table5.1,fig5.1,fig5.2,fig5.3,fig5.4,fig5.5",
+          "GRPU on the dissertation's sequence tasks: Table 5.1, Figs. 5.1-5.5", "table5.1"))
+    GTEST_SKIP() << kNoGnuplot;
+}
+
+// reports/learning/report/ (reports/learning/README.md's command).
 TEST(ReportCli, TheCommittedLearningReportIsItsRegeneration) {
-  mare::test::TempDir dir("report_learning");
-  const fs::path committed = source_dir() / "reports/learning/report", out = dir / "report";
-  const bool figures = have_gnuplot();
   std::string inputs;
   for (const char* r : {"runs", "ctd-runs", "ctd-long-runs", "ctd-margin-runs", "ctd-gpu-runs",
                         "semeval-runs", "semeval-emb-runs"})
-    inputs += std::string("reports/learning/") + r + " ";
-  ASSERT_EQ(
-      run(dir,
-          "report " + inputs + "--out " + quoted(out.string()) + " --only curves,ceiling --title " +
-              quoted("Learning to the ceiling: synth-cdr, synth-ctd and synth-semeval") +
-              (figures ? "" : " --no-figures"),
-          source_dir()),
-      0)
-      << slurp(dir / "stderr");
-  expect_regenerated(committed, out, figures, "ceiling");
-  if (!figures)
-    GTEST_SKIP() << "gnuplot is not installed: the tables match; the figures were not compared";
+    inputs += std::string(inputs.empty() ? "" : " ") + "reports/learning/" + r;
+  if (!regenerates_committed("reports/learning/report", inputs, "curves,ceiling",
+                             "Learning to the ceiling: synth-cdr, synth-ctd and synth-semeval",
+                             "ceiling"))
+    GTEST_SKIP() << kNoGnuplot;
 }
 
-// The same for the committed report of the real-corpus curves.
+// reports/learning/real-report/: the real-corpus curves.
 TEST(ReportCli, TheCommittedRealCorpusLearningReportIsItsRegeneration) {
-  mare::test::TempDir dir("report_learning_real");
-  const fs::path committed = source_dir() / "reports/learning/real-report", out = dir / "report";
-  const bool figures = have_gnuplot();
-  ASSERT_EQ(run(dir,
-                "report reports/learning/real-cdr-runs reports/learning/real-semeval-runs --out " +
-                    quoted(out.string()) + " --only curves,ceiling --title " +
-                    quoted("Learning curves on the real corpora: BioCreative V CDR and SemEval "
-                           "2018 Task 7") +
-                    (figures ? "" : " --no-figures"),
-                source_dir()),
-            0)
-      << slurp(dir / "stderr");
-  expect_regenerated(committed, out, figures, "ceiling");
-  if (!figures)
-    GTEST_SKIP() << "gnuplot is not installed: the tables match; the figures were not compared";
+  if (!regenerates_committed(
+          "reports/learning/real-report",
+          "reports/learning/real-cdr-runs reports/learning/real-semeval-runs", "curves,ceiling",
+          "Learning curves on the real corpora: BioCreative V CDR and SemEval 2018 Task 7",
+          "ceiling"))
+    GTEST_SKIP() << kNoGnuplot;
 }
 
 // --paper DIR reads the published tables from DIR instead of the compiled-in copies:
