@@ -1302,15 +1302,9 @@ Figure fig_histogram(const ReportInputs& in, const std::string& id, const std::s
       for (auto& d : dists) {
         if (merged.empty() || merged.back().corpus != d.corpus)
           merged.push_back({d.corpus, "", {}});
+        // (value, count) pairs: the binning below adds repeated values up.
         Distribution& into = merged.back().values;
-        for (const auto& [x, count] : d.values) {
-          auto it = std::find_if(into.begin(), into.end(),
-                                 [x = x](const auto& e) { return e.first == x; });
-          if (it == into.end())
-            into.push_back({x, count});
-          else
-            it->second += count;
-        }
+        into.insert(into.end(), d.values.begin(), d.values.end());
       }
       dists = std::move(merged);
     }
