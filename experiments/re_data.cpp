@@ -119,6 +119,11 @@ const char* to_string(ReSourceKind kind) {
   return name_of(kSourceKinds, kind).data();  // the table's literals end in '\0'
 }
 
+bool names_a_release(const std::string& source) {
+  const std::string kind = source.substr(0, source.find(':'));
+  return kind == "cdr" || kind == "cdr+dev" || kind == "semeval2018";
+}
+
 ReSource parse_re_source(const std::string& source) {
   const std::string grammar =
       "expected cdr[:DIR], cdr+dev[:DIR], semeval2018:1.1[:DIR], semeval2018:1.2[:DIR] or "
@@ -224,8 +229,8 @@ void ReCorpus::featurize(ReSplit& s) const {
 ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
   ReCorpus c;
   c.options = options;
-  if (options.source.empty() || (options.source.find(':') == std::string::npos &&
-                                 options.source != "cdr" && options.source != "cdr+dev"))
+  if (options.source.empty() ||
+      (options.source.find(':') == std::string::npos && !names_a_release(options.source)))
     throw std::invalid_argument(
         "relation corpus: expected a source KIND:DIR (KIND one of " + names_of(kSourceKinds) +
         "), cdr, cdr+dev or semeval2018:SUBTASK, found '" + options.source + "'");

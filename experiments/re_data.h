@@ -201,6 +201,9 @@ struct ReSource {
   bool train_on_dev = false;  // cdr+dev: train and development documents, 15 % held out
 };
 ReSource parse_re_source(const std::string& source);
+// Whether a source names a shipped release (cdr, cdr+dev, semeval2018:…), whose folder
+// is optional, rather than KIND:DIR.
+bool names_a_release(const std::string& source);
 // The hypernym-filter settings (ReCorpusOptions::hypernym_filter): none, train, all.
 std::vector<std::string> hypernym_filter_names();
 

@@ -559,8 +559,7 @@ DataRef parse_data(const Ctx& c, const Val& v) {
   if (v.is_scalar()) {
     const std::string& s = v.text;
     const size_t colon = s.find(':');
-    const std::string kind = s.substr(0, colon);
-    if (kind == "cdr" || kind == "cdr+dev" || kind == "semeval2018") {  // a shipped release
+    if (names_a_release(s)) {
       try {
         const ReSource r = parse_re_source(s);
         if (!std::filesystem::is_directory(r.directory))
@@ -632,9 +631,7 @@ DataRef parse_data(const Ctx& c, const Val& v) {
 
 std::string data_path(const DataRef& d) {
   if (!d.generated) {
-    const std::string kind = d.kind_path.substr(0, d.kind_path.find(':'));
-    if (kind == "cdr" || kind == "cdr+dev" || kind == "semeval2018")
-      return parse_re_source(d.kind_path).directory;
+    if (names_a_release(d.kind_path)) return parse_re_source(d.kind_path).directory;
     return d.kind_path.substr(d.kind_path.find(':') + 1);
   }
   return "{root}/" + d.need.dir + (d.subset.empty() ? "" : "/" + d.subset);
