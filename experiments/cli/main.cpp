@@ -50,12 +50,17 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     if (version) {
+#ifdef MARE_WITH_CUDA
+      const char* kCudaBuilt = "built";
+#else
+      const char* kCudaBuilt = "not built";
+#endif
       std::cout << "mare " << MARE_VERSION << "\n"
                 << "commit " << MARE_GIT_COMMIT << "\n"
                 << "build " << MARE_BUILD_TYPE << ", " << MARE_CXX_COMPILER << "\n"
                 << "flags " << MARE_CXX_FLAGS << "\n"
                 << "sanitizers " << (*MARE_SANITIZE_FLAGS ? MARE_SANITIZE_FLAGS : "none") << "\n"
-                << "cuda option " << MARE_CUDA_OPTION << "\n";
+                << "cuda " << kCudaBuilt << " (option " << MARE_CUDA_OPTION << ")\n";
       return 0;
     }
     if (app.get_subcommands().empty()) {

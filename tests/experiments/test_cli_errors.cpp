@@ -137,7 +137,7 @@ TEST(CliContract, HelpAndVersionExitZero) {
   const std::string version = run_mare(dir, {"--version"}).out;
   for (const char* line : {R"(^mare \d+\.\d+\.\d+$)", R"(^commit ([0-9a-f]{12}(-dirty)?|unknown)$)",
                            R"(^build \w+, \S+ [\d.]+$)", R"(^flags .*$)", R"(^sanitizers \S.*$)",
-                           R"(^cuda option (ON|OFF)$)"})
+                           R"(^cuda (built|not built) \(option (AUTO|ON|OFF)\)$)"})
     EXPECT_TRUE(std::regex_search(version, std::regex(line, std::regex::multiline))) << line << "\n"
                                                                                      << version;
   // doctor's fields, and list's four registries.
