@@ -474,13 +474,13 @@ std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConf
   c.iterations = static_cast<int>(spec.get_int("iterations", c.iterations));
   c.max_steps = static_cast<int>(spec.get_int("max_steps", c.iterations));
   c.dropout = static_cast<float>(spec.get_double("dropout", c.dropout));
-  // L starts at zero unless +biaffine_init=glorot (reports/learning/README.md: Glorot's L
-  // gives pair scores of ±10 and a loss far above chance for the first hundreds of steps)
+  // L starts at zero unless +biaffine_init=glorot (reports/learning/findings.md: with Glorot's
+  // L the classes' initial scores differ by about 11 and the loss starts at 5.5, chance 0.69)
   c.biaffine_zero =
       !spec.switches.count("biaffine_init") || spec.switches.at("biaffine_init") == "zeros";
   // bran adds the unit-amplitude position signal to its embeddings directly: √d keeps
-  // the words from being drowned by it (reports/learning/README.md: at 1 the 500-document
-  // curve sits at the every-pair baseline's F1 for 1 000 steps)
+  // the words from being drowned by it (reports/learning/findings.md: at 1 the words are 25
+  // times smaller than the signal at d 32 and bran underfits)
   const std::string scale = spec.switches.count("embed_scale") ? spec.switches.at("embed_scale")
                             : spec.base == "bran"              ? "sqrt_d"
                                                                : "1";
@@ -500,7 +500,7 @@ std::unique_ptr<ReModel> build_re_model(const ModelSpec& spec, const ReModelConf
     c.ngram = spec.has("ngram");
     c.inverted = spec.has("transition");
     // +transition_init=zeros starts the inverted residual's last γ at zero: a probe of why
-    // UTRE learns slower than BRAN (reports/learning/README.md: it did not help)
+    // UTRE learns slower than BRAN (reports/learning/findings.md: it did not help)
     c.transition_zero =
         spec.switches.count("transition_init") && spec.switches.at("transition_init") == "zeros";
     c.cpd = spec.has("cpd");

@@ -158,7 +158,7 @@ constexpr SwitchInfo kAttentionSwitches[] = {
     {"max_steps", K::integer, "3", "halting's T_max (defaults to iterations)"},
     {"transition_init", K::choice, "ones",
      "the inverted-residual transition's last norm γ at the start: ones, or zeros (the "
-     "branch starts at zero: Goyal et al.'s zero-γ; a probe, reports/learning/README.md)",
+     "branch starts at zero: Goyal et al.'s zero-γ; a probe, reports/learning/findings.md)",
      "ones|zeros"},
     {"alloc", K::choice, "sorted", "allocation kernel of the memory (SPEC 3 step 4)",
      "sorted|parallel|parallel-eps|rank|parallel-block|network"},

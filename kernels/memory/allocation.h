@@ -15,7 +15,7 @@
 // free list NaN. Every promise below holds for such usages too (the masks
 // of `parallel` are selects, 1 where g = 0, so a NaN or ∞ factor of a slot
 // that does not precede another never reaches its product); the GPU kernels
-// follow the same rule, with a test that has not yet run on a GPU.
+// follow the same rule (their test passes on an H100 and an H200).
 //
 // Variants:
 //   sorted        a real sort of slot indices per memory (std::sort on (û, index)),

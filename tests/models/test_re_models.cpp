@@ -551,7 +551,7 @@ TEST(ReModels, BiaffineZeroInitGivesEveryClassTheSameStart) {
 // transition_init=zeros (a probe's switch; ones is the default): the inverted residual's
 // last norm starts with γ = 0, so the transition branch adds nothing at the start
 // (H = A) and, on the first step, nothing before that γ learns; the other parameters are
-// those of the default. reports/learning/README.md: it did not help UTRE learn.
+// those of the default. reports/learning/findings.md: it did not help UTRE learn.
 TEST(ReModels, TransitionZeroInitStartsTheBranchAtZero) {
   auto zeros = build("utre+transition+iterations=2+transition_init=zeros" + kSmall),
        ones = build("utre+transition+iterations=2" + kSmall);
