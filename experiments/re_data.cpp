@@ -235,171 +235,194 @@ ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
         "relation corpus: expected a source KIND:DIR (KIND one of " + names_of(kSourceKinds) +
         "), cdr, cdr+dev or semeval2018:SUBTASK, found '" + options.source + "'");
   const ReSource source = parse_re_source(options.source);
-  c.kind = source.kind;
-  c.directory = source.directory;
-  c.subtask = source.subtask;
+  c.resolve_source(source);
+  const std::string train_file = c.read_splits(source);
+  c.build_vocabularies();
+  c.name_tags_and_classes();
+  c.build_examples(train_file);
+  c.weigh_and_size();
+  return c;
+}
+
+void ReCorpus::resolve_source(const ReSource& source) {
+  kind = source.kind;
+  directory = source.directory;
+  subtask = source.subtask;
   if (options.ngram < 1)
     throw std::invalid_argument("relation corpus: n-gram size must be >= 1, found " +
                                 std::to_string(options.ngram));
   if (options.min_count < 1) throw std::invalid_argument("relation corpus: min_count must be >= 1");
   if (!(options.holdout > 0.0 && options.holdout < 1.0))
     throw std::invalid_argument("relation corpus: the hold-out share must lie in (0, 1)");
-  const bool cdr_like = c.kind == ReSourceKind::cdr || c.kind == ReSourceKind::pubtator ||
-                        c.kind == ReSourceKind::synth_cdr;
-  c.hypernym_filter = !options.hypernym_filter.empty() ? options.hypernym_filter
-                      : c.kind == ReSourceKind::cdr    ? "train"
-                                                       : "none";
-  if (std::find(std::begin(kHypernymFilters), std::end(kHypernymFilters), c.hypernym_filter) ==
+  const bool cdr_like = kind == ReSourceKind::cdr || kind == ReSourceKind::pubtator ||
+                        kind == ReSourceKind::synth_cdr;
+  hypernym_filter = !options.hypernym_filter.empty() ? options.hypernym_filter
+                    : kind == ReSourceKind::cdr      ? "train"
+                                                     : "none";
+  if (std::find(std::begin(kHypernymFilters), std::end(kHypernymFilters), hypernym_filter) ==
       std::end(kHypernymFilters))
-    throw std::invalid_argument("relation corpus: hypernym filter '" + c.hypernym_filter +
+    throw std::invalid_argument("relation corpus: hypernym filter '" + hypernym_filter +
                                 "': expected none, train or all");
-  if (c.hypernym_filter != "none" && !cdr_like)
+  if (hypernym_filter != "none" && !cdr_like)
     throw std::invalid_argument("relation corpus: the hypernym filter reads CDR's MeSH ids; " +
                                 options.source + " is not a CDR corpus");
-  const fs::path dir(c.directory);
-  if (!fs::is_directory(dir))
-    throw std::runtime_error("relation corpus: no directory " + c.directory + " (source '" +
+  if (!fs::is_directory(fs::path(directory)))
+    throw std::runtime_error("relation corpus: no directory " + directory + " (source '" +
                              options.source + "')");
-  c.generator = c.kind == ReSourceKind::synth_cdr ? "synth-cdr"
-                : c.kind == ReSourceKind::cdr || c.kind == ReSourceKind::semeval2018
-                    ? ""
-                    : data::generator_of(c.directory);
+  generator = kind == ReSourceKind::synth_cdr ? "synth-cdr"
+              : kind == ReSourceKind::cdr || kind == ReSourceKind::semeval2018
+                  ? ""
+                  : data::generator_of(directory);
+  max_tokens = options.max_tokens < 0           ? 0
+               : options.max_tokens > 0         ? options.max_tokens
+               : kind == ReSourceKind::bran_tsv ? 500
+                                                : 0;
+}
 
-  // Splits, as the generators name the files.
+namespace {
+
+// semeval:DIR: DIR itself, or its one subtask folder (with both, the user names one).
+fs::path semeval_subtask_folder(const fs::path& dir) {
+  if (fs::exists(dir / "train.text.xml")) return dir;
+  std::vector<std::string> subtasks;
+  for (const char* name : {"subtask1.1", "subtask1.2"})
+    if (fs::exists(dir / name / "train.text.xml")) subtasks.push_back(name);
+  if (subtasks.size() > 1)
+    throw std::invalid_argument("semeval:" + dir.string() + ": " + dir.string() +
+                                " holds subtask1.1 and subtask1.2; expected one of them: semeval:" +
+                                (dir / "subtask1.1").string() +
+                                " (clean entity annotation) or semeval:" +
+                                (dir / "subtask1.2").string() + " (noisy entity boundaries)");
+  return subtasks.size() == 1 ? dir / subtasks[0] : dir;
+}
+
+// A seeded hold-out of `all`: the first share·n of a Fisher–Yates permutation (at least
+// one document each side when there are two), both parts in file order.
+void hold_out(std::vector<data::Document> all, double share, uint64_t seed,
+              std::vector<data::Document>& kept, std::vector<data::Document>& held_out) {
+  const int n = static_cast<int>(all.size());
+  int k = static_cast<int>(std::lround(share * n));
+  k = std::clamp(k, n >= 2 ? 1 : 0, std::max(0, n - 1));
+  std::vector<int> perm(n);
+  for (int i = 0; i < n; ++i) perm[i] = i;
+  PhiloxStream rng(seed, kStreamHoldout);
+  for (int i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.below(i + 1)]);
+  std::vector<bool> held(n, false);
+  for (int i = 0; i < k; ++i) held[perm[i]] = true;
+  for (int i = 0; i < n; ++i) (held[i] ? held_out : kept).push_back(std::move(all[i]));
+}
+
+}  // namespace
+
+std::string ReCorpus::read_splits(const ReSource& source) {
+  const fs::path dir(directory);
   std::string train_file;
-  c.train.name = "train";
-  c.valid.name = "valid";
-  c.test.name = "test";
-  // train, valid and test .EXT through `load`; all three must be there.
+  train.name = "train";
+  valid.name = "valid";
+  test.name = "test";
+  // train, valid and test .EXT through `load`, as the generators name the files; all
+  // three must be there.
   auto load_splits = [&](const std::string& ext, auto load) {
     const std::string what = "train" + ext + ", valid" + ext + " and test" + ext;
     train_file = require_file(dir / ("train" + ext), what);
-    c.train.documents = load(train_file);
-    c.valid.documents = load(require_file(dir / ("valid" + ext), what));
-    c.test.documents = load(require_file(dir / ("test" + ext), what));
+    train.documents = load(train_file);
+    valid.documents = load(require_file(dir / ("valid" + ext), what));
+    test.documents = load(require_file(dir / ("test" + ext), what));
   };
   auto take_release = [&](data::ReleaseSplits r) {
-    c.train.documents = std::move(r.train);
-    c.valid.documents = std::move(r.valid);
-    c.test.documents = std::move(r.test);
-    c.files = std::move(r.files);
-    train_file = c.files.front();
+    train.documents = std::move(r.train);
+    valid.documents = std::move(r.valid);
+    test.documents = std::move(r.test);
+    files = std::move(r.files);
+    train_file = files.front();
   };
-  switch (c.kind) {
+  switch (kind) {
     case ReSourceKind::cdr:
       take_release(data::load_cdr_release(dir));
-      if (source.train_on_dev) hold_out_of_train_and_dev(c.train, c.valid);
-      c.train_on_dev = source.train_on_dev;
-      c.type_pairs = data::cdr_type_pairs();
-      c.official = OfficialScore::cdr;
+      if (source.train_on_dev) hold_out_of_train_and_dev(train, valid);
+      train_on_dev = source.train_on_dev;
+      type_pairs = data::cdr_type_pairs();
+      official = OfficialScore::cdr;
       break;
     case ReSourceKind::semeval2018:
-      take_release(data::load_semeval2018_release(dir, c.subtask, source.also_train));
-      c.also_train = source.also_train;
-      c.given_pairs = true;
-      c.weighted_by_default = true;
-      c.official = OfficialScore::semeval2018;
+      take_release(data::load_semeval2018_release(dir, subtask, source.also_train));
+      also_train = source.also_train;
+      given_pairs = true;
+      weighted_by_default = true;
+      official = OfficialScore::semeval2018;
       break;
     case ReSourceKind::synth_cdr:
-    case ReSourceKind::pubtator: {
+    case ReSourceKind::pubtator:
       load_splits(".pubtator", [](const std::string& f) { return data::load_pubtator(f); });
-      c.type_pairs = data::cdr_type_pairs();
+      type_pairs = data::cdr_type_pairs();
       break;
-    }
-    case ReSourceKind::bran_tsv: {
+    case ReSourceKind::bran_tsv:
       load_splits(".tsv", [](const std::string& f) { return data::load_bran_tsv(f); });
-      c.type_pairs = data::ctd_type_pairs();
-      c.weighted_by_default = true;
+      type_pairs = data::ctd_type_pairs();
+      weighted_by_default = true;
       break;
-    }
     case ReSourceKind::semeval: {
-      // DIR itself, or its one subtask folder; with several, the user names one
-      // (semeval:ROOT took subtask1.1 silently when both were there).
-      fs::path sub = dir;
-      if (!fs::exists(dir / "train.text.xml")) {
-        std::vector<std::string> subtasks;
-        for (const char* name : {"subtask1.1", "subtask1.2"})
-          if (fs::exists(dir / name / "train.text.xml")) subtasks.push_back(name);
-        if (subtasks.size() > 1)
-          throw std::invalid_argument(
-              "semeval:" + dir.string() + ": " + dir.string() +
-              " holds subtask1.1 and subtask1.2; expected one of them: semeval:" +
-              (dir / "subtask1.1").string() + " (clean entity annotation) or semeval:" +
-              (dir / "subtask1.2").string() + " (noisy entity boundaries)");
-        if (subtasks.size() == 1) sub = dir / subtasks[0];
-      }
+      const fs::path sub = semeval_subtask_folder(dir);
       const std::string what =
-          "train.text.xml, train.relations.txt, test.text.xml and "
-          "test.relations.txt in " +
+          "train.text.xml, train.relations.txt, test.text.xml and test.relations.txt in " +
           sub.string();
       train_file = require_file(sub / "train.text.xml", what);
       std::vector<data::Document> all =
           data::load_semeval(train_file, require_file(sub / "train.relations.txt", what));
-      c.test.documents = data::load_semeval(require_file(sub / "test.text.xml", what),
-                                            require_file(sub / "test.relations.txt", what));
-      // Seeded hold-out: the first k of a Fisher–Yates permutation; both parts keep
-      // file order.
-      const int n = static_cast<int>(all.size());
-      int k = static_cast<int>(std::lround(options.holdout * n));
-      k = std::clamp(k, n >= 2 ? 1 : 0, std::max(0, n - 1));
-      std::vector<int> perm(n);
-      for (int i = 0; i < n; ++i) perm[i] = i;
-      PhiloxStream rng(options.seed, kStreamHoldout);
-      for (int i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.below(i + 1)]);
-      std::vector<bool> held(n, false);
-      for (int i = 0; i < k; ++i) held[perm[i]] = true;
-      for (int i = 0; i < n; ++i)
-        (held[i] ? c.valid.documents : c.train.documents).push_back(std::move(all[i]));
-      c.unordered = true;
-      c.same_sentence = true;
-      c.weighted_by_default = true;
+      test.documents = data::load_semeval(require_file(sub / "test.text.xml", what),
+                                          require_file(sub / "test.relations.txt", what));
+      hold_out(std::move(all), options.holdout, options.seed, train.documents, valid.documents);
+      unordered = true;
+      same_sentence = true;
+      weighted_by_default = true;
       break;
     }
   }
-  c.max_tokens = options.max_tokens < 0             ? 0
-                 : options.max_tokens > 0           ? options.max_tokens
-                 : c.kind == ReSourceKind::bran_tsv ? 500
-                                                    : 0;
+  return train_file;
+}
 
-  // Word, n-gram and character vocabularies: train only.
+// Word, n-gram and character vocabularies: train only.
+void ReCorpus::build_vocabularies() {
   data::VocabularyOptions vo;
   vo.min_count = options.min_count;
   vo.lowercase = options.lowercase;
-  c.words = data::build_vocabulary(c.train.documents, vo);
+  words = data::build_vocabulary(train.documents, vo);
   std::map<std::string, long> gram_counts, char_counts;
-  for (const data::Document& d : c.train.documents)
+  for (const data::Document& d : train.documents)
     for (const data::Token& t : d.tokens) {
       for (const std::string& g : token_ngrams(lookup_form(t.text, options.lowercase), options))
         ++gram_counts[g];
       for (const std::string& ch : token_chars(t.text, options)) ++char_counts[ch];
     }
-  c.ngrams = data::Vocabulary::from_counts(gram_counts, options.min_count);
-  c.chars = data::Vocabulary::from_counts(char_counts, 1);
+  ngrams = data::Vocabulary::from_counts(gram_counts, options.min_count);
+  chars = data::Vocabulary::from_counts(char_counts, 1);
+}
 
+void ReCorpus::name_tags_and_classes() {
   // Entity types and tags: union over the splits, byte order.
   std::set<std::string> types;
-  for (const ReSplit* s : {&c.train, &c.valid, &c.test})
+  for (const ReSplit* s : {&train, &valid, &test})
     for (const data::Document& d : s->documents)
       for (const data::Mention& m : d.mentions) types.insert(m.type);
-  c.entity_types.assign(types.begin(), types.end());
-  c.ner_tag_names = {"O"};
-  for (const std::string& t : c.entity_types) {
-    c.ner_tag_names.push_back("B-" + t);
-    c.ner_tag_names.push_back("I-" + t);
+  entity_types.assign(types.begin(), types.end());
+  ner_tag_names = {"O"};
+  for (const std::string& t : entity_types) {
+    ner_tag_names.push_back("B-" + t);
+    ner_tag_names.push_back("I-" + t);
   }
-  c.entity_tag_names = {"<pad>"};
-  c.entity_tag_names.insert(c.entity_tag_names.end(), c.ner_tag_names.begin(),
-                            c.ner_tag_names.end());
+  entity_tag_names = {"<pad>"};
+  entity_tag_names.insert(entity_tag_names.end(), ner_tag_names.begin(), ner_tag_names.end());
 
   // Relation classes: NULL, the corpus's fixed list, then other labels in byte order.
   std::set<std::string> seen;
-  for (const ReSplit* s : {&c.train, &c.valid, &c.test})
+  for (const ReSplit* s : {&train, &valid, &test})
     for (const data::Document& d : s->documents)
       for (const data::Relation& r : d.relations) seen.insert(r.type);
   std::vector<std::string> base;
-  switch (c.kind) {
+  switch (kind) {
     case ReSourceKind::synth_cdr:
     case ReSourceKind::pubtator:
+    case ReSourceKind::cdr:
       base = {"CID"};
       break;
     case ReSourceKind::bran_tsv: {
@@ -412,39 +435,40 @@ ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
     case ReSourceKind::semeval2018:
       base = semeval_classes();
       break;
-    case ReSourceKind::cdr:
-      base = {"CID"};
-      break;
   }
   for (const std::string& x : seen)
     if (std::find(base.begin(), base.end(), x) == base.end()) base.push_back(x);
-  c.relation_names = {data::kNullLabel};
+  relation_names = {data::kNullLabel};
   for (const std::string& x : base) {
-    c.relation_names.push_back(x);
-    if (c.options.semeval_directed && c.kind == ReSourceKind::semeval)
-      c.relation_names.push_back(x + "-REVERSE");
+    relation_names.push_back(x);
+    if (options.semeval_directed && kind == ReSourceKind::semeval)
+      relation_names.push_back(x + "-REVERSE");
   }
+}
 
-  // Examples and pools.
+// Each split's candidate pairs (the listed pairs where the task gives them), the
+// hypernym filter, labels and pools, then the documents' features; a training split
+// without a usable relation is refused, naming `train_file`.
+void ReCorpus::build_examples(const std::string& train_file) {
   data::ExampleOptions eo;
-  eo.allowed = c.type_pairs;
-  eo.max_tokens = c.max_tokens;
-  eo.unordered = c.unordered;
-  eo.same_sentence = c.same_sentence;
-  const bool directed = c.options.semeval_directed && c.kind == ReSourceKind::semeval;
+  eo.allowed = type_pairs;
+  eo.max_tokens = max_tokens;
+  eo.unordered = unordered;
+  eo.same_sentence = same_sentence;
+  const bool directed = options.semeval_directed && kind == ReSourceKind::semeval;
   std::optional<data::MeshTree> mesh;
-  if (c.hypernym_filter != "none") {
+  if (hypernym_filter != "none") {
     const fs::path mesh_dir = data::shipped_corpora_dir() / "mesh";
     mesh = data::MeshTree::parse(data::read_release_file(mesh_dir, "2017MeshTree.txt"),
                                  (mesh_dir / "2017MeshTree.txt").string());
   }
-  for (ReSplit* s : {&c.train, &c.valid, &c.test}) {
-    data::ExampleSet set = c.given_pairs ? data::listed_examples(s->documents, c.max_tokens)
-                                         : data::build_examples(s->documents, eo);
+  for (ReSplit* s : {&train, &valid, &test}) {
+    data::ExampleSet set = given_pairs ? data::listed_examples(s->documents, max_tokens)
+                                       : data::build_examples(s->documents, eo);
     if (options.annotated_pairs_only)
       std::erase_if(set.examples,
                     [](const data::Example& e) { return e.label == data::kNullLabel; });
-    if (mesh && (c.hypernym_filter == "all" || s == &c.train))
+    if (mesh && (hypernym_filter == "all" || s == &train))
       s->filtered_negatives = data::filter_hypernym_negatives(set.examples, s->documents, *mesh);
     s->examples = std::move(set.examples);
     s->truncated_documents = set.truncated_documents;
@@ -454,56 +478,57 @@ ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
     s->document_examples.assign(s->documents.size(), {});
     for (std::size_t i = 0; i < s->examples.size(); ++i) {
       const data::Example& e = s->examples[i];
-      const int id = c.relation_id(class_name(e, directed));
+      const int id = relation_id(class_name(e, directed));
       if (id < 0) throw std::logic_error("relation corpus: label '" + e.label + "' has no class");
       s->labels.push_back(id);
       s->reverse.push_back(e.reverse);
       s->document_examples[e.doc].push_back(static_cast<int>(i));
       (id == 0 ? s->negatives : s->positives).push_back(static_cast<int>(i));
     }
-    c.featurize(*s);
+    featurize(*s);
   }
   long train_relations = 0;
-  for (const data::Document& d : c.train.documents) train_relations += d.relations.size();
+  for (const data::Document& d : train.documents) train_relations += d.relations.size();
   const std::string train_what =
-      c.kind == ReSourceKind::semeval ? train_file + " (less the hold-out)" : train_file;
+      kind == ReSourceKind::semeval ? train_file + " (less the hold-out)" : train_file;
   if (train_relations == 0)
     throw std::runtime_error("relation corpus: " + train_what + " has no annotated relations");
-  if (c.train.positives.empty())
+  if (train.positives.empty())
     throw std::runtime_error("relation corpus: " + train_what +
                              " has no annotated relations between entities of an allowed type "
                              "pair within max_tokens");
+}
 
-  // Class weights, thesis eq. 4-2.
-  const std::size_t C = c.relation_names.size();
+// Class weights (thesis eq. 4-2), the word2vec start, and the sizes a model is built with.
+void ReCorpus::weigh_and_size() {
+  const std::size_t C = relation_names.size();
   std::vector<long> count(C, 0);
-  for (int l : c.train.labels) ++count[l];
-  const double total = static_cast<double>(c.train.labels.size());
-  c.class_weights.assign(C, 0.0f);
+  for (int l : train.labels) ++count[l];
+  const double total = static_cast<double>(train.labels.size());
+  class_weights.assign(C, 0.0f);
   for (std::size_t k = 0; k < C; ++k)
-    if (count[k] > 0) c.class_weights[k] = static_cast<float>(total / (double(C) * count[k]));
+    if (count[k] > 0) class_weights[k] = static_cast<float>(total / (double(C) * count[k]));
 
   if (!options.word2vec.empty()) {
     const data::Embeddings emb = data::load_word2vec(options.word2vec);
     if (options.word2vec_dim > 0)
       data::require_dimension(emb, options.word2vec_dim, options.word2vec);
-    const std::vector<float> m = data::embedding_matrix(emb, c.words, data::OovPolicy::kRandom,
-                                                        options.seed, 0.1f, &c.word_init_report);
-    c.word_init = Tensor::from_vector(m, {c.words.size(), emb.dim});
+    const std::vector<float> m = data::embedding_matrix(emb, words, data::OovPolicy::kRandom,
+                                                        options.seed, 0.1f, &word_init_report);
+    word_init = Tensor::from_vector(m, {words.size(), emb.dim});
   }
 
   int longest = 1;
-  for (const ReSplit* s : {&c.train, &c.valid, &c.test})
+  for (const ReSplit* s : {&train, &valid, &test})
     for (const ReDocFeatures& f : s->features) longest = std::max(longest, f.length);
-  c.sizes.words = c.words.size();
-  c.sizes.ngrams = c.ngrams.size();
-  c.sizes.chars = c.chars.size();
-  c.sizes.pos_tags = 0;
-  c.sizes.entity_tags = static_cast<int64_t>(c.entity_tag_names.size());
-  c.sizes.ner_tags = static_cast<int64_t>(c.ner_tag_names.size());
-  c.sizes.relations = static_cast<int64_t>(C);
-  c.sizes.max_distance = (c.max_tokens > 0 ? c.max_tokens : longest) - 1;
-  return c;
+  sizes.words = words.size();
+  sizes.ngrams = ngrams.size();
+  sizes.chars = chars.size();
+  sizes.pos_tags = 0;
+  sizes.entity_tags = static_cast<int64_t>(entity_tag_names.size());
+  sizes.ner_tags = static_cast<int64_t>(ner_tag_names.size());
+  sizes.relations = static_cast<int64_t>(C);
+  sizes.max_distance = (max_tokens > 0 ? max_tokens : longest) - 1;
 }
 
 ReBatch make_batch(const ReSplit& split, const std::vector<BatchItem>& items) {

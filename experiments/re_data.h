@@ -142,6 +142,8 @@ struct ReSplit {
   int filtered_negatives = 0;  // NULL pairs the hypernym filter dropped
 };
 
+struct ReSource;
+
 class ReCorpus {
  public:
   // Throws std::invalid_argument for a malformed source or option, std::runtime_error
@@ -187,6 +189,17 @@ class ReCorpus {
   int relation_id(const std::string& name) const;       // -1 when unknown
 
  private:
+  // The steps of load(), in order: the options checked and the source resolved; each
+  // split's documents read (returns the training file's name, for messages); the
+  // vocabularies of train; the entity tags and relation classes; the candidate pairs,
+  // their labels and pools, and each document's features; the class weights, word
+  // vectors and the sizes a model is built with.
+  void resolve_source(const ReSource& source);
+  std::string read_splits(const ReSource& source);
+  void build_vocabularies();
+  void name_tags_and_classes();
+  void build_examples(const std::string& train_file);
+  void weigh_and_size();
   void featurize(ReSplit& split) const;
 };
 

@@ -240,7 +240,24 @@ std::optional<NullMarginRule> parse_null_margin(const std::string& text) {
   return NullMarginRule{false, m};
 }
 
-nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress, bool tty) {
+namespace {
+
+// ---- one training run, as its steps ---------------------------------------------
+//
+// train_re_model: options checked → corpus loaded → model built → run directory begun
+// (or a finished run returned, or a killed one resumed) → training steps with an
+// evaluation and a checkpoint every --eval-every → the best checkpoint scored on every
+// split → timing.json and result.json.
+
+// The options that are parsed, checked before anything is loaded.
+struct ReRunSettings {
+  ReBatching batching;
+  NullMarginRule margin_rule;
+  ClassWeights class_weights;
+  ModelSpec spec;
+};
+
+ReRunSettings check_options(const ReTrainOptions& opt) {
   if (opt.out.empty()) throw std::invalid_argument("train: --out DIR is required");
   if (opt.data.empty())
     throw std::invalid_argument("train: --data KIND:DIR is required for relation models");
@@ -248,73 +265,100 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
     throw std::invalid_argument(
         "train: --steps, --batch, --eval-every and --eval-batch must be ≥ 1");
   const ReBatching batching = parse_re_batching(opt.batching);
-  const std::optional<NullMarginRule> parsed_margin = parse_null_margin(opt.null_margin);
-  if (!parsed_margin)
+  const std::optional<NullMarginRule> margin_rule = parse_null_margin(opt.null_margin);
+  if (!margin_rule)
     throw std::invalid_argument("train: --null-margin " + opt.null_margin +
                                 ": expected a number (0: argmax) or tune");
-  const NullMarginRule margin_rule = *parsed_margin;
-  const ClassWeights* class_weights_mode = value_of(kClassWeights, opt.class_weights);
-  if (!class_weights_mode)
+  const ClassWeights* class_weights = value_of(kClassWeights, opt.class_weights);
+  if (!class_weights)
     throw std::invalid_argument("train: --class-weights " + opt.class_weights + ": expected " +
                                 names_of(kClassWeights, " or "));
-
   require_training_device(opt.device);
-  const ModelSpec spec = resolve_model(opt.model);
+  ModelSpec spec = resolve_model(opt.model);
   const ModelInfo* info = find_model(spec.base);
   if (!info || info->task_kind != "relation")
     throw std::invalid_argument("model '" + spec.base + "' is not a relation-extraction model");
+  return {batching, *margin_rule, *class_weights, std::move(spec)};
+}
 
+ReCorpus load_corpus(const ReTrainOptions& opt, const ModelSpec& spec) {
   ReCorpusOptions copt;
   copt.source = opt.data;
   copt.max_tokens = opt.max_tokens;
   copt.word2vec = opt.word2vec;
   copt.seed = opt.seed;
   copt.hypernym_filter = opt.hypernym_filter;
-  const int64_t d = spec.get_int("d", 300);
-  if (!opt.word2vec.empty()) copt.word2vec_dim = static_cast<int>(d);
-  const ReCorpus corpus = ReCorpus::load(copt);
+  if (!opt.word2vec.empty()) copt.word2vec_dim = static_cast<int>(spec.get_int("d", 300));
+  return ReCorpus::load(copt);
+}
 
-  const bool sum_tasks = spec.switches.count("multitask") && spec.switches.at("multitask") == "sum";
-  const double ner_prob = spec.get_double("ner_prob", 0.5);
-  if (ner_prob < 0 || ner_prob > 1)
+// The model on its device, and what its training does: which tasks, with which weights.
+struct ReRunModel {
+  std::unique_ptr<ReModel> model;
+  bool trains_ner = false;
+  bool sum_tasks = false;  // +multitask=sum: every step trains RE and NER together
+  double ner_prob = 0.5;   // else a step is NER with this probability
+  bool weighted = false;   // eq. 4-2 class weights on the relation loss
+};
+
+ReRunModel build_model(const ReTrainOptions& opt, const ReRunSettings& set,
+                       const ReCorpus& corpus) {
+  const ModelSpec& spec = set.spec;
+  ReRunModel m;
+  m.sum_tasks = spec.switches.count("multitask") && spec.switches.at("multitask") == "sum";
+  m.ner_prob = spec.get_double("ner_prob", 0.5);
+  if (m.ner_prob < 0 || m.ner_prob > 1)
     throw std::invalid_argument("model " + spec.canonical() + ": ner_prob must be in [0, 1]");
-  const bool weighted =
-      *class_weights_mode == ClassWeights::on ||
-      (*class_weights_mode == ClassWeights::by_corpus && corpus.weighted_by_default);
-
+  m.weighted = set.class_weights == ClassWeights::on ||
+               (set.class_weights == ClassWeights::by_corpus && corpus.weighted_by_default);
   ReModelConfig mcfg;
   mcfg.sizes = corpus.sizes;
   mcfg.word_init = corpus.word_init;
-  std::unique_ptr<ReModel> model = build_re_model(spec, mcfg, opt.seed);
-  const bool trains_ner = model->supports_ner() && (sum_tasks || ner_prob > 0);
-  if (trains_ner) {
+  m.model = build_re_model(spec, mcfg, opt.seed);
+  m.trains_ner = m.model->supports_ner() && (m.sum_tasks || m.ner_prob > 0);
+  if (m.trains_ner) {
     // SPEC §4.2: when NER is trained the gold entity tags are not an input.
     mcfg.entity_tag_input = false;
-    model = build_re_model(spec, mcfg, opt.seed);
+    m.model = build_re_model(spec, mcfg, opt.seed);
   }
-  ParameterSet& params = model->parameters();
-  if (opt.device != Device::cpu) model->to(opt.device);
-  Adam adam(params, {.l2 = opt.l2, .clip_norm = opt.clip_norm});
+  if (opt.device != Device::cpu) m.model->to(opt.device);
+  return m;
+}
 
-  nlohmann::json config = {{"model", spec.canonical()}, {"data", opt.data},
-                           {"seed", opt.seed},          {"steps", opt.steps},
-                           {"batch", opt.batch},        {"eval_batch", opt.eval_batch},
-                           {"lr", decimal(opt.lr)},     {"clip_norm", decimal(opt.clip_norm)},
-                           {"l2", decimal(opt.l2)},     {"eval_every", opt.eval_every},
-                           {"patience", opt.patience},  {"max_tokens", corpus.max_tokens},
-                           {"word2vec", opt.word2vec},  {"class_weights", weighted},
-                           {"ner_trained", trains_ner}, {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
+// What makes two runs the same run (RunLifecycle compares it with a finished run's).
+nlohmann::json run_config(const ReTrainOptions& opt, const ReRunSettings& set,
+                          const ReCorpus& corpus, const ReRunModel& m) {
+  nlohmann::json config = {{"model", set.spec.canonical()},
+                           {"data", opt.data},
+                           {"seed", opt.seed},
+                           {"steps", opt.steps},
+                           {"batch", opt.batch},
+                           {"eval_batch", opt.eval_batch},
+                           {"lr", decimal(opt.lr)},
+                           {"clip_norm", decimal(opt.clip_norm)},
+                           {"l2", decimal(opt.l2)},
+                           {"eval_every", opt.eval_every},
+                           {"patience", opt.patience},
+                           {"max_tokens", corpus.max_tokens},
+                           {"word2vec", opt.word2vec},
+                           {"class_weights", m.weighted},
+                           {"ner_trained", m.trains_ner},
+                           {"optimizer", "adam(0.9, 0.999, 1e-8)"}};
   // Options the manifests did not always record, recorded where they are not the
   // default, so that the manifests of earlier runs (the default) still match: an argmax
   // run, the bran batching, no gradient norms (the device: RunLifecycle).
-  if (!margin_rule.is_argmax()) config["null_margin"] = opt.null_margin;
+  if (!set.margin_rule.is_argmax()) config["null_margin"] = opt.null_margin;
   if (opt.batching != ReTrainOptions{}.batching) config["batching"] = opt.batching;
   if (opt.grad_norms) config["grad_norms"] = true;
   if (corpus.hypernym_filter != "none") config["hypernym_filter"] = corpus.hypernym_filter;
-  RunLifecycle life(opt.out, config, opt.force, opt.device);
-  const std::string device_name = to_string(opt.device);
-  nlohmann::json manifest = training_manifest(opt.seed, device_name, params.count());
-  manifest["model_structure"] = model->describe();
+  return config;
+}
+
+// manifest.json beyond the config: the build, the model's structure, the data's sizes.
+nlohmann::json run_manifest(const ReTrainOptions& opt, const ReCorpus& corpus, ReModel& model) {
+  nlohmann::json manifest =
+      training_manifest(opt.seed, to_string(opt.device), model.parameters().count());
+  manifest["model_structure"] = model.describe();
   manifest["data"] = {{"source", opt.data},
                       {"train_documents", corpus.train.documents.size()},
                       {"valid_documents", corpus.valid.documents.size()},
@@ -326,74 +370,154 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
   if (!corpus.files.empty()) manifest["data"]["files"] = corpus.files;
   if (corpus.hypernym_filter != "none")
     manifest["data"]["hypernym_filtered_train_negatives"] = corpus.train.filtered_negatives;
-  const RunLifecycle::Start start = life.begin(manifest, progress);
-  if (start == RunLifecycle::Start::finished) return life.finished_result();
+  return manifest;
+}
 
-  // Trainer state (what last.ckpt carries besides the tensors).
-  int64_t step = 0, best_step = 0, since_best = 0;
-  double best_f1 = -1.0;
-  GradientNorms norms;
-  double loss_sum = 0, ner_loss_sum = 0;
-  int64_t loss_n = 0, ner_loss_n = 0;
-  if (start == RunLifecycle::Start::resumed) {
-    nlohmann::json s = life.load_state(params, adam, model->buffers());
-    step = s.at("step");
-    best_step = s.at("best_step");
-    since_best = s.at("since_best");
-    best_f1 = s.at("best_f1");
-    if (progress) *progress << "resuming " << opt.out.string() << " at step " << step << "\n";
+// The training loop and its state: what last.ckpt carries besides the tensors (step,
+// best step and F1, evaluations since the best), the loss window since the last
+// evaluation, and the step times.
+class ReTraining {
+ public:
+  ReTraining(const ReTrainOptions& opt, const ReRunSettings& set, const ReCorpus& corpus,
+             ReRunModel& m, RunLifecycle& life, std::ostream* progress, bool tty)
+      : opt_(opt),
+        set_(set),
+        corpus_(corpus),
+        m_(m),
+        model_(*m.model),
+        params_(model_.parameters()),
+        life_(life),
+        progress_(progress),
+        tty_(tty),
+        adam_(params_, {.l2 = opt.l2, .clip_norm = opt.clip_norm}),
+        sampler_(opt.seed, kStreamShuffle),
+        train_docs_(train_sample(corpus.train.documents.size())) {
+    if (m.weighted) {
+      const std::vector<float>& cw = corpus.class_weights;
+      class_weights_ = Tensor::from_vector(cw, {static_cast<int64_t>(cw.size())}).to(opt.device);
+    }
   }
 
-  std::string status = "completed";
-  nlohmann::json diverged_at;
-  bool stopped_early = false;
-  const std::vector<float>& cw = corpus.class_weights;
-  const Tensor class_weights =
-      weighted ? Tensor::from_vector(cw, {static_cast<int64_t>(cw.size())}).to(opt.device)
-               : Tensor();
-  PhiloxStream sampler(opt.seed, kStreamShuffle);
-  const std::vector<int> train_docs = train_sample(corpus.train.documents.size());
-  std::vector<double> step_seconds;
-  const auto t0 = Clock::now();
-  double last_valid_f1 = best_f1 < 0 ? 0.0 : best_f1;
+  void resume() {
+    const nlohmann::json s = life_.load_state(params_, adam_, model_.buffers());
+    step_ = s.at("step");
+    best_step_ = s.at("best_step");
+    since_best_ = s.at("since_best");
+    best_f1_ = s.at("best_f1");
+    if (progress_) *progress_ << "resuming " << opt_.out.string() << " at step " << step_ << "\n";
+  }
 
-  while (step < opt.steps) {
-    const auto ts = Clock::now();
-    sampler.seek(static_cast<uint64_t>(step) * kDrawsPerStep);
-    const bool ner_step = trains_ner && !sum_tasks &&
-                          philox_uniform(opt.seed, kStreamTaskChoice, static_cast<uint64_t>(step)) <
-                              static_cast<float>(ner_prob);
+  // Steps until --steps, divergence or --patience.
+  void train() {
+    t0_ = Clock::now();
+    last_valid_f1_ = best_f1_ < 0 ? 0.0 : best_f1_;
+    while (step_ < opt_.steps) {
+      const auto ts = Clock::now();
+      const std::optional<float> loss = train_step();
+      if (!loss) break;  // diverged
+      step_seconds_.push_back(std::chrono::duration<double>(Clock::now() - ts).count());
+      if (step_ % opt_.eval_every == 0 || step_ == opt_.steps) {
+        evaluate_and_checkpoint();
+        if (stopped_early_) break;
+      }
+      show_progress(*loss);
+    }
+    if (progress_ && tty_) *progress_ << "\n";
+  }
+
+  // result.json: the status and, unless diverged, the best checkpoint scored on every
+  // split (and the test predictions in the task's format beside it).
+  nlohmann::json result() {
+    nlohmann::json result = {
+        {"status", status_}, {"model", set_.spec.canonical()},   {"data", opt_.data},
+        {"seed", opt_.seed}, {"device", to_string(opt_.device)}, {"threads", threads()},
+        {"steps", step_},    {"parameters", params_.count()}};
+    if (status_ == "diverged") {
+      result["diverged"] = diverged_at_;
+      return result;
+    }
+    load_checkpoint(life_.best_checkpoint().string(), params_, nullptr, &model_.buffers());
+    result["best_step"] = best_step_;
+    result["stopped_early"] = stopped_early_;
+    // Validation first: a tuned NULL margin is chosen there and scores train and test.
+    const Evaluation valid = evaluate_split(corpus_.valid, m_.trains_ner, set_.margin_rule);
+    const NullMarginRule chosen{false, valid.null_margin};
+    result["train"] = evaluation_json(evaluate_split(corpus_.train, m_.trains_ner, chosen));
+    result["valid"] = evaluation_json(valid);
+    const Evaluation test = evaluate_split(corpus_.test, m_.trains_ner, chosen);
+    result["test"] = evaluation_json(test);
+    // The test predictions in the task's own format, beside result.json (written first:
+    // result.json comes last), so that the task's own scorer can read them too.
+    if (const std::string name = official_predictions_name(corpus_); !name.empty()) {
+      atomic_write(life_.dir().path() / name,
+                   official_predictions(corpus_, corpus_.test, test.predicted));
+      result["test"]["official"]["predictions_file"] = name;
+    }
+    if (!set_.margin_rule.is_argmax())
+      result["null_margin"] = {{"rule", set_.margin_rule.tune ? "tuned on validation" : "fixed"},
+                               {"margin", valid.null_margin},
+                               {"valid_argmax_f1", valid.argmax_f1},
+                               {"test_argmax_f1", test.argmax_f1}};
+    result["test_references"] = reference_scores(corpus_);
+    return result;
+  }
+
+  // timing.json: wall time since train() began and the distribution of step times.
+  nlohmann::json timing() const {
+    const double wall = std::chrono::duration<double>(Clock::now() - t0_).count();
+    std::vector<double> sorted = step_seconds_;
+    std::sort(sorted.begin(), sorted.end());
+    auto q = [&](double f) {
+      return sorted.empty() ? 0.0 : sorted[static_cast<size_t>(f * (sorted.size() - 1))];
+    };
+    return {
+        {"wall_seconds", wall},
+        {"steps_this_process", step_seconds_.size()},
+        {"seconds_per_step", step_seconds_.empty() ? 0.0 : wall / step_seconds_.size()},
+        {"step_seconds_quantiles",
+         {{"min", q(0)}, {"p25", q(0.25)}, {"median", q(0.5)}, {"p75", q(0.75)}, {"max", q(1)}}}};
+  }
+
+ private:
+  // One step: NER with probability ner_prob (unless every step trains both), else RE on
+  // a batch of the chosen batching; the losses' value, or nothing when it diverged.
+  std::optional<float> train_step() {
+    sampler_.seek(static_cast<uint64_t>(step_) * kDrawsPerStep);
+    const bool ner_step =
+        m_.trains_ner && !m_.sum_tasks &&
+        philox_uniform(opt_.seed, kStreamTaskChoice, static_cast<uint64_t>(step_)) <
+            static_cast<float>(m_.ner_prob);
     nn::Context ctx;
     ctx.training = true;
-    ctx.seed = opt.seed;
-    ctx.step = static_cast<uint64_t>(step);
+    ctx.seed = opt_.seed;
+    ctx.step = static_cast<uint64_t>(step_);
     // Gradients start undefined every step: a parameter that this step's task
     // does not reach (the NER head on an RE step, and the reverse) gets no
     // update at all, not even Adam's momentum, and a resumed run (whose fresh
     // parameters have no gradient buffers yet) takes exactly the same steps.
-    for (const ag::Var& p : params.all()) p->grad = Tensor();
+    for (const ag::Var& p : params_.all()) p->grad = Tensor();
     ag::Var loss;
     Tensor re_loss, ner_loss;  // the task losses, read with the total after the forward
+    const int batch_size = static_cast<int>(opt_.batch);
     if (ner_step) {
       ReBatch batch = to_device(
-          make_batch(corpus.train,
-                     sample_ner_batch(corpus.train, static_cast<int>(opt.batch), sampler)),
-          opt.device);
-      ReOutput out = model->forward(batch, ReTask::entities, ctx);
+          make_batch(corpus_.train, sample_ner_batch(corpus_.train, batch_size, sampler_)),
+          opt_.device);
+      ReOutput out = model_.forward(batch, ReTask::entities, ctx);
       loss = ag::cross_entropy(out.ner_logits, batch.ner_targets);
       ner_loss = loss->value;
       if (out.aux_loss) loss = ag::add(loss, out.aux_loss);
     } else {
-      ReBatch batch = to_device(
-          make_batch(corpus.train,
-                     sample_re_batch(batching, corpus.train, static_cast<int>(opt.batch), sampler)),
-          opt.device);
-      ReOutput out = model->forward(batch, ReTask::relations, ctx);
-      loss = ag::cross_entropy(out.pair_logits, batch.labels, class_weights);
+      ReBatch batch =
+          to_device(make_batch(corpus_.train,
+                               sample_re_batch(set_.batching, corpus_.train, batch_size, sampler_)),
+                    opt_.device);
+      ReOutput out = model_.forward(batch, ReTask::relations, ctx);
+      loss = ag::cross_entropy(out.pair_logits, batch.labels, class_weights_);
       re_loss = loss->value;
       if (out.aux_loss) loss = ag::add(loss, out.aux_loss);
-      if (sum_tasks && trains_ner) {
-        ReOutput tags = model->forward(batch, ReTask::entities, ctx);
+      if (m_.sum_tasks && m_.trains_ner) {
+        ReOutput tags = model_.forward(batch, ReTask::entities, ctx);
         ag::Var nl = ag::cross_entropy(tags.ner_logits, batch.ner_targets);
         ner_loss = nl->value;
         loss = ag::add(loss, nl);
@@ -402,130 +526,135 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
     }
     const std::vector<float> losses = Tensor::items({re_loss, ner_loss, loss->value});
     const float re_value = losses[0], ner_value = losses[1], value = losses[2];
-    if (stops_on_divergence(value, step, {{"task", ner_step ? "ner" : "re"}}, diverged_at)) {
-      status = "diverged";
-      break;
+    if (stops_on_divergence(value, step_, {{"task", ner_step ? "ner" : "re"}}, diverged_at_)) {
+      status_ = "diverged";
+      return std::nullopt;
     }
     ag::backward(loss);
-    if (opt.grad_norms) norms.add(params);
-    adam.step(opt.lr);
-    ++step;
-    if (std::isfinite(re_value)) loss_sum += re_value, ++loss_n;
-    if (std::isfinite(ner_value)) ner_loss_sum += ner_value, ++ner_loss_n;
-    step_seconds.push_back(std::chrono::duration<double>(Clock::now() - ts).count());
-
-    if (step % opt.eval_every == 0 || step == opt.steps) {
-      Evaluation ev = evaluate(*model, corpus, corpus.valid, opt.eval_batch, opt.device, trains_ner,
-                               margin_rule);
-      const Evaluation on_train = evaluate(*model, corpus, corpus.train, opt.eval_batch, opt.device,
-                                           false, {false, ev.null_margin}, &train_docs);
-      // On a corpus with an official score, valid_f1 and train_f1 are that score (the
-      // pairs' micro F1 beside it); elsewhere the micro F1 over pairs.
-      const double f1 = ev.f1();
-      const bool official = !ev.official.is_null();
-      nlohmann::json line = {{"step", step},
-                             {"train_re_loss", loss_n ? loss_sum / loss_n : 0.0},
-                             {"train_ner_loss", ner_loss_n ? ner_loss_sum / ner_loss_n : 0.0},
-                             {"re_steps", loss_n},
-                             {"ner_steps", ner_loss_n},
-                             {"valid_precision", official ? ev.official["precision"].get<double>()
-                                                          : ev.relations.micro.precision},
-                             {"valid_recall", official ? ev.official["recall"].get<double>()
-                                                       : ev.relations.micro.recall},
-                             {"valid_f1", f1},
-                             {"valid_macro_f1", ev.relations.macro_f1},
-                             {"train_f1", on_train.f1()}};
-      if (official) line["valid_pair_micro_f1"] = ev.relations.micro.f1;
-      nlohmann::json per_class = nlohmann::json::object();
-      for (size_t c = 1; c < ev.relations.class_names.size(); ++c)
-        per_class[ev.relations.class_names[c]] = ev.relations.per_class[c].f1;
-      line["valid_f1_per_class"] = per_class;
-      if (!margin_rule.is_argmax()) {
-        line["valid_null_margin"] = ev.null_margin;
-        line["valid_argmax_f1"] = ev.argmax_f1;
-      }
-      if (ev.has_ner) line["valid_ner_f1"] = ev.ner.micro.f1;
-      if (ev.mean_steps > 0) line["valid_mean_halting_steps"] = ev.mean_steps;
-      if (opt.grad_norms) line["grad_norms"] = norms.take(params);
-      life.append_metrics(line);
-      loss_sum = ner_loss_sum = 0;
-      loss_n = ner_loss_n = 0;
-      last_valid_f1 = f1;
-      if (f1 > best_f1) {
-        best_f1 = f1, best_step = step, since_best = 0;
-        save_checkpoint(life.best_checkpoint().string(), params, nullptr, &model->buffers());
-      } else {
-        ++since_best;
-      }
-      if (opt.patience > 0 && since_best >= opt.patience && step < opt.steps) stopped_early = true;
-      if (opt.after_evaluation) opt.after_evaluation(step);
-      life.save_state(params, adam, model->buffers(),
-                      {{"step", step},
-                       {"best_step", best_step},
-                       {"since_best", since_best},
-                       {"best_f1", best_f1}});
-      if (stopped_early) break;
-    }
-    // On a terminal one line rewritten every step; otherwise (logs) a line per evaluation.
-    if (progress && (tty || step % opt.eval_every == 0 || step == opt.steps)) {
-      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-      const double rate = step_seconds.size() / std::max(elapsed, 1e-9);
-      *progress << (tty ? "\r" : "") << "step " << step << "/" << opt.steps << "  loss "
-                << fixed(value, 4) << "  valid F1 " << fixed(last_valid_f1, 4) << "  "
-                << fixed(rate, 2) << " steps/s  ETA "
-                << static_cast<int64_t>((opt.steps - step) / std::max(rate, 1e-9)) << " s"
-                << (tty ? "   " : "\n") << std::flush;
-    }
+    if (opt_.grad_norms) norms_.add(params_);
+    adam_.step(opt_.lr);
+    ++step_;
+    if (std::isfinite(re_value)) loss_sum_ += re_value, ++loss_n_;
+    if (std::isfinite(ner_value)) ner_loss_sum_ += ner_value, ++ner_loss_n_;
+    return value;
   }
-  if (progress && tty) *progress << "\n";
 
-  nlohmann::json result = {{"status", status},      {"model", spec.canonical()},
-                           {"data", opt.data},      {"seed", opt.seed},
-                           {"device", device_name}, {"threads", threads()},
-                           {"steps", step},         {"parameters", params.count()}};
-  if (status == "diverged") {
-    result["diverged"] = diverged_at;
-  } else {
-    // The best validation checkpoint, scored on validation and test.
-    load_checkpoint(life.best_checkpoint().string(), params, nullptr, &model->buffers());
-    result["best_step"] = best_step;
-    result["stopped_early"] = stopped_early;
-    // Validation first: a tuned NULL margin is chosen there and scores train and test.
-    const Evaluation valid =
-        evaluate(*model, corpus, corpus.valid, opt.eval_batch, opt.device, trains_ner, margin_rule);
-    const NullMarginRule chosen{false, valid.null_margin};
-    result["train"] = evaluation_json(
-        evaluate(*model, corpus, corpus.train, opt.eval_batch, opt.device, trains_ner, chosen));
-    result["valid"] = evaluation_json(valid);
-    const Evaluation test =
-        evaluate(*model, corpus, corpus.test, opt.eval_batch, opt.device, trains_ner, chosen);
-    result["test"] = evaluation_json(test);
-    // The test predictions in the task's own format, beside result.json (written first:
-    // result.json comes last), so that the task's own scorer can read them too.
-    if (const std::string name = official_predictions_name(corpus); !name.empty()) {
-      atomic_write(life.dir().path() / name,
-                   official_predictions(corpus, corpus.test, test.predicted));
-      result["test"]["official"]["predictions_file"] = name;
-    }
-    if (!margin_rule.is_argmax())
-      result["null_margin"] = {{"rule", margin_rule.tune ? "tuned on validation" : "fixed"},
-                               {"margin", valid.null_margin},
-                               {"valid_argmax_f1", valid.argmax_f1},
-                               {"test_argmax_f1", test.argmax_f1}};
-    result["test_references"] = reference_scores(corpus);
+  Evaluation evaluate_split(const ReSplit& split, bool ner, const NullMarginRule& rule,
+                            const std::vector<int>* only = nullptr) {
+    return evaluate(model_, corpus_, split, opt_.eval_batch, opt_.device, ner, rule, only);
   }
-  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::vector<double> sorted = step_seconds;
-  std::sort(sorted.begin(), sorted.end());
-  auto q = [&](double f) {
-    return sorted.empty() ? 0.0 : sorted[static_cast<size_t>(f * (sorted.size() - 1))];
-  };
-  life.dir().write_timing(
-      {{"wall_seconds", wall},
-       {"steps_this_process", step_seconds.size()},
-       {"seconds_per_step", step_seconds.empty() ? 0.0 : wall / step_seconds.size()},
-       {"step_seconds_quantiles",
-        {{"min", q(0)}, {"p25", q(0.25)}, {"median", q(0.5)}, {"p75", q(0.75)}, {"max", q(1)}}}});
+
+  // Validation and the training sample scored, a metrics.jsonl line, the best checkpoint
+  // kept, last.ckpt written; sets stopped_early_ when --patience runs out.
+  void evaluate_and_checkpoint() {
+    const Evaluation valid = evaluate_split(corpus_.valid, m_.trains_ner, set_.margin_rule);
+    const Evaluation on_train =
+        evaluate_split(corpus_.train, false, {false, valid.null_margin}, &train_docs_);
+    life_.append_metrics(metrics_line(valid, on_train));
+    loss_sum_ = ner_loss_sum_ = 0;
+    loss_n_ = ner_loss_n_ = 0;
+    const double f1 = valid.f1();
+    last_valid_f1_ = f1;
+    if (f1 > best_f1_) {
+      best_f1_ = f1, best_step_ = step_, since_best_ = 0;
+      save_checkpoint(life_.best_checkpoint().string(), params_, nullptr, &model_.buffers());
+    } else {
+      ++since_best_;
+    }
+    if (opt_.patience > 0 && since_best_ >= opt_.patience && step_ < opt_.steps)
+      stopped_early_ = true;
+    if (opt_.after_evaluation) opt_.after_evaluation(step_);
+    life_.save_state(params_, adam_, model_.buffers(),
+                     {{"step", step_},
+                      {"best_step", best_step_},
+                      {"since_best", since_best_},
+                      {"best_f1", best_f1_}});
+  }
+
+  // One metrics.jsonl line. On a corpus with an official score, valid_f1 and train_f1
+  // are that score (the pairs' micro F1 beside it); elsewhere the micro F1 over pairs.
+  nlohmann::json metrics_line(const Evaluation& ev, const Evaluation& on_train) {
+    const bool official = !ev.official.is_null();
+    nlohmann::json line = {{"step", step_},
+                           {"train_re_loss", loss_n_ ? loss_sum_ / loss_n_ : 0.0},
+                           {"train_ner_loss", ner_loss_n_ ? ner_loss_sum_ / ner_loss_n_ : 0.0},
+                           {"re_steps", loss_n_},
+                           {"ner_steps", ner_loss_n_},
+                           {"valid_precision", official ? ev.official["precision"].get<double>()
+                                                        : ev.relations.micro.precision},
+                           {"valid_recall", official ? ev.official["recall"].get<double>()
+                                                     : ev.relations.micro.recall},
+                           {"valid_f1", ev.f1()},
+                           {"valid_macro_f1", ev.relations.macro_f1},
+                           {"train_f1", on_train.f1()}};
+    if (official) line["valid_pair_micro_f1"] = ev.relations.micro.f1;
+    nlohmann::json per_class = nlohmann::json::object();
+    for (size_t c = 1; c < ev.relations.class_names.size(); ++c)
+      per_class[ev.relations.class_names[c]] = ev.relations.per_class[c].f1;
+    line["valid_f1_per_class"] = per_class;
+    if (!set_.margin_rule.is_argmax()) {
+      line["valid_null_margin"] = ev.null_margin;
+      line["valid_argmax_f1"] = ev.argmax_f1;
+    }
+    if (ev.has_ner) line["valid_ner_f1"] = ev.ner.micro.f1;
+    if (ev.mean_steps > 0) line["valid_mean_halting_steps"] = ev.mean_steps;
+    if (opt_.grad_norms) line["grad_norms"] = norms_.take(params_);
+    return line;
+  }
+
+  // On a terminal one line rewritten every step; otherwise (logs) a line per evaluation.
+  void show_progress(float loss) const {
+    if (!progress_ || !(tty_ || step_ % opt_.eval_every == 0 || step_ == opt_.steps)) return;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0_).count();
+    const double rate = step_seconds_.size() / std::max(elapsed, 1e-9);
+    *progress_ << (tty_ ? "\r" : "") << "step " << step_ << "/" << opt_.steps << "  loss "
+               << fixed(loss, 4) << "  valid F1 " << fixed(last_valid_f1_, 4) << "  "
+               << fixed(rate, 2) << " steps/s  ETA "
+               << static_cast<int64_t>((opt_.steps - step_) / std::max(rate, 1e-9)) << " s"
+               << (tty_ ? "   " : "\n") << std::flush;
+  }
+
+  const ReTrainOptions& opt_;
+  const ReRunSettings& set_;
+  const ReCorpus& corpus_;
+  ReRunModel& m_;
+  ReModel& model_;
+  ParameterSet& params_;
+  RunLifecycle& life_;
+  std::ostream* progress_;
+  bool tty_;
+  Adam adam_;
+  PhiloxStream sampler_;
+  const std::vector<int> train_docs_;  // the training sample scored at every evaluation
+  Tensor class_weights_;               // undefined when unweighted
+
+  int64_t step_ = 0, best_step_ = 0, since_best_ = 0;
+  double best_f1_ = -1.0;
+  double last_valid_f1_ = 0.0;
+  std::string status_ = "completed";
+  nlohmann::json diverged_at_;
+  bool stopped_early_ = false;
+  GradientNorms norms_;
+  double loss_sum_ = 0, ner_loss_sum_ = 0;
+  int64_t loss_n_ = 0, ner_loss_n_ = 0;
+  std::vector<double> step_seconds_;
+  Clock::time_point t0_ = Clock::now();
+};
+
+}  // namespace
+
+nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress, bool tty) {
+  const ReRunSettings settings = check_options(opt);
+  const ReCorpus corpus = load_corpus(opt, settings.spec);
+  ReRunModel m = build_model(opt, settings, corpus);
+  RunLifecycle life(opt.out, run_config(opt, settings, corpus, m), opt.force, opt.device);
+  ReTraining training(opt, settings, corpus, m, life, progress, tty);
+  const RunLifecycle::Start start = life.begin(run_manifest(opt, corpus, *m.model), progress);
+  if (start == RunLifecycle::Start::finished) return life.finished_result();
+  if (start == RunLifecycle::Start::resumed) training.resume();
+  training.train();
+  const nlohmann::json result = training.result();
+  life.dir().write_timing(training.timing());
   life.finish(result);
   return result;
 }
