@@ -21,8 +21,8 @@ void add_list_command(CLI::App& app) {
       std::cout << "  " << std::left << std::setw(18) << m.name << std::setw(16) << m.task_kind
                 << m.summary << "\n";
       for (const SwitchInfo& sw : m.switches) {
-        std::string form = sw.kind == SwitchInfo::Kind::flag ? "+" + std::string(sw.name)
-                                                             : "+" + std::string(sw.name) + "=";
+        std::string form = std::string("+").append(sw.name);
+        if (sw.kind != SwitchInfo::Kind::flag) form += "=";
         if (sw.kind == SwitchInfo::Kind::choice) form += std::string(sw.choices);
         // A form wider than its column (a long choice list) takes a line of its own.
         if (form.size() > 30) {

@@ -130,8 +130,8 @@ void refuse_foreign_options(const CLI::App& cmd, const std::string& kind,
         (train_option_kinds(name) & bit))
       continue;
     std::string list, always;
-    for (const std::string& n : mine) list += (list.empty() ? "" : " ") + n;
-    for (std::string_view n : kEveryRun) always += (always.empty() ? "" : " ") + std::string(n);
+    for (const std::string& n : mine) list.append(list.empty() ? "" : " ").append(n);
+    for (std::string_view n : kEveryRun) always.append(always.empty() ? "" : " ").append(n);
     throw std::invalid_argument("train: " + name + " does not apply to model '" + model + "' (a " +
                                 kind + " model reads " + list + ", and " + always + ")");
   }

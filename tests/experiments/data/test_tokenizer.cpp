@@ -46,8 +46,8 @@ TEST(Tokenizer, MentionCuttingATokenIsKeptByAnnotateTokens) {
   doc.text = "Cocaineinduced myocardial infarction.";
   doc.entities.push_back({"D1", "Chemical", {0}});
   doc.entities.push_back({"D2", "Disease", {1}});
-  doc.mentions.push_back({0, 7, "Cocaine", "Chemical", {0}, {}, ""});
-  doc.mentions.push_back({15, 36, "myocardial infarction", "Disease", {1}, {}, ""});
+  doc.mentions.push_back({0, 7, "Cocaine", "Chemical", {0}, {}, "", false, ""});
+  doc.mentions.push_back({15, 36, "myocardial infarction", "Disease", {1}, {}, "", false, ""});
   annotate_tokens(doc);
   EXPECT_EQ(doc.mentions[0].tokens, (Span{0, 1}));
   EXPECT_EQ(doc.tokens[0].text, "Cocaine");
@@ -62,8 +62,8 @@ TEST(Tokenizer, MentionCuttingATokenIsKeptByAnnotateTokens) {
 TEST(Tokenizer, BilouInsideTagsAndOverlapSkipping) {
   Document doc;
   doc.text = "acute renal failure syndrome";
-  doc.mentions.push_back({0, 28, doc.text, "Disease", {}, {}, ""});
-  doc.mentions.push_back({6, 19, "renal failure", "Disease", {}, {}, ""});
+  doc.mentions.push_back({0, 28, doc.text, "Disease", {}, {}, "", false, ""});
+  doc.mentions.push_back({6, 19, "renal failure", "Disease", {}, {}, "", false, ""});
   annotate_tokens(doc);
   int skipped = -1;
   const auto tags = entity_tags(doc, TagScheme::kBilou, &skipped);
