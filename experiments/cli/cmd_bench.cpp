@@ -154,6 +154,15 @@ nlohmann::json to_json(const SweepResult& r) {
   if (on_gpu)
     for (size_t i = 0; i < rows.size(); ++i)
       rows[i]["copy_bandwidth_fraction"] = r.rows[i].copy_bandwidth_fraction;
+  // Fields that were not measured are left out, never written as 0: the 1-thread time of
+  // a run on 1 thread (its seconds are that time), the copy's speedup over sorted.
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!(r.rows[i].seconds_1thread > 0)) {
+      rows[i].erase("seconds_1thread");
+      rows[i].erase("thread_speedup");
+    }
+    if (r.rows[i].variant == "copy") rows[i].erase("speedup_vs_sorted");
+  }
   j["rows"] = rows;
   nlohmann::json eps = nlohmann::json::array();
   for (const SweepPointDisagreement& d : r.disagreements)
@@ -166,6 +175,15 @@ nlohmann::json to_json(const SweepResult& r) {
                    {"threshold", EpsDisagreement::kThreshold}});
   j["parallel_eps_vs_sorted"] = eps;
   return j;
+}
+
+// A CSV cell: the value, or empty where it was not measured (as the JSON leaves it out).
+std::string measured(double value, bool present) {
+  if (!present) return "";
+  std::ostringstream os;
+  os.precision(9);
+  os << value;
+  return os.str();
 }
 
 std::string to_csv(const SweepResult& r) {
@@ -183,7 +201,7 @@ std::string to_csv(const SweepResult& r) {
        << s.memories << "," << s.bytes << "," << s.calls_per_repetition << "," << s.repetitions
        << "," << s.seconds << "," << s.wall_seconds << "," << s.cpu_seconds << "," << s.seconds_min
        << "," << s.seconds_max << "," << s.floor_seconds << "," << s.floor_ratio << ","
-       << s.speedup_vs_sorted << "," << s.gbytes_per_second;
+       << measured(s.speedup_vs_sorted, s.variant != "copy") << "," << s.gbytes_per_second;
     const SweepPointDisagreement* d = nullptr;
     for (const SweepPointDisagreement& x : r.disagreements)
       if (x.seq == s.seq && x.mem == s.mem) d = &x;
@@ -192,9 +210,15 @@ std::string to_csv(const SweepResult& r) {
          << d->eps.max_abs_diff;
     else
       os << ",,,";
-    os << "," << s.threads << "," << s.seconds_1thread << "," << s.thread_speedup << ","
-       << s.floor_seconds_1thread << "," << s.floor_ratio_1thread << "," << s.ops_per_memory << ","
-       << s.bound_seconds << "," << s.peak_fraction << "\n";
+    const bool one_thread_timed = s.seconds_1thread > 0;
+    const bool variant = s.variant != "copy", cpu = s.floor_seconds_1thread > 0;
+    os << "," << s.threads << "," << measured(s.seconds_1thread, one_thread_timed) << ","
+       << measured(s.thread_speedup, one_thread_timed) << ","
+       << measured(s.floor_seconds_1thread, cpu) << ","
+       << measured(s.floor_ratio_1thread, cpu && variant) << ","
+       << measured(s.ops_per_memory, cpu && variant) << ","
+       << measured(s.bound_seconds, cpu && variant) << ","
+       << measured(s.peak_fraction, cpu && variant) << "\n";
   }
   return os.str();
 }
