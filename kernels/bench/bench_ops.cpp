@@ -253,6 +253,7 @@ int main(int argc, char** argv) {
   }
   if (k > 1) g_thread_counts.push_back(k);
   benchmark::AddCustomContext("mare_threads", std::to_string(k));
+  benchmark::AddCustomContext("mare_device", to_string(g_device));  // mare report's ops table
   register_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

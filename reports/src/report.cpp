@@ -25,7 +25,7 @@ ReportSummary write_report(const ReportInputs& in, const ReportOptions& options)
       "table4.12", "table4.13",  "table4.14",  "table4.15",  "tableB.1", "tableC.1",  "table5.1",
       "fig4.2",    "fig4.3",     "fig4.4",     "fig4.5",     "fig4.6",   "fig4.9",    "fig4.10",
       "fig4.11",   "fig5.1",     "fig5.2",     "fig5.3",     "fig5.4",   "fig5.5",    "curves4.5",
-      "curves4.6", "curves4.10", "curves4.12", "curves4.13", "curves",   "ceiling"};
+      "curves4.6", "curves4.10", "curves4.12", "curves4.13", "curves",   "ceiling",   "ops"};
   for (const std::string& id : options.only)
     if (!known.count(id)) {
       std::string all;

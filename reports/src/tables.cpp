@@ -906,8 +906,9 @@ Table table_413(const ReportInputs& in, const Paper& paper) {
 // benchmark kind, the fields a row must have, and one file's rows.
 struct BenchRows {
   std::string id, title;
-  std::string kind;  // BenchFile::kind: "allocation", "iteration"
+  std::string kind;  // BenchFile::kind: "allocation", "iteration", "gbench"
   std::string missing;
+  std::string rows_key = "rows";   // the file's array of rows ("benchmarks": Google Benchmark)
   std::vector<std::string> needs;  // the fields every row must have
   std::vector<std::string> columns;
   // one file's rows (each checked to be an object with `needs`), given its device
@@ -928,15 +929,19 @@ Table render(const BenchRows& d, const ReportInputs& in, const Paper& paper) {
   t.columns = d.columns;
   json prov = json::array();
   for (const BenchFile* f : files) {
-    const json& rows = f->json.at("rows");
+    const json& rows = f->json.at(d.rows_key);
     if (!rows.is_array())
-      throw InputError(f->path.string() + ": \"rows\" must be an array of benchmark rows");
+      throw InputError(f->path.string() + ": \"" + d.rows_key +
+                       "\" must be an array of benchmark rows");
     for (const json& r : rows)
       if (!r.is_object() || !std::all_of(d.needs.begin(), d.needs.end(),
                                          [&](const std::string& k) { return r.contains(k); }))
         throw InputError(f->path.string() + ": an " + d.kind + " row needs " + listed(d.needs));
-    for (auto& row : d.rows(rows, f->json.value("device", std::string("?")), paper))
-      t.rows.push_back(std::move(row));
+    // Google Benchmark keeps the device among its context's custom fields (bench_ops).
+    const std::string device = d.kind == "gbench"
+                                   ? f->json.at("context").value("mare_device", std::string("cpu"))
+                                   : f->json.value("device", std::string("?"));
+    for (auto& row : d.rows(rows, device, paper)) t.rows.push_back(std::move(row));
     prov.push_back(provenance_of(*f));
   }
   t.provenance = prov.size() == 1 ? prov[0] : json{{"benchmarks", prov}};
@@ -1781,12 +1786,69 @@ std::string provenance_line(const json& p) {
   return join(parts, "; ");
 }
 
+// ---- ops: Google Benchmark output of kernels/bench/bench_ops ------------------------------
+
+// Each op benchmark's time on 1 thread beside its time on the most threads it ran on, and
+// the speedup (names "BM_Op/arg:v/threads:K"; iterations only, no aggregates).
+Table table_ops(const ReportInputs& in, const Paper& paper) {
+  return render(
+      BenchRows{.id = "ops",
+                .title = "Op benchmarks: milliseconds per call on 1 thread and on every thread",
+                .kind = "gbench",
+                .missing = "no Google Benchmark output among the inputs (`kernels/bench/bench_ops "
+                           "--benchmark_out=FILE --benchmark_out_format=json`)",
+                .rows_key = "benchmarks",
+                .needs = {"name", "real_time", "time_unit"},
+                .columns = {"device", "benchmark", "1 thread (ms)", "threads", "K threads (ms)",
+                            "speedup"},
+                .rows =
+                    [](const json& rows, const std::string& device, const Paper&) {
+                      static const std::map<std::string, double> kMs = {
+                          {"ns", 1e-6}, {"us", 1e-3}, {"ms", 1.0}, {"s", 1e3}};
+                      std::map<std::string, std::map<int, double>> times;  // name -> threads -> ms
+                      std::vector<std::string> order;
+                      for (const json& b : rows) {
+                        if (b.value("run_type", std::string("iteration")) != "iteration") continue;
+                        std::string name = b["name"].get<std::string>();
+                        int k = 1;
+                        if (const auto at = name.rfind("/threads:"); at != std::string::npos) {
+                          k = std::stoi(name.substr(at + 9));
+                          name.erase(at);
+                        }
+                        const auto unit = kMs.find(b["time_unit"].get<std::string>());
+                        if (unit == kMs.end() || !b["real_time"].is_number()) continue;
+                        if (!times.count(name)) order.push_back(name);
+                        times[name][k] = b["real_time"].get<double>() * unit->second;
+                      }
+                      std::vector<std::vector<std::string>> out;
+                      for (const std::string& name : order) {
+                        const std::map<int, double>& t = times[name];
+                        const auto one = t.find(1);
+                        const auto most = std::prev(t.end());
+                        const bool both = one != t.end() && most->first > 1;
+                        out.push_back(
+                            {device, name, one != t.end() ? format_sig(one->second, 3) : kNone,
+                             both ? std::to_string(most->first) : kNone,
+                             both ? format_sig(most->second, 3) : kNone,
+                             both && most->second > 0 ? format_fixed(one->second / most->second, 2)
+                                                      : kNone});
+                      }
+                      return out;
+                    },
+                .note = "Google Benchmark's real time per iteration of each op benchmark "
+                        "(kernels/bench/bench_ops), on 1 thread and on the most threads it ran "
+                        "on; speedup = the 1-thread time / that time. Not a thesis table: the "
+                        "kernels' own measurement."},
+      in, paper);
+}
+
 std::vector<Table> build_tables(const ReportInputs& in, const Paper& paper) {
   return {table_44(in, paper),         table_45(in, paper),  table_46(in, paper),
           table_47(in, paper),         table_49(in, paper),  table_410(in, paper),
           table_411(in, paper),        table_412(in, paper), table_413(in, paper),
           table_414(in, paper),        table_415(in, paper), table_ner(in, paper, "B.1"),
-          table_ner(in, paper, "C.1"), table_51(in, paper),  table_ceiling(in, paper)};
+          table_ner(in, paper, "C.1"), table_51(in, paper),  table_ops(in, paper),
+          table_ceiling(in, paper)};
 }
 
 std::string table_markdown(const Table& t) {

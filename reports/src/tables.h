@@ -44,9 +44,9 @@ struct Paper {
 Paper load_paper(const std::optional<std::filesystem::path>& dir = std::nullopt);
 
 // Every table of the report, in the index's order (4.4, 4.5, 4.6, 4.7, 4.9, 4.10, 4.11,
-// 4.12, 4.13, 4.14, 4.15, B.1, C.1, 5.1, then "ceiling": what each relation cell reaches
-// beside its corpus's oracle and the every-pair baseline), made or with the reason it
-// was not.
+// 4.12, 4.13, 4.14, 4.15, B.1, C.1, 5.1, "ops": the op benchmarks of a Google Benchmark
+// file, then "ceiling": what each relation cell reaches beside its corpus's oracle and the
+// every-pair baseline), made or with the reason it was not.
 std::vector<Table> build_tables(const ReportInputs& inputs, const Paper& paper);
 
 // What produced a set of runs: {"specs", "profiles", "seeds", "devices", "commits",

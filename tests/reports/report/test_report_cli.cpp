@@ -112,6 +112,39 @@ TEST(ReportCli, WritesTablesAndIndex) {
     EXPECT_TRUE(fs::exists(out / f)) << f;
 }
 
+// Google Benchmark output (kernels/bench/bench_ops) becomes the ops table: each
+// benchmark's 1-thread time beside its time on the most threads, in milliseconds whatever
+// the file's unit, aggregates left out; without such a file the table says why.
+TEST(ReportCli, GoogleBenchmarkOutputBecomesTheOpsTable) {
+  mare::test::TempDir dir("report_gbench");
+  std::ofstream(dir / "ops.json") << R"({
+  "context": {"date": "2026-11-29T03:00:00+00:00", "host_name": "h", "mare_threads": "4",
+              "mare_device": "cpu"},
+  "benchmarks": [
+    {"name": "BM_A/d:8/threads:1", "run_type": "iteration", "real_time": 2000, "time_unit": "us"},
+    {"name": "BM_A/d:8/threads:2", "run_type": "iteration", "real_time": 1.25, "time_unit": "ms"},
+    {"name": "BM_A/d:8/threads:4", "run_type": "iteration", "real_time": 500000, "time_unit": "ns"},
+    {"name": "BM_A/d:8/threads:4_mean", "run_type": "aggregate", "real_time": 9, "time_unit": "s"},
+    {"name": "BM_B/threads:1", "run_type": "iteration", "real_time": 0.003, "time_unit": "s"}
+  ]})";
+  const fs::path out = dir / "rep";
+  ASSERT_EQ(run(dir, "report " + quoted((dir / "ops.json").string()) + " --out " +
+                         quoted(out.string()) + " --only ops"),
+            0)
+      << slurp(dir / "stderr");
+  EXPECT_EQ(slurp(out / "tables" / "ops.csv"),
+            "device,benchmark,1 thread (ms),threads,K threads (ms),speedup\n"
+            "cpu,BM_A/d:8,2,4,0.5,4.00\n"
+            "cpu,BM_B,3,—,—,—\n");
+  ASSERT_EQ(run(dir, "report " + quoted(fixtures().string()) + " --out " +
+                         quoted((dir / "none").string()) + " --only ops --no-figures"),
+            0)
+      << slurp(dir / "stderr");
+  EXPECT_NE(slurp(dir / "stdout").find("ops: not made: no Google Benchmark output"),
+            std::string::npos)
+      << slurp(dir / "stdout");
+}
+
 // A figure whose inputs are absent is named with the reason, as a table is.
 TEST(ReportCli, SaysWhyAFigureWasNotDrawn) {
   mare::test::TempDir dir("report_cli_fig");
