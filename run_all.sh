@@ -101,10 +101,28 @@ run_tests() {
     "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -Wno-uninitialized" -DMARE_SANITIZE=address,undefined \
     -DMARE_CUDA=OFF -DMARE_BUILD_BENCHMARKS=OFF >/dev/null
   cmake --build "$asan_dir" -j "$JOBS" --target "${sanitized[@]##*/}"
+  # Each binary in $JOBS GoogleTest shards at once (test_models alone takes minutes under
+  # ASan); a failing shard's whole output is printed.
   for t in "${sanitized[@]}"; do
-    log "ASan/UBSan: $t"
-    MARE_SOURCE_DIR="$ROOT" ASAN_OPTIONS=detect_leaks=1 \
-      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$asan_dir/$t" --gtest_brief=1
+    log "ASan/UBSan: $t ($JOBS shards)"
+    local pids=() k failed_shards=0
+    for ((k = 0; k < JOBS; k++)); do
+      MARE_SOURCE_DIR="$ROOT" ASAN_OPTIONS=detect_leaks=1 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 GTEST_TOTAL_SHARDS="$JOBS" \
+        GTEST_SHARD_INDEX="$k" "$asan_dir/$t" --gtest_brief=1 >"$asan_dir/shard$k.log" 2>&1 &
+      pids+=($!)
+    done
+    for ((k = 0; k < JOBS; k++)); do
+      if ! wait "${pids[$k]}"; then
+        cat "$asan_dir/shard$k.log"
+        failed_shards=$((failed_shards + 1))
+      fi
+    done
+    if ((failed_shards)); then
+      echo "run_all.sh: $t failed under ASan/UBSan ($failed_shards of $JOBS shards)" >&2
+      exit 1
+    fi
+    tail -n 2 "$asan_dir/shard0.log"
   done
 }
 
@@ -177,7 +195,7 @@ run_main() {
   fi
 
   log "the report: every table and figure beside the published values -> results/report/"
-  local inputs=("$out/sweeps" "$out/runs" "$out/data"/*.stats.json "$out/bench"/allocation*.json)
+  local inputs=("$out/sweeps" "$out/runs" "$out/data"/*.stats.json "$out/bench"/allocation*.json "$out/bench"/ops*.json)
   [ -d "$out/inspect/ntcre-cpd" ] && inputs+=("$out/inspect/ntcre-cpd")
   [ -f "$out/bench/iteration_cuda.json" ] && inputs+=("$out/bench/iteration_cuda.json")
   "$mare" report "${inputs[@]}" --out "$out/report" \
