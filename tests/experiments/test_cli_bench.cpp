@@ -26,6 +26,17 @@ void expect_ratio(double a, double b, const std::string& what) {
   EXPECT_NEAR(a, b, 1e-9 * std::max(std::fabs(a), std::fabs(b))) << what;
 }
 
+// Each (pass, N, sequence) point of a run.
+using Point = std::tuple<std::string, int, int>;
+
+// One variant's row at each point.
+std::map<Point, json> rows_of(const json& rows, const std::string& variant) {
+  std::map<Point, json> out;
+  for (const json& r : rows)
+    if (r.at("variant") == variant) out[{r.at("pass"), r.at("mem"), r.at("seq")}] = r;
+  return out;
+}
+
 // The rows of one run: every field there and each derived one what it says it is.
 void check_rows(const json& j, int threads) {
   const json& rows = j.at("rows");
@@ -33,16 +44,11 @@ void check_rows(const json& j, int threads) {
   EXPECT_EQ(j.at("threads"), threads);
   const std::set<std::string> variants = {"sorted", "parallel",       "parallel-eps",
                                           "rank",   "parallel-block", "network"};
-  // Each (pass, N, sequence) point: the copy of its bytes, then every variant.
-  using Point = std::tuple<std::string, int, int>;
-  std::map<Point, json> copy, sorted;
+  // Each point: the copy of its bytes, then every variant.
+  const std::map<Point, json> copy = rows_of(rows, "copy"), sorted = rows_of(rows, "sorted");
   std::map<Point, std::set<std::string>> seen;
-  for (const json& r : rows) {
-    const Point p{r.at("pass"), r.at("mem"), r.at("seq")};
-    seen[p].insert(r.at("variant").get<std::string>());
-    if (r.at("variant") == "copy") copy[p] = r;
-    if (r.at("variant") == "sorted") sorted[p] = r;
-  }
+  for (const json& r : rows)
+    seen[{r.at("pass"), r.at("mem"), r.at("seq")}].insert(r.at("variant").get<std::string>());
   ASSERT_EQ(seen.size(), 4u) << "forward and forward+backward at N 4 and 16";
   for (const auto& [p, names] : seen) {
     std::set<std::string> expected = variants;
@@ -110,13 +116,8 @@ TEST(CliBench, AllocationRowsHoldTheirFieldsAndTheReportReadsThem) {
   const json j = json::parse(slurp_file(dir / "a.json"));
   check_rows(j, 1);
   const json& rows = j.at("rows");
-  using Point = std::tuple<std::string, int, int>;
-  std::map<Point, json> sorted, parallel;
-  for (const json& r : rows) {
-    const Point p{r.at("pass"), r.at("mem"), r.at("seq")};
-    if (r.at("variant") == "sorted") sorted[p] = r;
-    if (r.at("variant") == "parallel") parallel[p] = r;
-  }
+  const std::map<Point, json> sorted = rows_of(rows, "sorted"),
+                              parallel = rows_of(rows, "parallel");
   // parallel-eps against sorted at every point: the same allocations.
   for (const json& c : j.at("parallel_eps_vs_sorted")) EXPECT_EQ(c.at("alloc_differs"), 0);
 
