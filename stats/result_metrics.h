@@ -29,4 +29,25 @@ const nlohmann::json* at_dotted(const nlohmann::json& j, const std::string& dott
 // Callers prefix the file and throw their own error type.
 std::string non_finite_metric(const nlohmann::json& result);
 
+// "" when every value in `j` can be what its name says; otherwise the first that cannot,
+// as `"<dotted path>": expected <what>, found <value>`. Names are read by their last part:
+// f1, precision, recall, accuracy and *_f1, *_precision, *_recall, *_accuracy lie in
+// [0, 1]; counts (correct, gold, predicted, examples, steps, best_step, epochs, step,
+// parameters, documents, ...) are whole numbers >= 0; loss, mse, seconds and *_loss, *_mse,
+// *_halting_steps, *_seconds, *_s, *_time (a benchmark's times) are >= 0; `correct` is at most its
+// object's `gold` and `predicted`; and no string reads as a number that is not one ("NaN", "inf",
+// ...). Keys of no known name are not checked.
+std::string impossible_value(const nlohmann::json& j);
+
+// What makes a completed run's result.json one that no run can have written, or "":
+// non_finite_metric, impossible_value, no test score (test_f1, or final.test_mse or
+// final.test_accuracy of a sequence task), a best_step after its steps.
+std::string completed_result_problem(const nlohmann::json& result);
+
+// What makes metrics.jsonl (one object a line) a series no run writes, or "": a line's
+// impossible_value, a "step" (or "epoch" without one) that is not a whole number, or not
+// after the line before (a duplicated or reordered line), or past `last_step` (>= 0: the
+// completed run's steps). Prefixed with "line <n>: ".
+std::string series_problem(const std::vector<nlohmann::json>& lines, int64_t last_step);
+
 }  // namespace mare::stats

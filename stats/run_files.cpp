@@ -35,6 +35,31 @@ bool is_run_dir(const std::filesystem::path& dir) {
           std::filesystem::exists(dir / "result.json"));
 }
 
+std::string planned_run_gap(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return "no such directory";
+  if (!std::filesystem::is_directory(dir, ec)) return "not a directory";
+  if (!std::filesystem::exists(dir / "run.json", ec)) return "no run.json";
+  return "";
+}
+
+std::string planned_runs_warning(const std::filesystem::path& root,
+                                 const std::set<std::filesystem::path>& planned) {
+  std::vector<std::string> gaps;
+  std::error_code ec;
+  const std::filesystem::path base = std::filesystem::weakly_canonical(root, ec);
+  for (const std::filesystem::path& dir : planned)
+    if (const std::string why = planned_run_gap(dir); !why.empty())
+      gaps.push_back(dir.lexically_relative(base).string() + " (" + why + ")");
+  if (gaps.empty()) return "";
+  std::string list;
+  for (std::size_t i = 0; i < gaps.size() && i < 3; ++i) list += (i ? ", " : "") + gaps[i];
+  if (gaps.size() > 3) list += ", ...";
+  return root.string() + ": " + std::to_string(gaps.size()) + " of " +
+         std::to_string(planned.size()) + " planned runs " + (gaps.size() == 1 ? "is" : "are") +
+         " not there and left out: " + list + " (`mare sweep` on its spec makes them again)";
+}
+
 std::string legacy_cell(const std::filesystem::path& dir) {
   std::filesystem::path abs = std::filesystem::absolute(dir).lexically_normal();  // links kept
   if (abs.filename().empty()) abs = abs.parent_path();
@@ -67,7 +92,7 @@ std::string resolve_status(RunFiles& f) {
     const auto it = f.result.find("status");
     f.status = it != f.result.end() && it->is_string() ? it->get<std::string>() : "completed";
     if (f.status == "completed")
-      if (const std::string why = non_finite_metric(f.result); !why.empty())
+      if (const std::string why = completed_result_problem(f.result); !why.empty())
         return (f.dir / "result.json").string() + ": " + why;
   }
   if (f.status_file.is_object()) {
@@ -89,6 +114,20 @@ std::string resolve_status(RunFiles& f) {
       f.status = from_result;
   }
   if (f.status.empty()) f.status = "missing";
+  return "";
+}
+
+std::string series_problem(const RunFiles& f) {
+  if (f.timing.is_object())
+    if (const std::string why = impossible_value(f.timing); !why.empty())
+      return (f.dir / "timing.json").string() + ": " + why;
+  int64_t last_step = -1;
+  if (f.status == "completed" && f.result.is_object()) {
+    const auto it = f.result.find("steps");
+    if (it != f.result.end() && it->is_number_integer()) last_step = it->get<int64_t>();
+  }
+  if (const std::string why = stats::series_problem(f.metrics, last_step); !why.empty())
+    return (f.dir / "metrics.jsonl").string() + ": " + why;
   return "";
 }
 

@@ -92,6 +92,16 @@ std::set<std::filesystem::path> planned_runs(const std::filesystem::path& root) 
   return planned;
 }
 
+// What keeps a planned run directory from holding its run: "no such directory", "not a
+// directory", "no run.json" (`mare sweep` writes it first); "" when it holds one.
+std::string planned_run_gap(const std::filesystem::path& dir);
+
+// "" when every run directory a sweep root's sweep.json plans holds its run; otherwise one
+// line that counts those that do not and names a few with why (planned_run_gap), so that a
+// table with a seed less says so.
+std::string planned_runs_warning(const std::filesystem::path& root,
+                                 const std::set<std::filesystem::path>& planned);
+
 // ---- run directories --------------------------------------------------------------------
 
 // A run directory: one holding run.json (a run of `mare sweep`), or a legacy one holding
@@ -132,9 +142,13 @@ nlohmann::json legacy_config(const RunFiles& f);
 // run's result.json has a metric alias that is not a finite number (result_metrics.h).
 std::string resolve_status(RunFiles& f);
 
+// "" or what makes a run's timing.json or metrics.jsonl (read) no run's, naming the file
+// (and line): stats::impossible_value, stats::series_problem with a completed run's steps.
+std::string series_problem(const RunFiles& f);
+
 // Reads run.json, manifest.json, result.json and status.json of `dir` (with_series:
-// timing.json and metrics.jsonl too) and resolves its status. Every error is an Error
-// naming the file (and line): unreadable, not JSON, not a JSON object.
+// timing.json and metrics.jsonl too, checked by series_problem) and resolves its status. Every
+// error is an Error naming the file (and line): unreadable, not JSON, not a JSON object.
 template <class Error>
 RunFiles read_run_files(const std::filesystem::path& dir, bool with_series) {
   RunFiles f;
@@ -153,6 +167,9 @@ RunFiles read_run_files(const std::filesystem::path& dir, bool with_series) {
       f.metrics = read_jsonl<Error>(dir / "metrics.jsonl");
   }
   if (const std::string why = resolve_status(f); !why.empty()) throw Error(why);
+  if (with_series) {
+    if (const std::string why = series_problem(f); !why.empty()) throw Error(why);
+  }
   return f;
 }
 

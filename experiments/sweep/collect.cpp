@@ -132,6 +132,7 @@ struct Walk {
   std::set<fs::path> visited;
   std::vector<Found> found;
   std::map<fs::path, std::vector<fs::path>> superseded;  // sweep root -> runs not in its plan
+  std::vector<std::string> gaps;                         // planned runs that are not there
 };
 
 void walk(const fs::path& dir, Walk& w, const std::set<fs::path>* planned,
@@ -145,6 +146,8 @@ void walk(const fs::path& dir, Walk& w, const std::set<fs::path>* planned,
       w.superseded[plan_root].push_back(dir);
       return;
     }
+    // A planned run that lost its run.json is no loose run: planned_runs_warning names it.
+    if (planned && !fs::exists(dir / "run.json")) return;
     w.found.push_back({dir, !fs::exists(dir / "run.json")});
     return;
   }
@@ -166,6 +169,9 @@ void walk(const fs::path& dir, Walk& w, const std::set<fs::path>* planned,
   }
   std::sort(subdirs.begin(), subdirs.end());
   for (const std::string& s : subdirs) walk(dir / s, w, planned, own_root);
+  if (planned == &own)
+    if (std::string gap = stats::planned_runs_warning(dir, own); !gap.empty())
+      w.gaps.push_back(std::move(gap));
 }
 
 int outcome_rank(const CollectedRun& r) {
@@ -197,6 +203,8 @@ Collection collect_runs(const std::vector<fs::path>& roots, bool all) {
           " not in its sweep.json (an earlier version of the spec, or another profile) left "
           "out, e.g. " +
           dirs.front().string() + " (`mare collect --all` takes them)");
+    c.warnings.insert(c.warnings.end(), w.gaps.begin(), w.gaps.end());
+    w.gaps.clear();
     if (w.found.empty() && w.superseded.empty() && !seen)
       c.warnings.push_back(root.string() +
                            ": no runs found (no run.json, nor manifest.json with result.json)");

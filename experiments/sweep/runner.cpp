@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "experiments/run_dir.h"
+#include "stats/result_metrics.h"
 
 extern char** environ;
 
@@ -471,9 +472,40 @@ std::string output_status(const fs::path& dir, const RunPlan& run) {
   return "completed";
 }
 
+RunOnDisk inspect_state(const fs::path& dir, const RunPlan& run, bool retry_failed);
+
+// What makes a finished run's output one that no run writes ("" when it is whole): JSON
+// cut short, a completed result.json without a test score or with a value no metric can
+// have, a benchmark of negative seconds (stats/result_metrics.h). Such a run runs again.
+std::string damaged_output(const fs::path& dir, const RunPlan& run) {
+  const fs::path p = dir / run.done_file;
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return "";  // not there: nothing finished
+  const auto j = try_read_json(p);
+  if (!j || !j->is_object()) return p.string() + ": not a JSON object (cut short?)";
+  std::string why;
+  if (run.done_file != "result.json")
+    why = stats::impossible_value(*j);
+  else if (const auto st = j->find("status"); st == j->end() || *st == "completed")
+    why = stats::completed_result_problem(*j);
+  // A diverged run's result.json says what went wrong ("loss": "-nan"): not held to values.
+  return why.empty() ? "" : p.string() + ": " + why;
+}
+
 }  // namespace
 
 RunOnDisk inspect_run(const fs::path& dir, const RunPlan& run, bool retry_failed) {
+  RunOnDisk d = inspect_state(dir, run, retry_failed);
+  if (d.state == RunState::done) {
+    d.damaged = damaged_output(dir, run);
+    if (!d.damaged.empty()) d.state = RunState::todo;
+  }
+  return d;
+}
+
+namespace {
+
+RunOnDisk inspect_state(const fs::path& dir, const RunPlan& run, bool retry_failed) {
   RunOnDisk d;
   if (auto st = try_read_json(dir / "status.json");
       st && st->is_object() && st->contains("status") && (*st)["status"].is_string()) {
@@ -500,6 +532,8 @@ RunOnDisk inspect_run(const fs::path& dir, const RunPlan& run, bool retry_failed
   d.state = RunState::todo;
   return d;
 }
+
+}  // namespace
 
 int SweepSummary::exit_status() const {
   if (stop_signal) return 128 + stop_signal;
@@ -883,11 +917,33 @@ SweepSummary Sweep::run() {
   atomic_write(root_ / "sweep.json", json_text(plan_json(plan_)));
 
   std::deque<size_t> queue;
+  for (size_t k : mine) {  // before anything is changed
+    const fs::path dir = run_dir(k);
+    std::error_code ec;
+    if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+      throw std::runtime_error(dir.string() +
+                               ": a planned run directory is not a directory (move it away: the "
+                               "sweep makes the run there)");
+  }
   for (size_t k : mine) {
     const fs::path dir = run_dir(k);
     RunOnDisk d = inspect_run(dir, plan_.runs[k], o_.retry_failed);
+    if (!d.damaged.empty()) {
+      // Kept beside the run for a look, out of the way of the attempt that replaces it.
+      const fs::path done = dir / plan_.runs[k].done_file;
+      fs::rename(done, done.string() + ".damaged");
+      log_line(d.damaged + ": runs again (the file is kept as " + done.filename().string() +
+               ".damaged)");
+    }
     if (d.state == RunState::done) {
       ++s_.skipped;
+      // run.json says which run a directory holds (collect and report read it): a done run
+      // that lost it gets it back from the plan.
+      if (!try_read_json(dir / "run.json")) {
+        atomic_write(dir / "run.json", json_text(plan_.run_json(plan_.runs[k])));
+        log_line((dir / "run.json").string() +
+                 ": missing or unreadable: written again from the plan");
+      }
       if (d.status_json.is_null()) {
         // Finished, but the sweep that ran it died before status.json.
         write_status(dir, d.status, std::nullopt, std::nullopt, 0.0,
@@ -1006,6 +1062,7 @@ void print_plan(const SweepPlan& plan, const RunnerOptions& o, std::ostream& out
     RunOnDisk d = inspect_run(dir, r, o.retry_failed);
     const char* state = d.state == RunState::done     ? "done"
                         : d.state == RunState::failed ? "failed"
+                        : !d.damaged.empty()          ? "damaged"
                                                       : "todo";
     done += d.state == RunState::done;
     failed += d.state == RunState::failed;

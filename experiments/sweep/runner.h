@@ -68,6 +68,7 @@ struct RunOnDisk {
   RunState state = RunState::todo;
   std::string status;  // status.json's (or result.json's) status, "" when none
   nlohmann::json status_json;
+  std::string damaged;  // why a finished run's output is no run's (it runs again), or ""
 };
 RunOnDisk inspect_run(const std::filesystem::path& run_dir, const RunPlan& run, bool retry_failed);
 

@@ -173,11 +173,16 @@ struct Walker {
   const std::set<fs::path>* planned = nullptr;
   fs::path plan_root;
   std::map<fs::path, std::pair<std::size_t, fs::path>> superseded;  // root -> count, example
+  std::vector<std::string> gaps;  // planned runs that are not there (planned_runs_warning)
 
   // A JSON file met on a walk or given by name. Returns false when it is none of ours.
   bool json_file(const fs::path& p, const json& run) {
     json j = read_json_file(p);
     const std::string kind = benchmark_kind(j);
+    // A time below zero, a count of -8 documents: values no benchmark or corpus has.
+    if (!kind.empty() || is_corpus_stats(j))
+      if (const std::string why = stats::impossible_value(j); !why.empty())
+        throw InputError(p.string() + ": " + why);
     if (!kind.empty()) {
       out.benchmarks.push_back({p, kind, std::move(j), run});
       return true;
@@ -200,6 +205,8 @@ struct Walker {
         return;
       }
     }
+    // A planned run that lost its run.json is no loose run: planned_runs_warning names it.
+    if (is_run && planned && !fs::exists(d / "run.json")) return;
     if (is_run) {
       RunRecord r = read_run_dir(d);
       if (fs::exists(d / "bench.json")) {
@@ -239,6 +246,9 @@ struct Walker {
       entries.push_back(it->path());
     if (ec) throw InputError(d.string() + ": cannot be listed (" + ec.message() + ")");
     std::sort(entries.begin(), entries.end());
+    if (planned == &own)
+      if (std::string gap = stats::planned_runs_warning(d, own); !gap.empty())
+        gaps.push_back(std::move(gap));
     for (const fs::path& e : entries) {
       const std::string name = e.filename().string();
       if (name.empty() || name[0] == '.') continue;  // temporaries of atomic writes, .git
@@ -349,7 +359,7 @@ bool is_corpus_stats(const json& j) {
 
 ReportInputs load_inputs(const std::vector<fs::path>& paths) {
   ReportInputs in;
-  Walker w{in, nullptr, {}, {}};
+  Walker w{in, nullptr, {}, {}, {}};
   for (const fs::path& p : paths) w.given(p);
   for (const auto& [root, c] : w.superseded)
     in.notes.push_back(root.string() + ": " + std::to_string(c.first) + " run director" +
@@ -357,6 +367,7 @@ ReportInputs load_inputs(const std::vector<fs::path>& paths) {
                        " not in its sweep.json (an earlier version of the spec, or another "
                        "profile) left out, e.g. " +
                        c.second.string());
+  in.notes.insert(in.notes.end(), w.gaps.begin(), w.gaps.end());
 
   // One run found twice (a tree and a collect CSV of it): keep the first run-directory copy.
   // A collect row also names its directory (column dir): a legacy run, which has no id in

@@ -317,7 +317,8 @@ TEST(Collect, MalformedFilesAreErrorsNamingTheFile) {
 TEST(Collect, LegacyCellNames) {
   TempDir tmp("collect_legacy");
   const json manifest = {{"seed", 4}, {"config", {{"model", "bran"}, {"seed", 4}}}};
-  const json result = {{"status", "completed"}, {"test", {{"relations", {{"macro_f1", 0.5}}}}}};
+  const json result = {{"status", "completed"},
+                       {"test", {{"relations", {{"macro_f1", 0.5}, {"micro", {{"f1", 0.5}}}}}}}};
   for (const std::string d : {"runs/bran-synth-cdr-seed4", "grid/r1_grpu/seed4", "plain"}) {
     write(tmp / d / "manifest.json", manifest);
     write(tmp / d / "result.json", result);
@@ -398,6 +399,40 @@ TEST(Collect, RunsNotInTheRootsSweepJsonAreLeftOutUnlessAll) {
     EXPECT_NE(std::string(e.what()).find("sweep.json: expected \"runs\""), std::string::npos)
         << e.what();
   }
+}
+
+// A planned run that is not there (never made, a file in its place, a directory that lost
+// its run.json) is left out with a warning that counts and names it, never taken as a
+// loose run or passed over in silence; with every planned run there, no warning.
+TEST(Collect, PlannedRunsThatAreNotThereAreNamedInAWarning) {
+  Fixture f;
+  const auto plan = [&](std::vector<std::string> dirs) {
+    json runs = json::array();
+    for (const std::string& d : dirs) runs.push_back({{"dir", d}});
+    write(f.a / "sweep.json", json{{"spec", "abl"}, {"runs", runs}});
+  };
+  plan({"cellX/seed1-aaaaaaaa", "cellX/seed2-bbbbbbbb"});
+  EXPECT_TRUE(collect_runs({f.a}).warnings.empty());
+
+  write(f.a / "cellZ" / "seed1-eeeeeeee", "a file where a run directory goes\n");
+  write(f.a / "cellX" / "seed3-ffffffff" / "manifest.json", "{}");
+  write(f.a / "cellX" / "seed3-ffffffff" / "result.json", result_x1());  // run.json lost
+  plan({"cellX/seed1-aaaaaaaa", "cellX/seed2-bbbbbbbb", "cellX/seed3-ffffffff",
+        "cellY/seed1-gggggggg", "cellZ/seed1-eeeeeeee"});
+  const sweep::Collection c = collect_runs({f.a});
+  EXPECT_EQ(c.runs.size(), 2u);  // x1 and x2; the run without run.json is no legacy run
+  ASSERT_EQ(c.warnings.size(), 1u);
+  const std::string& w = c.warnings[0];
+  for (const char* part :
+       {"3 of 5 planned runs are not there", "cellX/seed3-ffffffff (no run.json)",
+        "cellY/seed1-gggggggg (no such directory)", "cellZ/seed1-eeeeeeee (not a directory)"})
+    EXPECT_NE(w.find(part), std::string::npos) << part << "\n" << w;
+
+  const MareOutcome out = run_mare_in(f.tmp.path(), {"collect", f.a.string(), "--out", "some.csv"});
+  ASSERT_EQ(out.status, 0) << out.err;
+  EXPECT_NE(out.err.find("mare: warning: " + f.a.string() + ": 3 of 5 planned runs"),
+            std::string::npos)
+      << out.err;
 }
 
 TEST(CollectCli, WritesTheCsvAtomicallyAndReportsErrors) {

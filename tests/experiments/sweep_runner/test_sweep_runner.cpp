@@ -494,6 +494,63 @@ TEST(SweepFailures, RecordedAndTheOthersFinish) {
   EXPECT_EQ(status_of(ok2), "completed");
 }
 
+// A finished run whose output no run writes (result.json cut short, a score of 7.5) runs
+// again, to the same bytes, its damaged file kept beside it; a finished run that lost its
+// run.json gets it back from the plan; a file where a planned run directory goes stops
+// the sweep before it changes anything.
+TEST(SweepFailures, DamagedRunsRunAgainAndALostRunJsonComesBack) {
+  const test::TempDir t("sweep_damage");
+  const SweepPlan plan =
+      make_plan("damage", {xor_run("x", 1), xor_run("x", 2), xor_run("x", 3), xor_run("x", 4)});
+  const fs::path spec = write_plan(t / "spec", plan), root = t / "root";
+  const std::vector<std::string> args = {"sweep", spec.string(), "--out", root.string()};
+  ASSERT_EQ(run_mare(args, t / "1.log"), 0) << slurp(t / "1.log");
+  const fs::path cut = root / plan.runs[0].dir, wrong = root / plan.runs[1].dir,
+                 lost = root / plan.runs[2].dir, file = root / plan.runs[3].dir;
+  const std::string cut_bytes = slurp(cut / "result.json");
+  const std::string wrong_bytes = slurp(wrong / "result.json");
+  const std::string run_json = slurp(lost / "run.json");
+  std::ofstream(cut / "result.json", std::ios::trunc) << cut_bytes.substr(0, cut_bytes.size() / 2);
+  json w = read_json(wrong / "result.json");
+  w["final"]["test_accuracy"] = 7.5;
+  std::ofstream(wrong / "result.json", std::ios::trunc) << w.dump(2);
+  fs::remove(lost / "run.json");
+  fs::rename(file, t / "moved");
+  std::ofstream(file) << "not a run\n";
+
+  ASSERT_EQ(run_mare(args, t / "2.log"), 2);
+  EXPECT_NE(slurp(t / "2.log").find(file.string() + ": a planned run directory is not a directory"),
+            std::string::npos)
+      << slurp(t / "2.log");
+  EXPECT_FALSE(fs::exists(cut / "result.json.damaged"));  // nothing changed
+  EXPECT_FALSE(fs::exists(lost / "run.json"));
+
+  fs::remove(file);
+  fs::rename(t / "moved", file);
+  ASSERT_EQ(run_mare(args, t / "3.log"), 0) << slurp(t / "3.log");
+  const std::string log = slurp(t / "3.log");
+  EXPECT_NE(
+      log.find((cut / "result.json").string() + ": not a JSON object (cut short?): runs again"),
+      std::string::npos)
+      << log;
+  EXPECT_NE(
+      log.find((wrong / "result.json").string() +
+               ": \"final.test_accuracy\": expected a value in [0, 1], found 7.5: runs again"),
+      std::string::npos)
+      << log;
+  EXPECT_NE(log.find((lost / "run.json").string() + ": missing or unreadable: written again"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(slurp(cut / "result.json"), cut_bytes);
+  EXPECT_EQ(slurp(wrong / "result.json"), wrong_bytes);
+  EXPECT_EQ(slurp(lost / "run.json"), run_json);
+  EXPECT_TRUE(fs::exists(cut / "result.json.damaged"));
+  EXPECT_TRUE(fs::exists(wrong / "result.json.damaged"));
+  EXPECT_EQ(lines(cut / "attempts.jsonl"), 2);
+  EXPECT_EQ(lines(lost / "attempts.jsonl"), 1);  // done: not run again
+  EXPECT_NE(log.find("2 done now"), std::string::npos) << log;
+}
+
 TEST(SweepFailures, ARunKilledFromOutsideIsCrashed) {
   const test::TempDir t("sweep_crash");
   const SweepPlan plan = make_plan("crash", {grpu_run("g", 6, 1, 2000), xor_run("x", 1)});

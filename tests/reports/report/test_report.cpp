@@ -205,7 +205,7 @@ TEST(ReportInputs, MalformedInputNamesTheFile) {
   EXPECT_NE(e.find("not valid JSON"), std::string::npos) << e;
 
   // run.json with a seed that is not an integer.
-  write_file_atomic(run / "result.json", R"({"status": "completed"})");
+  write_file_atomic(run / "result.json", R"({"status": "completed", "final": {"test_mse": 0.5}})");
   write_file_atomic(run / "run.json", R"({"cell": "cell", "seed": "one"})");
   e = error_of({tmp / "sweep"});
   EXPECT_NE(e.find((run / "run.json").string() + ": \"seed\" must be an integer"),
@@ -226,7 +226,7 @@ TEST(ReportInputs, MalformedInputNamesTheFile) {
               std::string::npos)
         << bad << ": " << e;
   }
-  write_file_atomic(run / "result.json", R"({"status": "completed"})");
+  write_file_atomic(run / "result.json", R"({"status": "completed", "final": {"test_mse": 0.5}})");
 
   // A metrics line that is not JSON: file and line.
   write_file_atomic(run / "run.json", R"({"cell": "cell", "seed": 1})");
