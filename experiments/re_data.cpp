@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -21,6 +22,7 @@
 #include "experiments/data/pubtator.h"
 #include "experiments/data/releases.h"
 #include "experiments/data/semeval.h"
+#include "experiments/data/sha256.h"
 #include "experiments/data/tokenizer.h"
 #include "kernels/names.h"
 
@@ -41,6 +43,26 @@ std::string require_file(const fs::path& path, const std::string& what) {
     throw std::runtime_error("relation corpus: missing file " + path.string() + " (expected " +
                              what + ")");
   return path.string();
+}
+
+// SHA-256 over what a corpus was read from, by content and not by path: each file's name,
+// size and bytes, a shipped release file by its verified checksum (read_release_file
+// refuses any other bytes), in reading order.
+std::string content_digest(const std::vector<std::string>& files, bool release) {
+  data::Sha256 h;
+  for (const std::string& f : files) {
+    const std::string name = fs::path(f).filename().string();
+    if (const data::ReleaseFile* r = release ? data::find_release_file(name) : nullptr) {
+      h.update("release " + name + " " + std::string(r->sha256) + "\n");
+      continue;
+    }
+    std::ifstream in(f, std::ios::binary);
+    if (!in) throw std::runtime_error(f + ": cannot be read");
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    h.update(name + " " + std::to_string(bytes.size()) + "\n");
+    h.update(bytes);
+  }
+  return h.hex();
 }
 
 // Code points of a UTF-8 token (the loaders guarantee valid UTF-8).
@@ -241,6 +263,9 @@ ReCorpus ReCorpus::load(const ReCorpusOptions& options) {
   c.name_tags_and_classes();
   c.build_examples(train_file);
   c.weigh_and_size();
+  std::vector<std::string> read = c.inputs;
+  if (!options.word2vec.empty()) read.push_back(options.word2vec);
+  c.digest = content_digest(read, !c.files.empty());
   return c;
 }
 
@@ -322,18 +347,23 @@ std::string ReCorpus::read_splits(const ReSource& source) {
   test.name = "test";
   // train, valid and test .EXT through `load`, as the generators name the files; all
   // three must be there.
+  auto need = [&](const fs::path& path, const std::string& what) {
+    inputs.push_back(require_file(path, what));
+    return inputs.back();
+  };
   auto load_splits = [&](const std::string& ext, auto load) {
     const std::string what = "train" + ext + ", valid" + ext + " and test" + ext;
-    train_file = require_file(dir / ("train" + ext), what);
+    train_file = need(dir / ("train" + ext), what);
     train.documents = load(train_file);
-    valid.documents = load(require_file(dir / ("valid" + ext), what));
-    test.documents = load(require_file(dir / ("test" + ext), what));
+    valid.documents = load(need(dir / ("valid" + ext), what));
+    test.documents = load(need(dir / ("test" + ext), what));
   };
   auto take_release = [&](data::ReleaseSplits r) {
     train.documents = std::move(r.train);
     valid.documents = std::move(r.valid);
     test.documents = std::move(r.test);
     files = std::move(r.files);
+    inputs = files;
     train_file = files.front();
   };
   switch (kind) {
@@ -366,11 +396,11 @@ std::string ReCorpus::read_splits(const ReSource& source) {
       const std::string what =
           "train.text.xml, train.relations.txt, test.text.xml and test.relations.txt in " +
           sub.string();
-      train_file = require_file(sub / "train.text.xml", what);
+      train_file = need(sub / "train.text.xml", what);
       std::vector<data::Document> all =
-          data::load_semeval(train_file, require_file(sub / "train.relations.txt", what));
-      test.documents = data::load_semeval(require_file(sub / "test.text.xml", what),
-                                          require_file(sub / "test.relations.txt", what));
+          data::load_semeval(train_file, need(sub / "train.relations.txt", what));
+      const std::string test_text = need(sub / "test.text.xml", what);
+      test.documents = data::load_semeval(test_text, need(sub / "test.relations.txt", what));
       hold_out(std::move(all), options.holdout, options.seed, train.documents, valid.documents);
       unordered = true;
       same_sentence = true;

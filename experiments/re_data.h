@@ -153,10 +153,14 @@ class ReCorpus {
 
   ReCorpusOptions options;
   ReSourceKind kind = ReSourceKind::synth_cdr;
-  std::string directory;           // where the files were read
-  std::string subtask;             // semeval2018: "1.1" or "1.2", the subtask scored
-  std::string also_train;          // semeval2018:S+T: T, whose abstracts are trained on too
-  std::vector<std::string> files;  // the release files read (cdr, semeval2018)
+  std::string directory;            // where the files were read
+  std::string subtask;              // semeval2018: "1.1" or "1.2", the subtask scored
+  std::string also_train;           // semeval2018:S+T: T, whose abstracts are trained on too
+  std::vector<std::string> files;   // the release files read (cdr, semeval2018)
+  std::vector<std::string> inputs;  // every data file read, in reading order
+  // SHA-256 over the contents read (the data files, a release file by its verified
+  // checksum, and the word2vec file): a run is the same run only on the same contents.
+  std::string digest;
   OfficialScore official = OfficialScore::none;
   bool given_pairs = false;              // semeval2018: the examples are the listed pairs
   bool train_on_dev = false;             // cdr+dev

@@ -351,6 +351,9 @@ nlohmann::json run_config(const ReTrainOptions& opt, const ReRunSettings& set,
   if (opt.batching != ReTrainOptions{}.batching) config["batching"] = opt.batching;
   if (opt.grad_norms) config["grad_norms"] = true;
   if (corpus.hypernym_filter != "none") config["hypernym_filter"] = corpus.hypernym_filter;
+  // The data by content: the same path holding other files (a corpus generated again with
+  // other options, an edited file) is not the same run.
+  config["data_sha256"] = corpus.digest;
   return config;
 }
 

@@ -264,6 +264,66 @@ TEST(ReTrain, FinishedRunIsSkippedAndAnotherConfigurationRefused) {
   EXPECT_NE(slurp(o.out / "result.json"), bytes);  // lr differs, so do the weights
 }
 
+// A run is matched by the contents of its data, not by its path: a corpus generated again
+// at the same path with another seed, an edited split, or another word2vec file under the
+// same name is another run (refused, finished or started); the same contents again are
+// the same run.
+TEST(ReTrain, ARunIsMatchedByItsDataContentsNotItsPath) {
+  const fs::path dir = scratch() / "regenerated";
+  const auto generate = [&](uint64_t seed) {
+    fs::remove_all(dir);
+    data::GenerateOptions g;
+    g.seed = seed;
+    g.docs = 6;
+    data::generate_synth_cdr(dir.string(), g);
+  };
+  generate(5);
+  ReTrainOptions o = options("cnn+d=8+filters=8+char_filters=8", "by_contents");
+  o.data = "pubtator:" + dir.string();
+  o.steps = 20;
+  const nlohmann::json first = train_re_model(o, nullptr);
+  generate(5);  // the same bytes again: the finished run
+  EXPECT_EQ(train_re_model(o, nullptr), first);
+  generate(6);
+  expect_refused(o, "holds a finished run of another configuration (data_sha256: ");
+  generate(5);
+  {
+    std::ofstream(dir / "test.pubtator", std::ios::app) << "\n";  // one byte more
+  }
+  expect_refused(o, "(data_sha256: ");
+
+  // A started run: resumed on the same contents, refused on others (not by a tensor shape).
+  generate(5);
+  ReTrainOptions started = o;
+  started.out = scratch() / "by_contents_started";
+  started.after_evaluation = [](int64_t step) {
+    if (step == 20) throw std::runtime_error("killed");  // after the checkpoint of step 10
+  };
+  started.eval_every = 10;
+  started.steps = 30;
+  EXPECT_THROW(train_re_model(started, nullptr), std::runtime_error);
+  ASSERT_TRUE(fs::exists(started.out / "last.ckpt"));
+  started.after_evaluation = nullptr;
+  generate(6);
+  expect_refused(started, "holds a started run of another configuration (data_sha256: ");
+
+  // The word2vec file is read content too.
+  generate(5);
+  const fs::path vectors = scratch() / "vectors.txt";
+  const auto write_vectors = [&](const char* value) {
+    std::ofstream(vectors) << "1 8\nthe " << value << " 0 0 0 0 0 0 0\n";
+  };
+  write_vectors("0.5");
+  ReTrainOptions w = o;
+  w.out = scratch() / "by_contents_w2v";
+  w.word2vec = vectors.string();
+  w.force = false;
+  const nlohmann::json with_vectors = train_re_model(w, nullptr);
+  EXPECT_EQ(train_re_model(w, nullptr), with_vectors);
+  write_vectors("0.25");
+  expect_refused(w, "(data_sha256: ");
+}
+
 // A started (killed, unfinished) run of another configuration is refused too, and
 // its state is left alone; --force starts it over.
 TEST(ReTrain, AStartedRunOfAnotherConfigurationIsRefused) {
