@@ -14,6 +14,7 @@
 #include "experiments/re_official.h"
 #include "experiments/run_lifecycle.h"
 #include "experiments/trainer.h"
+#include "kernels/memory_budget.h"
 #include "kernels/names.h"
 #include "kernels/ops.h"
 #include "kernels/parallel.h"
@@ -646,9 +647,29 @@ class ReTraining {
 
 }  // namespace
 
+// Refuses a batch whose inputs alone (each item's index and its document's word, n-gram and
+// character ids, at the longest training document) exceed the memory budget, from the sizes
+// and before anything is allocated; what the activations add beyond is held by the tensor
+// budget as they are made (kernels/memory_budget.h).
+void require_batch_memory(const ReTrainOptions& opt, const ReCorpus& corpus) {
+  size_t longest = 0;
+  for (const data::Document& d : corpus.train.documents)
+    longest = std::max(longest, d.tokens.size());
+  if (corpus.max_tokens > 0) longest = std::min(longest, static_cast<size_t>(corpus.max_tokens));
+  const double per_item = static_cast<double>(sizeof(BatchItem) + sizeof(int)) +
+                          3.0 * sizeof(int32_t) * static_cast<double>(longest);
+  for (const auto& [n, option] : {std::pair<int64_t, const char*>{opt.batch, "--batch"},
+                                  std::pair<int64_t, const char*>{opt.eval_batch, "--eval-batch"}})
+    require_memory(static_cast<double>(n) * per_item, 0,
+                   std::string(option) + " " + std::to_string(n) + " (its inputs alone, " +
+                       std::to_string(longest) + " tokens a document)",
+                   std::string("a smaller ") + option);
+}
+
 nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress, bool tty) {
   const ReRunSettings settings = check_options(opt);
   const ReCorpus corpus = load_corpus(opt, settings.spec);
+  require_batch_memory(opt, corpus);
   ReRunModel m = build_model(opt, settings, corpus);
   RunLifecycle life(opt.out, run_config(opt, settings, corpus, m), opt.force, opt.device);
   ReTraining training(opt, settings, corpus, m, life, progress, tty);

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "kernels/memory_budget.h"
 #include "kernels/parallel.h"
 #ifdef MARE_WITH_CUDA
 #include "kernels/cuda/runtime.h"
@@ -102,12 +103,30 @@ void keep_large_blocks_in_the_heap() {
 }
 }  // namespace
 
+namespace {
+std::atomic<size_t> g_live_bytes{0}, g_peak_bytes{0};
+}  // namespace
+
+size_t tensor_bytes_live() {
+  return g_live_bytes.load();
+}
+size_t tensor_bytes_peak() {
+  return g_peak_bytes.load();
+}
+
 Storage::Storage(size_t nbytes, Device dev) : bytes(nbytes), device(dev) {
   if (dev == Device::cpu) {
+    require_memory(static_cast<double>(nbytes), static_cast<double>(g_live_bytes.load()),
+                   "a tensor",
+                   "ask for smaller sizes (a smaller --batch, --eval-batch, --mem, --seq, "
+                   "model width or max_tokens)");
     keep_large_blocks_in_the_heap();
     size_t rounded = std::max<size_t>(64, (nbytes + 63) / 64 * 64);
     ptr = std::aligned_alloc(64, rounded);
     if (!ptr) throw std::bad_alloc();
+    const size_t live = g_live_bytes.fetch_add(nbytes) + nbytes;
+    for (size_t peak = g_peak_bytes.load(); live > peak;)
+      if (g_peak_bytes.compare_exchange_weak(peak, live)) break;
   } else {
 #ifdef MARE_WITH_CUDA
     ptr = cuda::device_alloc(nbytes);
@@ -120,6 +139,7 @@ Storage::Storage(size_t nbytes, Device dev) : bytes(nbytes), device(dev) {
 Storage::~Storage() {
   if (device == Device::cpu) {
     std::free(ptr);
+    g_live_bytes.fetch_sub(bytes);
   } else {
 #ifdef MARE_WITH_CUDA
     cuda::device_free(ptr, bytes);

@@ -19,6 +19,7 @@
 #include "experiments/cli/validators.h"
 #include "experiments/run_dir.h"
 #include "kernels/bench/allocation_sweep.h"
+#include "kernels/memory_budget.h"
 #include "kernels/parallel.h"
 #include "mare_build_info.h"
 #ifdef MARE_WITH_CUDA
@@ -256,6 +257,24 @@ void run_bench_allocation(const BenchAllocationOptions& o) {
   if (config.repetitions < 1)
     throw std::invalid_argument("bench allocation: --repetitions must be >= 1");
 
+  // A grid of millions of points would run for days and its rows fill the memory.
+  constexpr size_t kMaxPoints = 100000;
+  if (config.mems.size() * config.seqs.size() > kMaxPoints)
+    throw std::invalid_argument("bench allocation: " + std::to_string(config.seqs.size()) +
+                                " --seq values x " + std::to_string(config.mems.size()) +
+                                " --mem values make " +
+                                std::to_string(config.mems.size() * config.seqs.size()) +
+                                " points: expected at most " + std::to_string(kMaxPoints));
+  // The largest point's five arrays of batch x seq x mem values (usage, its gradient, the
+  // output, the gradient out, the free lists), before anything is allocated.
+  const double seq = static_cast<double>(*std::max_element(config.seqs.begin(), config.seqs.end()));
+  const double mem = static_cast<double>(*std::max_element(config.mems.begin(), config.mems.end()));
+  require_memory(5.0 * 4.0 * static_cast<double>(config.batch) * seq * mem, 0,
+                 "the largest point (--batch " + std::to_string(config.batch) + ", --seq " +
+                     std::to_string(static_cast<int64_t>(seq)) + ", --mem " +
+                     std::to_string(static_cast<int64_t>(mem)) +
+                     ": five arrays of batch x seq x mem values)",
+                 "smaller --seq, --mem or --batch");
   std::cerr << "mare bench allocation: " << config.mems.size() * config.seqs.size()
             << " sweep points\n";
   SweepResult result =

@@ -21,6 +21,7 @@
 #include "experiments/data/word2vec.h"
 #include "experiments/run_dir.h"
 #include "experiments/sweep/corpus_stats.h"
+#include "kernels/memory_budget.h"
 
 namespace mare::cli {
 
@@ -43,6 +44,12 @@ void run_generate(const GenerateArgs& a) {
   data::GenerateOptions opt;
   opt.seed = a.seed;
   opt.docs = a.docs;
+  require_memory(
+      data::generator_memory_bytes(a.name, a.docs), 0,
+      a.name + " of " +
+          (a.docs > 0 ? std::to_string(a.docs) + " documents" : std::string("its default size")) +
+          " (estimated)",
+      "fewer --docs");
   const data::GenerateReport r = data::generate_corpus(a.name, a.out, opt);
   std::cout << r.name << " (seed " << a.seed << ") wrote:\n";
   for (const std::string& f : r.files) std::cout << "  " << f << "\n";

@@ -40,6 +40,11 @@ struct GenerateOptions {
   int docs = 0;  // training documents, 1 to kMaxDocs; 0 = the generator's default
 };
 
+// The memory (bytes, estimated) the generator `name` holds while it makes a corpus of
+// `docs` training documents (0: its default size); the caller checks it against its
+// budget before generating (`mare data generate`). std::invalid_argument for an unknown name.
+double generator_memory_bytes(const std::string& name, int docs);
+
 struct OracleScore {
   long gold = 0;
   long predicted = 0;

@@ -199,6 +199,10 @@ std::string number_text(double x) {
   return buf;
 }
 
+// The most runs one plan may hold: a million-cell grid would not finish, and its plan
+// alone (a command line a run) would fill the memory.
+constexpr int64_t kMaxPlannedRuns = 100000;
+
 bool valid_name(const std::string& s) {
   if (s.empty()) return false;
   for (char ch : s)
@@ -968,7 +972,8 @@ std::vector<int64_t> parse_seeds(const Ctx& c, const Val& v) {
     if (z < a)
       c.fail(v.line, "expected seeds.from <= seeds.to, found from " + std::to_string(a) + " > to " +
                          std::to_string(z));
-    if (z - a >= 100000) c.fail(v.line, "expected at most 100000 seeds");
+    if (z - a >= kMaxPlannedRuns)
+      c.fail(v.line, "expected at most " + std::to_string(kMaxPlannedRuns) + " seeds");
     for (int64_t s = a; s <= z; ++s) seeds.push_back(s);
     return seeds;
   } else {
@@ -1096,6 +1101,16 @@ SweepPlan expand(const Spec& s, const std::string& spec_path, const std::string&
   for (const char* k : {"seeds", "grid", "zip"}) cell_base.erase(k);
   if (s.command == Command::train) cell_base.erase("models");
 
+  // The plan's size from its axes, before anything is built: a grid nobody can run.
+  double planned = static_cast<double>(seeds.size());
+  for (const Axis& axis : axes) planned *= static_cast<double>(axis.size());
+  if (planned > kMaxPlannedRuns)
+    c.fail(content.find("grid") ? content.key_line("grid") : 1,
+           "this plan has " +
+               (planned < 9e18 ? std::to_string(static_cast<int64_t>(planned))
+                               : number_text(planned)) +
+               " runs (cells x seeds): expected at most " + std::to_string(kMaxPlannedRuns) +
+               "; split the grid into several specs");
   // The cartesian product, first axis outermost.
   std::vector<CellConfig> cells;
   std::vector<size_t> idx(axes.size(), 0);

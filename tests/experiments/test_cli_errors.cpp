@@ -319,7 +319,78 @@ TEST(CliContract, OutOfMemoryIsSaidInWords) {
   ASSERT_TRUE(raw != -1 && WIFEXITED(raw));
   EXPECT_EQ(WEXITSTATUS(raw), 2);
   const std::string err = slurp(dir / "err");
-  EXPECT_EQ(err.rfind("mare: error: out of memory: the sizes asked for", 0), 0u) << err;
+  EXPECT_EQ(err.rfind("mare: error: a tensor needs 4 TiB", 0), 0u) << err;
+  EXPECT_NE(err.find("(nine tenths of the address-space limit (ulimit -v);"), std::string::npos)
+      << err;
+}
+
+// Sizes nobody can hold are refused from the sizes, before the memory is taken, in words
+// that say what needs how much and what there is, whatever asks: a training batch (its
+// inputs, then its activations), the allocation benchmark's memory, a generated corpus, a
+// sweep's grid, a benchmark's grid; MARE_MEMORY_LIMIT sets the budget and a malformed one
+// is named. None of them is killed by the system.
+TEST(CliContract, SizesNobodyCanHoldAreRefusedFromTheSizes) {
+  TempDir dir("cli");
+  ASSERT_EQ(
+      run_mare(dir, {"data", "generate", "synth-cdr", "--out", "d", "--seed", "1", "--docs", "8"})
+          .status,
+      0);
+  const std::vector<std::string> train = {"train",  "--model",     "bran+d=8+heads=2",
+                                          "--data", "synth-cdr:d", "--steps",
+                                          "2",      "--out",       "r"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = train;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  // Beyond any machine's memory whatever the budget: from the batch's inputs alone.
+  expect_error(dir, with({"--batch", "2000000000"}), "--batch 2000000000 (its inputs alone, ");
+  expect_error(dir, with({"--eval-batch", "2000000000"}), "--eval-batch 2000000000 (its inputs");
+  expect_error(dir, {"bench", "allocation", "--mem", "100000000", "--seq", "100000000"},
+               "the largest point (--batch 32, --seq 100000000, --mem 100000000: five arrays of "
+               "batch x seq x mem values) needs 5.55 EiB");
+  std::vector<std::string> grid = {"bench", "allocation", "--seq"};
+  for (int i = 1; i <= 400; ++i) grid.push_back(std::to_string(i));
+  grid.push_back("--mem");
+  for (int i = 1; i <= 300; ++i) grid.push_back(std::to_string(i));
+  expect_error(dir, grid,
+               "400 --seq values x 300 --mem values make 120000 points: expected at most 100000");
+  std::ofstream(dir / "big.yaml") << "name: big\ncommand: train\n"
+                                     "profiles: {smoke: {}, default: {}, paper: {}}\n"
+                                     "model: cnn\ndata: synth-cdr\nseeds: [1, 2]\ngrid:\n"
+                                     "  lr: [0.001, 0.002, 0.003, 0.004, 0.005]\n"
+                                     "  steps: {from_to}\n  batch: {from_to}\n";
+  {
+    std::string text = slurp(dir / "big.yaml"), range = "[";
+    for (int i = 1; i <= 200; ++i) range += (i > 1 ? ", " : "") + std::to_string(i);
+    range += "]";
+    for (size_t at; (at = text.find("{from_to}")) != std::string::npos;) text.replace(at, 9, range);
+    std::ofstream(dir / "big.yaml") << text;
+  }
+  expect_error(dir, {"sweep", "big.yaml", "--out", "s", "--dry-run"},
+               "big.yaml:7: this plan has 400000 runs (cells x seeds): expected at most 100000");
+
+  // Within the machine but beyond the budget: the activations, the benchmark's memory,
+  // a corpus generated at a size.
+  ::setenv("MARE_MEMORY_LIMIT", "64M", 1);
+  expect_error(dir, with({"--batch", "64"}), "a tensor needs ");
+  expect_error(dir, with({"--batch", "64"}),
+               "more than the 64 MiB this process may use (MARE_MEMORY_LIMIT=64M)");
+  expect_error(dir, {"bench", "allocation", "--mem", "1000000", "--seq", "4"},
+               "the largest point (--batch 32, --seq 4, --mem 1000000: five arrays of batch x seq "
+               "x mem values) needs 2.38 GiB, more than the 64 MiB");
+  expect_error(dir,
+               {"data", "generate", "synth-ctd", "--out", "c", "--seed", "1", "--docs", "100000"},
+               "synth-ctd of 100000 documents (estimated) needs 18.6 GiB, more than the 64 MiB");
+  expect_error(dir, {"data", "generate", "synth-ctd", "--out", "c", "--seed", "1"},
+               "synth-ctd of its default size (estimated) needs ");
+  EXPECT_FALSE(std::filesystem::exists(dir / "c"));
+  ::setenv("MARE_MEMORY_LIMIT", "lots", 1);
+  expect_error(dir, with({"--batch", "4"}),
+               "MARE_MEMORY_LIMIT: expected a size in bytes such as 8G, 512M or 1000000, found "
+               "'lots'");
+  ::unsetenv("MARE_MEMORY_LIMIT");
+  EXPECT_EQ(run_mare(dir, with({"--batch", "4"})).status, 0);
 }
 
 TEST(CliContract, StatsErrors) {
