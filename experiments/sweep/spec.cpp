@@ -203,24 +203,50 @@ std::string number_text(double x) {
 // alone (a command line a run) would fill the memory.
 constexpr int64_t kMaxPlannedRuns = 100000;
 
-bool valid_name(const std::string& s) {
-  if (s.empty()) return false;
-  for (char ch : s)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '+' ||
-          ch == '=' || ch == '-'))
-      return false;
-  return s != "." && s != "..";
+// A byte that may stand in a name: ASCII letters, digits and ._+=-, and the bytes of any
+// non-ASCII UTF-8 character (a cell may be named "α").
+bool name_byte(unsigned char ch) {
+  return ch >= 0x80 || std::isalnum(ch) || ch == '.' || ch == '_' || ch == '+' || ch == '=' ||
+         ch == '-';
 }
 
+// Well-formed UTF-8: lead bytes with their continuation bytes, no overlong forms.
+bool utf8_well_formed(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char b = static_cast<unsigned char>(s[i]);
+    const size_t n = b < 0x80           ? 1
+                     : (b >> 5) == 0x6  ? 2
+                     : (b >> 4) == 0xE  ? 3
+                     : (b >> 3) == 0x1E ? 4
+                                        : 0;
+    if (n == 0 || i + n > s.size() || (n == 2 && b < 0xC2)) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+// A name that is also a directory name (a cell's, a sweep's): non-empty, name bytes only,
+// well-formed UTF-8, not "." or "..".
+bool valid_name(const std::string& s) {
+  if (s.empty() || s == "." || s == "..") return false;
+  for (char ch : s)
+    if (!name_byte(static_cast<unsigned char>(ch))) return false;
+  return utf8_well_formed(s);
+}
+
+// A cell name made from its values (lr=0.001_batch=8, data=synth-cdr:/x): each byte that
+// may not stand in a directory name ('/', ':', a space, ...) becomes '-'; the rest is kept
+// as written, non-ASCII letters too. Two cells whose made names meet are refused, naming
+// what each was made from.
 std::string sanitize(const std::string& s) {
   std::string out;
-  for (char ch : s)
-    out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '+' ||
-                   ch == '=' || ch == '-'
-               ? ch
-               : '-';
+  for (char ch : s) out += name_byte(static_cast<unsigned char>(ch)) ? ch : '-';
   return out.empty() ? "-" : out;
 }
+
+constexpr const char* kNameRule = "ASCII letters and digits, ._+=- and non-ASCII characters (not empty, not . or ..)";
 
 // ---- the option table -------------------------------------------------------------
 
@@ -423,6 +449,9 @@ Axis models_axis(const Ctx& c, const Val& models) {
       a.lines.push_back(m.key_line("model"));
       const Val* cell = m.find("cell");
       a.name = cell ? scalar(c, *cell, "a cell name") : scalar(c, *model, "a model name");
+      if (cell && !valid_name(a.name))
+        c.fail(cell->line,
+               "expected a cell name of " + std::string(kNameRule) + ", found '" + a.name + "'");
     } else {
       a.values.emplace_back("model", m);
       a.lines.push_back(m.line);
@@ -526,6 +555,9 @@ Axis zip_axis(const Ctx& c, const Val& zip, Command cmd) {
       const Val& v = values.items[r];
       if (key == "cell") {
         axis[r].name = scalar(c, v, "a cell name");
+        if (!valid_name(axis[r].name))
+          c.fail(v.line, "expected a cell name of " + std::string(kNameRule) + ", found '" +
+                             axis[r].name + "'");
         continue;
       }
       axis[r].values.emplace_back(key, v);
@@ -541,6 +573,7 @@ Axis zip_axis(const Ctx& c, const Val& zip, Command cmd) {
 
 struct CellConfig {
   std::string name;
+  std::string written;  // what the name was made from, before sanitize
   std::string grid_row;
   Val config;  // map
 };
@@ -620,7 +653,8 @@ DataRef parse_data(const Ctx& c, const Val& v) {
   if (const Val* s = v.find("subset")) {
     d.subset = scalar(c, *s, "a sub-directory of the corpus");
     if (!valid_name(d.subset))
-      c.fail(s->line, "expected a sub-directory name ([A-Za-z0-9._+=-]), found '" + d.subset + "'");
+      c.fail(s->line, "expected a sub-directory name of " + std::string(kNameRule) + ", found '" +
+                          d.subset + "'");
   }
   d.need.dir = "data/" + gen + "-seed" + std::to_string(d.need.seed) +
                (d.need.docs ? "-docs" + std::to_string(d.need.docs) : "");
@@ -1031,7 +1065,8 @@ Spec read_spec(const std::string& path) {
   if (!name) c.fail(1, "expected name: (the sweep's name)");
   s.name = scalar(c, *name, "a sweep name");
   if (!valid_name(s.name))
-    c.fail(name->line, "expected a sweep name of [A-Za-z0-9._+=-], found '" + s.name + "'");
+    c.fail(name->line,
+           "expected a sweep name of " + std::string(kNameRule) + ", found '" + s.name + "'");
   if (const Val* t = s.root.find("table"); t && !t->is_null())
     s.table = scalar(c, *t, "a thesis table id such as \"4.6\"");
   if (const Val* d = s.root.find("description"); d && !d->is_null())
@@ -1131,22 +1166,25 @@ SweepPlan expand(const Spec& s, const std::string& spec_path, const std::string&
     // A null (`~`) unsets a key: `word2vec: ~` in a zip column means no --word2vec.
     for (size_t i = cell.config.fields.size(); i-- > 0;)
       if (cell.config.fields[i].second.is_null()) cell.config.erase(cell.config.fields[i].first);
-    cell.name = parts.empty() ? s.name : sanitize(join(parts, "_"));
+    cell.written = parts.empty() ? s.name : join(parts, "_");
+    cell.name = sanitize(cell.written);
     cells.push_back(std::move(cell));
     size_t a = axes.size();
     while (a > 0 && ++idx[a - 1] == axes[a - 1].size()) idx[--a] = 0;
     if (a == 0) break;
   }
 
-  std::set<std::string> names;
+  std::map<std::string, std::string> names;  // cell name -> what it was made from
   SwitchUse used_switches;
   std::set<std::string> data_dirs;
   std::map<std::string, std::string> ids;
   for (const CellConfig& cell : cells) {
-    if (!names.insert(cell.name).second)
-      c.fail(1, "two cells are named '" + cell.name +
-                    "': give zip: a cell: column or "
-                    "models: entries {cell: ..., model: ...}");
+    if (const auto [at, fresh] = names.emplace(cell.name, cell.written); !fresh)
+      c.fail(1, "two cells are named '" + cell.name + "'" +
+                    (at->second == cell.written
+                         ? std::string()
+                         : " (made from '" + at->second + "' and '" + cell.written + "')") +
+                    ": give zip: a cell: column or models: entries {cell: ..., model: ...}");
     const Built b = build_cell(c, s.command, cell, used_switches);
     for (const DataNeed& d : b.data)
       if (data_dirs.insert(d.dir).second) plan.data.push_back(d);

@@ -192,6 +192,58 @@ profiles: {smoke: {}, default: {}, paper: {}}
   EXPECT_TRUE(plan.data.empty());
 }
 
+// Cell names are kept as written or refused, never renamed in silence: names in any script
+// are directory names as they are; a name with a byte no directory name takes, or none, is
+// refused at its line; names made from values keep what a directory can hold, and two that
+// meet are refused naming what each was made from.
+TEST(SweepSpec, CellNamesAreKeptAsWrittenOrRefused) {
+  const std::string zip = "name: g\ncommand: train\nmodel: grpu\ntask: addition\nzip:\n";
+  const std::string tail = "seeds: [1]\nprofiles: {smoke: {}, default: {}, paper: {}}\n";
+  const SweepPlan greek = load_sweep(
+      write_spec("greek.yaml", zip + "  cell: [α, β]\n  batch: [10, 20]\n" + tail), "smoke");
+  ASSERT_EQ(greek.runs.size(), 2u);
+  EXPECT_EQ(greek.runs[0].cell, "α");
+  EXPECT_EQ(greek.runs[1].cell, "β");
+  EXPECT_EQ(greek.runs[1].dir.rfind("β/seed1-", 0), 0u) << greek.runs[1].dir;
+  const SweepPlan umlaut = load_sweep(
+      write_spec("umlaut.yaml", zip + "  cell: [grün, blau]\n  batch: [10, 20]\n" + tail), "smoke");
+  EXPECT_EQ(umlaut.runs[0].cell, "grün");
+
+  for (const auto& [cells, found] :
+       std::vector<std::pair<std::string, std::string>>{{"[\"ü ✓\", b]", "found 'ü ✓'"},
+                                                        {"[\"\", b]", "found ''"},
+                                                        {"[a/b, b]", "found 'a/b'"},
+                                                        {"[\"..\", b]", "found '..'"}}) {
+    const std::string e =
+        load_error("bad_cell.yaml", zip + "  cell: " + cells + "\n  batch: [10, 20]\n" + tail);
+    EXPECT_NE(e.find("bad_cell.yaml:6: expected a cell name of ASCII letters and digits"),
+              std::string::npos)
+        << cells << ": " << e;
+    EXPECT_NE(e.find(found), std::string::npos) << cells << ": " << e;
+  }
+  const std::string entry =
+      load_error("bad_entry.yaml", relation_spec("models:\n  - {cell: \"x y\", model: bran}\n"
+                                                 "seeds: [1]\n"));
+  EXPECT_NE(entry.find("expected a cell name of"), std::string::npos) << entry;
+  EXPECT_NE(entry.find("found 'x y'"), std::string::npos) << entry;
+
+  // Made from values: '/' and ':' become '-', the rest is kept; a meeting is named.
+  const SweepPlan made =
+      load_sweep(write_spec("made.yaml",
+                            "name: g\ncommand: train\nmodel: grpu\ntask: addition\n"
+                            "grid: {curriculum: [true, false], lr: [0.001, 0.0001]}\n" +
+                                tail),
+                 "smoke");
+  EXPECT_EQ(made.runs[0].cell, "curriculum=true_lr=0.001");
+  const std::string met =
+      load_error("met.yaml",
+                 relation_spec("model: bran\ngrid:\n  word2vec: [\"a/b\", \"a:b\"]\nseeds: [1]\n"));
+  EXPECT_NE(met.find("two cells are named 'word2vec=a-b' (made from 'word2vec=a/b' and "
+                     "'word2vec=a:b')"),
+            std::string::npos)
+      << met;
+}
+
 TEST(SweepSpec, SeedRanges) {
   auto seeds_of = [](const std::string& name, const std::string& seeds) {
     const SweepPlan p = load_sweep(write_spec(name,
