@@ -6,8 +6,8 @@
 // The budget: MARE_MEMORY_LIMIT when set (bytes, or a number with K, M, G or T for powers
 // of 1024: "8G"); otherwise nine tenths of the memory available when the process first
 // asked (Linux's MemAvailable, or the cgroup's memory.max or the address-space limit of
-// `ulimit -v` when lower): a tenth is left for what is not a tensor. Every CPU tensor storage counts
-// against it while it lives (Storage in tensor.h).
+// `ulimit -v` when lower): a tenth is left for what is not a tensor. Every CPU tensor storage
+// counts against it while it lives (Storage in tensor.h).
 #pragma once
 
 #include <cstddef>

@@ -246,7 +246,8 @@ std::string sanitize(const std::string& s) {
   return out.empty() ? "-" : out;
 }
 
-constexpr const char* kNameRule = "ASCII letters and digits, ._+=- and non-ASCII characters (not empty, not . or ..)";
+constexpr const char* kNameRule =
+    "ASCII letters and digits, ._+=- and non-ASCII characters (not empty, not . or ..)";
 
 // ---- the option table -------------------------------------------------------------
 
