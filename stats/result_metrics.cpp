@@ -94,14 +94,24 @@ bool number_in_disguise(const std::string& s) {
 std::string value_problem(const std::string& path, const std::string& key,
                           const nlohmann::json& v) {
   const std::string at = "\"" + path + "\": expected ";
-  if (v.is_string()) {
-    if (number_in_disguise(v.get<std::string>())) return at + "a number, found " + v.dump();
+  const Kind kind = kind_of(key);
+  if (v.is_string() || v.is_boolean()) {
+    // A named number ("real_time": "fast") or text where a writer had no number ("NaN").
+    // Names that hold a measurement and never text: a score, a loss, a time. Other names
+    // of a known kind may ("step": a description, "matmul_precision": "highest").
+    const bool measured = kind == Kind::fraction
+                              ? !ends_with(key, "_precision") && !ends_with(key, "_recall") &&
+                                    !ends_with(key, "_accuracy")
+                          : kind == Kind::nonnegative ? !ends_with(key, "_halting_steps")
+                                                      : false;
+    if (measured || (v.is_string() && number_in_disguise(v.get<std::string>())))
+      return at + "a number, found " + v.dump();
     return "";
   }
   if (!v.is_number()) return "";
   const double x = v.get<double>();
   if (!std::isfinite(x)) return at + "a finite number, found " + v.dump();
-  switch (kind_of(key)) {
+  switch (kind) {
     case Kind::fraction:
       if (x < 0 || x > 1) return at + "a value in [0, 1], found " + v.dump();
       break;

@@ -35,8 +35,9 @@ std::string non_finite_metric(const nlohmann::json& result);
 // [0, 1]; counts (correct, gold, predicted, examples, steps, best_step, epochs, step,
 // parameters, documents, ...) are whole numbers >= 0; loss, mse, seconds and *_loss, *_mse,
 // *_halting_steps, *_seconds, *_s, *_time (a benchmark's times) are >= 0; `correct` is at most its
-// object's `gold` and `predicted`; and no string reads as a number that is not one ("NaN", "inf",
-// ...). Keys of no known name are not checked.
+// object's `gold` and `predicted`; a score, loss or time holds a number, not text or a boolean
+// ("real_time": "fast"); and no string anywhere reads as a number that is not one ("NaN",
+// "inf", ...). Other keys are not checked.
 std::string impossible_value(const nlohmann::json& j);
 
 // What makes a completed run's result.json one that no run can have written, or "":

@@ -30,6 +30,21 @@ std::string command_path(const CLI::App& app) {
   return path;
 }
 
+// An error message as printed: whole up to 1 000 bytes; a longer one (a 10 MB argument
+// quoted back) keeps its first 700 and last 200 bytes, cut at character boundaries, and
+// says how much was left out.
+std::string short_message(const std::string& m) {
+  constexpr std::size_t kWhole = 1000, kHead = 700, kTail = 200;
+  if (m.size() <= kWhole) return m;
+  auto boundary = [&](std::size_t i) {  // back to the first byte of a UTF-8 character
+    while (i > 0 && i < m.size() && (static_cast<unsigned char>(m[i]) & 0xC0) == 0x80) --i;
+    return i;
+  };
+  const std::size_t head = boundary(kHead), tail = boundary(m.size() - kTail);
+  return m.substr(0, head) + " [... " + std::to_string(tail - head) + " bytes left out ...] " +
+         m.substr(tail);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,7 +85,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help and --help-all arrive as ParseErrors with exit code 0: CLI11 prints the help.
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    std::cerr << "mare: error: " << e.what() << "\n"
+    std::cerr << "mare: error: " << short_message(e.what()) << "\n"
               << "Run '" << command_path(app) << " --help' for the options.\n";
     return kErrorStatus;
   } catch (const std::filesystem::filesystem_error& e) {
@@ -88,7 +103,7 @@ int main(int argc, char** argv) {
                  "smaller ones\n";
     return kErrorStatus;
   } catch (const std::exception& e) {
-    std::cerr << "mare: error: " << e.what() << "\n";
+    std::cerr << "mare: error: " << short_message(e.what()) << "\n";
     return kErrorStatus;
   } catch (...) {
     std::cerr << "mare: error: unknown exception\n";

@@ -75,6 +75,8 @@ std::vector<Document> parse_bran_tsv(std::string_view content, std::string_view 
   check_utf8(content, file);
   bool unterminated = false;
   const std::vector<Line> lines = split_lines(content, file, &unterminated);
+  // First: a file cut short fails here, not at whatever its cut last line breaks.
+  require_final_newline(file, lines, unterminated);
   std::vector<Document> docs;
   std::map<std::string, DocState> state;
   for (const Line& ln : lines) {
@@ -201,7 +203,6 @@ std::vector<Document> parse_bran_tsv(std::string_view content, std::string_view 
     doc.pairs.push_back({ends[0], ends[1], label, std::string(f[2]), std::string(f[7])});
     if (label != "Null") doc.relations.push_back({label, ends[0], ends[1], false});
   }
-  require_final_newline(file, lines, unterminated);
   return docs;
 }
 

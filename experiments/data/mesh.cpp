@@ -15,6 +15,8 @@ MeshTree MeshTree::parse(std::string_view content, std::string_view file) {
   check_utf8_field(content.substr(skip), file, 1, 1 + skip);
   bool unterminated = false;
   const std::vector<Line> lines = split_lines(content.substr(skip), file, &unterminated);
+  // First: a file cut short fails here, not at whatever its cut last line breaks.
+  require_final_newline(file, lines, unterminated);
   const std::string_view header = "Tree Number\tDesc Ui\tTerm";
   if (lines.empty() || lines[0].text != header)
     fail(file, 1, 1 + skip,
@@ -44,7 +46,6 @@ MeshTree MeshTree::parse(std::string_view content, std::string_view file) {
     tree.numbers_[std::string(descriptor)].push_back(std::string(number));
     ++tree.count_;
   }
-  require_final_newline(file, lines, unterminated);
   if (tree.count_ == 0) fail(file, 0, 0, "expected tree numbers after the header, found none");
   return tree;
 }

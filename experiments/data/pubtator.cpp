@@ -270,6 +270,8 @@ std::vector<Document> parse_pubtator(std::string_view content, std::string_view 
   check_utf8(content, file);
   bool unterminated = false;
   const std::vector<Line> lines = split_lines(content, file, &unterminated);
+  // First: a file cut short fails here, not at whatever its cut last line breaks.
+  require_final_newline(file, lines, unterminated);
   std::vector<Document> docs;
   std::map<std::string, std::size_t> seen_pmids;
   std::size_t i = 0;
@@ -283,7 +285,6 @@ std::vector<Document> parse_pubtator(std::string_view content, std::string_view 
     for (i += 2; i < lines.size() && !lines[i].text.empty(); ++i) reader.read_annotation(lines[i]);
     docs.push_back(reader.finish());
   }
-  require_final_newline(file, lines, unterminated);
   if (docs.empty()) fail(file, 0, 0, "expected at least one document, found only blank lines");
   return docs;
 }

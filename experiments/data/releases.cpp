@@ -128,6 +128,8 @@ std::vector<std::string> parse_training_eval(std::string_view content, std::stri
   check_utf8(content, file);
   bool unterminated = false;
   const std::vector<Line> lines = split_lines(content, file, &unterminated);
+  // First: a file cut short fails here, not at whatever its cut last line breaks.
+  require_final_newline(file, lines, unterminated);
   std::vector<std::string> ids;
   std::set<std::string> seen;
   for (const Line& ln : lines) {
@@ -142,7 +144,6 @@ std::vector<std::string> parse_training_eval(std::string_view content, std::stri
            "document " + quote(f[1]) + " is listed twice for subtask " + subtask);
     ids.emplace_back(f[1]);
   }
-  require_final_newline(file, lines, unterminated);
   return ids;
 }
 

@@ -316,6 +316,8 @@ std::vector<SemevalPairLine> parse_semeval_pair_lines(std::string_view content,
   check_utf8(content, file);
   bool unterminated = false;
   const std::vector<Line> lines = split_lines(content, file, &unterminated);
+  // First: a file cut short fails here, not at whatever its cut last line breaks.
+  require_final_newline(file, lines, unterminated);
   const std::string expected =
       rule == LabelRule::none ? "expected a pair line '(E1,E2)' or '(E1,E2,REVERSE)'"
                               : "expected a relation line 'TYPE(E1,E2)' or 'TYPE(E1,E2,REVERSE)'";
@@ -351,7 +353,6 @@ std::vector<SemevalPairLine> parse_semeval_pair_lines(std::string_view content,
     p.column_e2 = open + 2 + args[0].size() + 1;
     out.push_back(std::move(p));
   }
-  require_final_newline(file, lines, unterminated);
   return out;
 }
 

@@ -1034,6 +1034,8 @@ struct Spec {
 Spec read_spec(const std::string& path) {
   Spec s;
   s.ctx.file = path;
+  if (std::error_code ec; std::filesystem::is_directory(path, ec))
+    throw SpecError(path + ": a directory; expected a YAML spec file (experiments/specs/*.yaml)");
   std::ifstream in(path);
   if (!in) throw SpecError(path + ": cannot read the spec file");
   std::stringstream text;

@@ -393,6 +393,42 @@ TEST(CliContract, SizesNobodyCanHoldAreRefusedFromTheSizes) {
   EXPECT_EQ(run_mare(dir, with({"--batch", "4"})).status, 0);
 }
 
+// An error says what is wrong and where in a few lines, whatever the input: a 100 000-byte
+// argument is not echoed whole, a directory given as a spec is called a directory, a
+// benchmark time written as text names the field, a file cut short is called cut short.
+TEST(CliContract, ErrorsSayWhatAndWhereInAFewLines) {
+  TempDir dir("cli");
+  const std::string huge(100000, 'a');
+  const Outcome long_arg = run_mare(dir, {"train", "--model", huge, "--task", "xor", "--out", "r"});
+  EXPECT_EQ(long_arg.status, 2);
+  EXPECT_EQ(long_arg.err.rfind("mare: error: ", 0), 0u) << long_arg.err.substr(0, 200);
+  EXPECT_LT(long_arg.err.size(), 1100u);
+  EXPECT_NE(long_arg.err.find("bytes left out ...]"), std::string::npos) << long_arg.err;
+
+  std::filesystem::create_directories(dir / "table.yaml");
+  expect_error(dir, {"sweep", "table.yaml", "--out", "s", "--dry-run"},
+               "table.yaml: a directory; expected a YAML spec file");
+
+  std::ofstream(dir / "gb.json") << R"({"context": {"date": "d", "host_name": "h", "num_cpus": 2},
+             "benchmarks": [{"name": "BM_X/1", "run_type": "iteration", "iterations": 10,
+                             "real_time": "fast", "cpu_time": 1.0, "time_unit": "ms"}]})";
+  expect_error(dir, {"report", "gb.json", "--out", "rep"},
+               "gb.json: \"benchmarks.0.real_time\": expected a number, found \"fast\"");
+  std::ofstream(dir / "alloc.json") << R"({"benchmark": "allocation", "rows": [{"variant": "sorted",
+             "seq": 1, "mem": 4, "batch": 32, "seconds": -1}]})";
+  expect_error(dir, {"report", "alloc.json", "--out", "rep"},
+               "alloc.json: \"rows.0.seconds\": expected a value >= 0, found -1");
+
+  ASSERT_EQ(run_mare(dir, {"data", "generate", "synth-ctd", "--out", "ctd", "--docs", "12",
+                           "--seed", "1"})
+                .status,
+            0);
+  const std::string tsv = slurp(dir / "ctd" / "train.tsv");
+  std::ofstream(dir / "ctd" / "train.tsv", std::ios::trunc) << tsv.substr(0, tsv.size() / 2);
+  expect_error(dir, {"data", "inspect", "ctd/train.tsv", "--format", "bran-tsv"},
+               "expected a newline at the end of the file (truncated file?)");
+}
+
 TEST(CliContract, StatsErrors) {
   TempDir dir("cli");
   std::ofstream(dir / "a.txt") << "1\n2\n3.5\n-4\n";

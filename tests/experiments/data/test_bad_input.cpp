@@ -185,8 +185,9 @@ std::vector<BadCase> cases() {
        "f.relations.txt:1:1: ", "expected a relation line"},
       {"relations_duplicate", Fmt::kSemevalRelations, "USAGE(D.1,D.2)\nTOPIC(D.2,D.1)\n",
        "f.relations.txt:2:1: ", "already listed"},
+      // A file cut short is said so first, not by whatever its cut last line breaks.
       {"relations_truncated", Fmt::kSemevalRelations, "USAGE(D.1,D.2)\nTOPIC(D.1",
-       "f.relations.txt:2:1: ", "expected a relation line"},
+       "f.relations.txt:2:10: ", "truncated file?"},
       // ---------------- BRAN TSV
       {"bran_empty", Fmt::kBran, "", "f.tsv: ", "empty file"},
       {"bran_wrong_column_count", Fmt::kBran, "a\tb\tc\n",
@@ -211,6 +212,10 @@ std::vector<BadCase> cases() {
       {"bran_mention_text_not_at_its_offsets", Fmt::kBran,
        "C1\tChemical\tpain\t0\t1\tD1\tDisease\tpain\t2\t3\tdoc\tNull\taspirin and pain\n",
        "f.tsv:1:13: ", "is the text of none of its spans"},
+      {"bran_cut_short_in_its_text", Fmt::kBran, bran() + bran().substr(0, bran().size() - 6),
+       "f.tsv:2:", "truncated file?"},
+      {"pubtator_cut_short_in_a_mention", Fmt::kPubtator, kTitle + "1\t0\t7\tAspi",
+       "f.pubtator:3:", "truncated file?"},
       {"bran_null_and_a_relation", Fmt::kBran, bran() + bran("CID"),
        "f.tsv:2:", "'Null' at line 1 and 'CID' here"},
       {"bran_label_twice", Fmt::kBran, bran("CID") + bran("CID"),
