@@ -83,47 +83,82 @@ run_tests() {
   "$BUILD_DIR/mare" report "$smoke" --out "$smoke/report" >/dev/null
   test -s "$smoke/report/index.html" && test -s "$smoke/report/tables/table4.7.md"
 
-  # The kernel, model and data suites again under AddressSanitizer and UBSan, in their
-  # own build directory (CPU only, no benchmarks, only these three test binaries, -O1
-  # with assertions on: at -O3 the sanitized Eigen code alone took ~4x longer to compile,
-  # past CI's 30 minutes on 2 cores). MARE_ASAN_BUILD_DIR (default build-asan) names it;
-  # MARE_SKIP_SANITIZERS=1 skips it.
+  # The suites again under sanitizers, each build in its own directory (CPU only, no
+  # benchmarks, only the test binaries it runs, -O1: at -O3 the sanitized Eigen code alone
+  # took ~4x longer to compile, past CI's 30 minutes on 2 cores):
+  #   ASan + UBSan (MARE_ASAN_BUILD_DIR, default build-asan): the kernel, model and data
+  #     suites, whose code every command runs;
+  #   TSan (MARE_TSAN_BUILD_DIR, default build-tsan), built portable (-DMARE_NATIVE=OFF:
+  #     SSE2 code paths in Eigen, as a build for any x86-64 CPU has): the kernel suite and
+  #     the kernel thread suite (the pool, and every op at 1, 2, 3 and 7 threads), each
+  #     once with the AVX2 exp lanes and once on the scalar exp path (MARE_EXP_PATH=scalar,
+  #     a CPU without AVX2 and FMA).
+  # The trainers, the CLI, sweep, collect and report run unsanitized only (their build
+  # under ASan would take CI past its budget). MARE_SKIP_SANITIZERS=1 skips this.
   if [ "${MARE_SKIP_SANITIZERS:-0}" = 1 ]; then
-    log "MARE_SKIP_SANITIZERS=1: the ASan/UBSan suites are skipped"
+    log "MARE_SKIP_SANITIZERS=1: the sanitized suites are skipped"
     return
   fi
-  local asan_dir=${MARE_ASAN_BUILD_DIR:-build-asan} t
-  local sanitized=(tests/kernels/test_kernels tests/models/test_models
-    tests/experiments/data/test_data)
-  log "configuring the ASan/UBSan build ($asan_dir)"
-  # shellcheck disable=SC2086
-  cmake -S . -B "$asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${LAUNCHER[@]}" ${MARE_CMAKE_ARGS:-} \
-    "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -Wno-uninitialized" -DMARE_SANITIZE=address,undefined \
-    -DMARE_CUDA=OFF -DMARE_BUILD_BENCHMARKS=OFF >/dev/null
-  cmake --build "$asan_dir" -j "$JOBS" --target "${sanitized[@]##*/}"
-  # Each binary in $JOBS GoogleTest shards at once (test_models alone takes minutes under
-  # ASan); a failing shard's whole output is printed.
-  for t in "${sanitized[@]}"; do
-    log "ASan/UBSan: $t ($JOBS shards)"
-    local pids=() k failed_shards=0
-    for ((k = 0; k < JOBS; k++)); do
-      MARE_SOURCE_DIR="$ROOT" ASAN_OPTIONS=detect_leaks=1 \
-        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 GTEST_TOTAL_SHARDS="$JOBS" \
-        GTEST_SHARD_INDEX="$k" "$asan_dir/$t" --gtest_brief=1 >"$asan_dir/shard$k.log" 2>&1 &
-      pids+=($!)
-    done
-    for ((k = 0; k < JOBS; k++)); do
-      if ! wait "${pids[$k]}"; then
-        cat "$asan_dir/shard$k.log"
-        failed_shards=$((failed_shards + 1))
-      fi
-    done
-    if ((failed_shards)); then
-      echo "run_all.sh: $t failed under ASan/UBSan ($failed_shards of $JOBS shards)" >&2
-      exit 1
-    fi
-    tail -n 2 "$asan_dir/shard0.log"
+  local asan_dir=${MARE_ASAN_BUILD_DIR:-build-asan} tsan_dir=${MARE_TSAN_BUILD_DIR:-build-tsan}
+  sanitized_build "$asan_dir" "ASan/UBSan" -DMARE_SANITIZE=address,undefined -- \
+    test_kernels test_models test_data
+  local t
+  for t in tests/kernels/test_kernels tests/models/test_models tests/experiments/data/test_data; do
+    run_shards "ASan/UBSan" "$asan_dir/$t" ASAN_OPTIONS=detect_leaks=1 \
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   done
+  sanitized_build "$tsan_dir" "TSan, portable" -DMARE_SANITIZE=thread -DMARE_NATIVE=OFF -- \
+    test_kernels test_kernel_threads
+  for t in tests/kernels/test_kernels tests/kernels/threads/test_kernel_threads; do
+    run_shards "TSan, portable" "$tsan_dir/$t" TSAN_OPTIONS=halt_on_error=1
+    run_shards "TSan, portable, scalar exp" "$tsan_dir/$t" TSAN_OPTIONS=halt_on_error=1 \
+      MARE_EXP_PATH=scalar
+  done
+}
+
+# sanitized_build DIR LABEL CMAKE_FLAG... -- TARGET...: configures DIR (Release at -O1, CPU
+# only, no benchmarks) with the flags and builds the targets.
+sanitized_build() {
+  local dir=$1 label=$2 flags=() targets=()
+  shift 2
+  while [ "$1" != -- ]; do
+    flags+=("$1")
+    shift
+  done
+  shift
+  targets=("$@")
+  log "configuring the $label build ($dir)"
+  # shellcheck disable=SC2086
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${LAUNCHER[@]}" ${MARE_CMAKE_ARGS:-} \
+    "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -Wno-uninitialized" "${flags[@]}" \
+    -DMARE_CUDA=OFF -DMARE_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build "$dir" -j "$JOBS" --target "${targets[@]}"
+}
+
+# run_shards LABEL BINARY [VAR=VALUE...]: the test binary in $JOBS GoogleTest shards at
+# once with the variables set (test_models alone takes minutes under ASan); a failing
+# shard's whole output is printed and fails the run.
+run_shards() {
+  local label=$1 binary=$2 pids=() k failed_shards=0 logs
+  shift 2
+  log "$label: $binary ($JOBS shards)"
+  logs=$(dirname "$binary")
+  for ((k = 0; k < JOBS; k++)); do
+    env MARE_SOURCE_DIR="$ROOT" "$@" GTEST_TOTAL_SHARDS="$JOBS" GTEST_SHARD_INDEX="$k" \
+      "$binary" --gtest_brief=1 >"$logs/shard$k.log" 2>&1 &
+    pids+=($!)
+  done
+  for ((k = 0; k < JOBS; k++)); do
+    if ! wait "${pids[$k]}"; then
+      cat "$logs/shard$k.log"
+      failed_shards=$((failed_shards + 1))
+    fi
+  done
+  if ((failed_shards)); then
+    echo "run_all.sh: $binary failed under $label ($failed_shards of $JOBS shards)" >&2
+    exit 1
+  fi
+  tail -n 2 "$logs/shard0.log"
 }
 
 run_main() {

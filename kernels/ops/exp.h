@@ -28,7 +28,8 @@ void exp_shifted(const float* x, float shift, float* y, int64_t n);
 void row_sums_in_order(const float* x, int64_t rows, int64_t n, double* sums);
 
 // "avx2+fma" where exp_shifted runs four lanes at a time, "scalar" where it calls
-// std::exp for each element.
+// std::exp for each element (a CPU without AVX2 and FMA, another libm, or
+// MARE_EXP_PATH=scalar in the environment).
 const char* exp_path();
 
 }  // namespace mare::detail

@@ -63,8 +63,8 @@ nvidia-smi >"$dir/nvidia-smi.txt" 2>&1 || true
 # 1. Every test binary, in 4 shards each, all at once (MARE_THREADS=1 a process).
 step "tests" | tee -a "$dir/steps.txt"
 tests=()
-for t in ${MARE_TESTS:-test_kernels test_models test_fused_step test_threads test_experiments \
-  test_collect test_data test_inspect test_sweep_runner test_sweep_spec test_stats test_figures \
+for t in ${MARE_TESTS:-test_kernels test_kernel_threads test_models test_fused_step test_threads \
+  test_experiments test_collect test_data test_inspect test_sweep_runner test_sweep_spec test_stats test_figures \
   test_reports}; do
   p=$(bin "$t")
   [ -n "$p" ] && [ -x "$p" ] && tests+=("$p")

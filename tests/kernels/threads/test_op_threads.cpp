@@ -50,7 +50,9 @@ TEST_P(OpTableThreads, SameBytesAtEveryThreadCount) {
 INSTANTIATE_TEST_SUITE_P(Cases, OpTableThreads, ::testing::Range<size_t>(0, all_op_cases().size()),
                          [](const ::testing::TestParamInfo<size_t>& info) {
                            std::string s = std::to_string(info.param) + "_";
-                           for (char ch : all_op_cases()[info.param].name)
+                           // A copy: all_op_cases() returns a temporary vector.
+                           const std::string name = all_op_cases()[info.param].name;
+                           for (char ch : name)
                              s += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
                            return s;
                          });
