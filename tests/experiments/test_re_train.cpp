@@ -427,6 +427,9 @@ TEST(ReTrain, GeneratedCorporaPutTheirOracleBesideTheRun) {
   };
   const nlohmann::json marked = references("bran-tsv:" + ctd.string(), "oracle_marked");
   ASSERT_TRUE(marked.contains("oracle_f1"));
+  // The test split's oracle F1 that the generator wrote beside the corpus, to the bit.
+  const nlohmann::json generator = nlohmann::json::parse(slurp(ctd / "generator.json"));
+  EXPECT_EQ(marked["oracle_f1"], generator["oracle_f1"]["test"]) << generator.dump();
   EXPECT_GT(marked["oracle_f1"].get<double>(), 0.5);
   EXPECT_LE(marked["oracle_f1"].get<double>(), 1.0);
   EXPECT_FALSE(references("bran-tsv:" + bare.string(), "oracle_bare").contains("oracle_f1"));
@@ -477,6 +480,9 @@ TEST(ReTrain, BadConfigurationsAreRefusedClearly) {
 
 // With a learning rate of 0 the validation F1 never improves: patience 2 stops the
 // run after the third evaluation, and the best (first) checkpoint is what gets scored.
+// The patience rule: at lr 0 every evaluation equals the first, so the run stops after
+// exactly `patience` evaluations without improvement. (That its scores come from the best
+// checkpoint needs weights that change: ResultsComeFromTheBestCheckpointNotTheLastWeights.)
 TEST(ReTrain, EarlyStoppingAfterPatienceEvaluations) {
   ReTrainOptions o = options("bran+iterations=1+d=8+heads=2+ner_prob=0", "early");
   o.lr = 0.0f;

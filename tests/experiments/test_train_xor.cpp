@@ -113,8 +113,16 @@ TEST(TrainXor, FinishedRunIsNotRepeatedUnlessForced) {
   train_classifier(o, nullptr);  // skipped: nothing rewritten
   EXPECT_EQ(std::filesystem::last_write_time(o.out / "result.json"), stamp);
   EXPECT_EQ(slurp(o.out / "timing.json"), timing);
+  // Forced: it runs again from the start and writes its result again (a stale one put in
+  // its place is replaced) with the same bytes; its metrics are written anew, not appended.
+  const std::string result = slurp(o.out / "result.json");
+  const std::string metrics = slurp(o.out / "metrics.jsonl");
+  std::ofstream(o.out / "result.json", std::ios::trunc)
+      << "{\"status\": \"completed\", \"stale\": true}\n";
   o.force = true;
   train_classifier(o, nullptr);
+  EXPECT_EQ(slurp(o.out / "result.json"), result);
+  EXPECT_EQ(slurp(o.out / "metrics.jsonl"), metrics);
   std::filesystem::remove_all(o.out);
 }
 

@@ -436,8 +436,11 @@ TEST(SweepSignals, SigtermInterruptsAndTheNextSweepResumes) {
   ASSERT_EQ(run_mare(with(ref), t / "ref.log"), 0) << slurp(t / "ref.log");
   for (const RunPlan& run : plan.runs) {
     EXPECT_EQ(status_of(root / run.dir), "completed");
-    for (const char* f : {"result.json", "metrics.jsonl"})
+    // The weights too: the resumed runs end with the bytes of runs never interrupted.
+    for (const char* f : {"result.json", "metrics.jsonl", "checkpoint.bin"}) {
+      ASSERT_TRUE(fs::exists(root / run.dir / f)) << f << " of " << run.dir;
       EXPECT_EQ(slurp(root / run.dir / f), slurp(ref / run.dir / f)) << f << " of " << run.dir;
+    }
   }
   EXPECT_EQ(read_json(root / plan.runs[0].dir / "status.json")["attempt"], 2);
 }
