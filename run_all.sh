@@ -167,8 +167,18 @@ run_shards() {
   tail -n 2 "$logs/shard0.log"
 }
 
+# The main job. MARE_PROFILE (default `default`) is the specs' profile; at `smoke` the
+# generated corpora and the benchmarks shrink too, so that tests/main_job_smoke.sh runs
+# every step in minutes. MARE_RESULTS (default results/) is where it writes;
+# MARE_MAIN_SPECS (default: every table's spec) the specs it sweeps.
 run_main() {
-  local out="$ROOT/results" mare="$BUILD_DIR/mare" failed=() spec
+  local out=${MARE_RESULTS:-$ROOT/results} mare="$BUILD_DIR/mare" failed=() spec
+  local profile=${MARE_PROFILE:-default} docs=() ctd_docs=100 ops_time=0.05 alloc=()
+  case "$profile" in
+    smoke) docs=(--docs 20) ctd_docs=20 ops_time=0.001 alloc=(--seq 1 10 --mem 4 16 --repetitions 1) ;;
+    default | paper | gpu) ;;
+    *) echo "run_all.sh: MARE_PROFILE: expected smoke, default, paper or gpu, found '$profile'" >&2; exit 2 ;;
+  esac
   mkdir -p "$out/runs" "$out/bench" "$out/data" "$out/sweeps"
   log "end-to-end proof: mlp on xor (seed 1) -> results/runs/mlp-xor-seed1"
   "$mare" train --model mlp --task xor --seed 1 --out "$out/runs/mlp-xor-seed1"
@@ -176,9 +186,9 @@ run_main() {
   log "synthetic corpora in the real formats, with the oracle F1 and their statistics -> results/data/"
   # synth-ctd at 100 training documents: its default, thesis Table 4.9's size, is 3.6 GB
   # of TSV (the `paper` and `gpu` profiles of table4.10.yaml train on it).
-  "$mare" data generate synth-cdr --out "$out/data/synth-cdr" --seed 1
-  "$mare" data generate synth-ctd --out "$out/data/synth-ctd" --seed 1 --docs 100
-  "$mare" data generate synth-semeval --out "$out/data/synth-semeval" --seed 1
+  "$mare" data generate synth-cdr --out "$out/data/synth-cdr" --seed 1 "${docs[@]}"
+  "$mare" data generate synth-ctd --out "$out/data/synth-ctd" --seed 1 --docs "$ctd_docs"
+  "$mare" data generate synth-semeval --out "$out/data/synth-semeval" --seed 1 "${docs[@]}"
   "$mare" data stats "synth-cdr:$out/data/synth-cdr" --json "$out/data/synth-cdr.stats.json" >/dev/null
   "$mare" data stats "bran-tsv:$out/data/synth-ctd" --json "$out/data/synth-ctd.stats.json" >/dev/null
   "$mare" data stats "semeval:$out/data/synth-semeval/subtask1.1" --json "$out/data/synth-semeval.stats.json" >/dev/null
@@ -192,11 +202,11 @@ run_main() {
   # each. Training sweeps run two runs at once (one kernel thread each); the benchmark
   # sweeps run alone, on every core. A finished run is skipped when this runs again; a
   # failed run is recorded and the rest go on (the job fails at the end).
-  for spec in table5.1 table4.12 table4.10 table4.13 table4.5 table4.6 table4.14 table4.15; do
+  for spec in ${MARE_MAIN_SPECS:-table5.1 table4.12 table4.10 table4.13 table4.5 table4.6 table4.14 table4.15}; do
     local jobs=2
     case "$spec" in table4.14 | table4.15) jobs=1 ;; esac
-    log "sweep $spec (default profile, --jobs $jobs) -> results/sweeps/$spec"
-    "$mare" sweep "experiments/specs/$spec.yaml" --profile default --out "$out/sweeps/$spec" \
+    log "sweep $spec ($profile profile, --jobs $jobs) -> results/sweeps/$spec"
+    "$mare" sweep "experiments/specs/$spec.yaml" --profile "$profile" --out "$out/sweeps/$spec" \
       --jobs "$jobs" || failed+=("$spec")
   done
   log "all runs in one table -> results/results.csv; Table 4.7's comparisons against BRAN"
@@ -214,10 +224,11 @@ run_main() {
 
   log "op benchmarks (1 thread and all) -> results/bench/ops.json"
   "$BUILD_DIR/kernels/bench/bench_ops" --benchmark_out="$out/bench/ops.json" \
-    --benchmark_out_format=json --benchmark_min_time=0.05
+    --benchmark_out_format=json --benchmark_min_time="$ops_time"
 
   log "allocation kernels over sequence length x memory size -> results/bench/allocation.{json,csv}"
-  "$mare" bench allocation --json "$out/bench/allocation.json" --csv "$out/bench/allocation.csv"
+  "$mare" bench allocation "${alloc[@]}" --json "$out/bench/allocation.json" \
+    --csv "$out/bench/allocation.csv"
 
   # The same two benchmarks on the GPU, when this build has the CUDA backend and
   # a GPU is present (`mare doctor` lists it as "gpu 0").
@@ -240,7 +251,7 @@ run_main() {
   [ -d "$out/inspect/ntcre-cpd" ] && inputs+=("$out/inspect/ntcre-cpd")
   [ -f "$out/bench/iteration_cuda.json" ] && inputs+=("$out/bench/iteration_cuda.json")
   "$mare" report "${inputs[@]}" --out "$out/report" \
-    --title "mare main job (default profiles): the thesis's and the dissertation's tables beside the published values"
+    --title "mare main job ($profile profiles): the thesis's and the dissertation's tables beside the published values"
 
   if ((${#failed[@]})); then
     echo "run_all.sh: these steps had failed runs (see their run directories): ${failed[*]}" >&2
