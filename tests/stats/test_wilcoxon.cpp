@@ -8,7 +8,8 @@
 // subsets with exact fractions and follows R's qsignrank/qwilcox rule for the
 // intervals; its normal-approximation references use math.erfc. Each value is
 // commented. stats/reference/wilcoxon_reference.R prints R's own value beside each
-// value used here (written for that purpose; it has not been run: no R was at hand).
+// value used here; run with R 4.2.2, every one agreed (its output is
+// wilcoxon_reference.out, which the ctest wilcoxon_reference_r compares with R's again).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -390,7 +391,7 @@ TEST(Estimates, MuShiftsTheSignedRankTest) {
 // hodges_lehmann() is always the definitional median of the Walsh averages (one
 // sample) or of the pairwise differences (two samples), R's exact-case estimate. The
 // values below were computed by hand with exact fractions from those definitions
-// (stats/reference/wilcoxon_reference.R prints R's for comparison; it was not run).
+// (stats/reference/wilcoxon_reference.R prints R's for comparison: they agree).
 TEST(Estimates, ApproxEstimateIsTheRootOfTheStatisticPinned) {
   // kTiedD without its zero (R drops it): d = {1, 2, 2, −3, 4, 4, 4, −5, 6, −2, 7}.
   // 66 Walsh averages; sorted, the 33rd and 34th are both 2 (the 31st to 35th are
