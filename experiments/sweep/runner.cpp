@@ -1018,6 +1018,14 @@ SweepSummary Sweep::run() {
     if (s_.interrupted) out << ", " << s_.interrupted << " interrupted";
     if (s_.not_started) out << ", " << s_.not_started << " not started";
     out << "\n";
+    // Throughput, to compare --jobs settings on one machine or one GPU: the runs that
+    // finished now over the sweep's wall time.
+    if (const size_t now = s_.completed + s_.diverged; now > 0 && elapsed > 0) {
+      char rate[64];
+      std::snprintf(rate, sizeof rate, "%.4g", static_cast<double>(now) * 3600.0 / elapsed);
+      out << "mare sweep: " << rate << " runs an hour (" << now << " in " << duration_text(elapsed)
+          << ", " << jobs_ << " at once)\n";
+    }
     for (const auto& f : s_.failed) {
       out << "  " << f.status;
       if (f.exit_code) out << " (exit " << *f.exit_code << ")";

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -443,6 +444,37 @@ TEST(SweepSignals, SigtermInterruptsAndTheNextSweepResumes) {
     }
   }
   EXPECT_EQ(read_json(root / plan.runs[0].dir / "status.json")["attempt"], 2);
+}
+
+// Several runs at once on one machine (--jobs, as on one GPU) give each run the bytes it
+// has when run alone, and the sweep says its throughput.
+TEST(SweepJobs, RunsAtOnceHaveTheBytesOfRunsAlone) {
+  const test::TempDir t("sweep_jobs");
+  const SweepPlan plan = make_plan("jobs", {xor_run("x", 1), xor_run("x", 2), xor_run("x", 3),
+                                            grpu_run("g", 6, 1, 3), grpu_run("g", 6, 2, 3)});
+  const fs::path spec = write_plan(t / "spec", plan);
+  for (const char* jobs : {"1", "3"})
+    ASSERT_EQ(run_mare({"sweep", spec.string(), "--jobs", jobs, "--out", (t / jobs).string()},
+                       t / (std::string(jobs) + ".log")),
+              0)
+        << slurp(t / (std::string(jobs) + ".log"));
+  // Alone a run has every core, three at once a third each: the same numbers (every
+  // kernel's bytes are the same at any thread count); result.json records its count.
+  for (const RunPlan& run : plan.runs) {
+    for (const char* f : {"metrics.jsonl", "checkpoint.bin"})
+      EXPECT_EQ(slurp(t / "1" / run.dir / f), slurp(t / "3" / run.dir / f))
+          << f << " of " << run.dir;
+    json alone = read_json(t / "1" / run.dir / "result.json");
+    json together = read_json(t / "3" / run.dir / "result.json");
+    ASSERT_TRUE(alone.contains("threads") && together.contains("threads")) << run.dir;
+    alone.erase("threads");
+    together.erase("threads");
+    EXPECT_EQ(alone, together) << run.dir;
+  }
+  const std::string log = slurp(t / "3.log");
+  EXPECT_TRUE(std::regex_search(log, std::regex("mare sweep: [0-9.e+]+ runs an hour \\(5 in [^,]+, "
+                                                "3 at once\\)")))
+      << log;
 }
 
 // ---- failures ------------------------------------------------------------------
