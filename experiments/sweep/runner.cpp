@@ -680,6 +680,12 @@ class Sweep {
   SweepSummary run();
 
  private:
+  // The steps of run(): what the root holds of each run (done, failed, to run; a damaged
+  // run set aside, a lost run.json written again), the queue run jobs_ at a time until it
+  // is empty or a signal stops it, and the summary.
+  std::deque<size_t> take_stock(const std::vector<size_t>& mine);
+  void run_queue(std::deque<size_t>& queue);
+  void print_summary();
   void log_line(const std::string& s);
   void progress();
   void generate_data(const std::vector<size_t>& todo);
@@ -915,7 +921,26 @@ SweepSummary Sweep::run() {
   SweepLock lock(root_, o_.shard);
   claim_root(plan_, root_);
   atomic_write(root_ / "sweep.json", json_text(plan_json(plan_)));
+  std::deque<size_t> queue = take_stock(mine);
+  {
+    std::ostringstream os;
+    os << plan_.name << " (" << plan_.profile << ")"
+       << (o_.shard.whole() ? "" : ", shard " + o_.shard.text()) << ": " << s_.total << " runs, "
+       << s_.skipped << " done before, " << s_.failed.size() << " failed before (kept"
+       << (o_.retry_failed ? "" : "; --retry-failed reruns them") << "), " << queue.size()
+       << " to run, " << jobs_ << " at once, MARE_THREADS=" << threads_ << "; root "
+       << root_.string();
+    log_line(os.str());
+  }
+  SignalScope signals;
+  if (!queue.empty()) generate_data(std::vector<size_t>(queue.begin(), queue.end()));
+  run_queue(queue);
+  if (o_.tty && progress_shown_ && o_.log) *o_.log << "\r\033[K";
+  if (o_.log) print_summary();
+  return s_;
+}
 
+std::deque<size_t> Sweep::take_stock(const std::vector<size_t>& mine) {
   std::deque<size_t> queue;
   for (size_t k : mine) {  // before anything is changed
     const fs::path dir = run_dir(k);
@@ -962,21 +987,11 @@ SweepSummary Sweep::run() {
       queue.push_back(k);
     }
   }
-  {
-    std::ostringstream os;
-    os << plan_.name << " (" << plan_.profile << ")"
-       << (o_.shard.whole() ? "" : ", shard " + o_.shard.text()) << ": " << s_.total << " runs, "
-       << s_.skipped << " done before, " << s_.failed.size() << " failed before (kept"
-       << (o_.retry_failed ? "" : "; --retry-failed reruns them") << "), " << queue.size()
-       << " to run, " << jobs_ << " at once, MARE_THREADS=" << threads_ << "; root "
-       << root_.string();
-    log_line(os.str());
-  }
+  return queue;
+}
 
-  SignalScope signals;
-  if (!queue.empty()) generate_data(std::vector<size_t>(queue.begin(), queue.end()));
+void Sweep::run_queue(std::deque<size_t>& queue) {
   s_.not_started = queue.size();
-
   while (true) {
     wait_children(false);
     if (g_stop_signal) {
@@ -1004,41 +1019,39 @@ SweepSummary Sweep::run() {
   }
   s_.not_started = queue.size();
   s_.stop_signal = g_stop_signal;
-  if (o_.tty && progress_shown_ && o_.log) *o_.log << "\r\033[K";
+}
 
-  if (o_.log) {
-    std::ostream& out = *o_.log;
-    const double elapsed = std::chrono::duration<double>(Clock::now() - t0_).count();
-    out << "mare sweep: "
-        << (s_.stop_signal ? "stopped by " + std::string(strsignal(s_.stop_signal)) : "finished")
-        << " after " << duration_text(elapsed) << ": " << s_.total << " runs"
-        << (o_.shard.whole() ? "" : " in shard " + o_.shard.text()) << ", "
-        << s_.completed + s_.diverged << " done now (" << s_.diverged << " diverged), "
-        << s_.skipped << " skipped (done before), " << s_.failed.size() << " failed";
-    if (s_.interrupted) out << ", " << s_.interrupted << " interrupted";
-    if (s_.not_started) out << ", " << s_.not_started << " not started";
-    out << "\n";
-    // Throughput, to compare --jobs settings on one machine or one GPU: the runs that
-    // finished now over the sweep's wall time.
-    if (const size_t now = s_.completed + s_.diverged; now > 0 && elapsed > 0) {
-      char rate[64];
-      std::snprintf(rate, sizeof rate, "%.4g", static_cast<double>(now) * 3600.0 / elapsed);
-      out << "mare sweep: " << rate << " runs an hour (" << now << " in " << duration_text(elapsed)
-          << ", " << jobs_ << " at once)\n";
-    }
-    for (const auto& f : s_.failed) {
-      out << "  " << f.status;
-      if (f.exit_code) out << " (exit " << *f.exit_code << ")";
-      if (f.signal) out << " (signal " << *f.signal << ")";
-      out << ": " << f.dir << "\n";
-      std::istringstream tail(f.stderr_tail);
-      for (std::string line; std::getline(tail, line);) out << "    | " << line << "\n";
-    }
-    if (s_.stop_signal && (s_.interrupted || s_.not_started))
-      out << "mare sweep: run the same command again to resume\n";
-    out.flush();
+void Sweep::print_summary() {
+  std::ostream& out = *o_.log;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - t0_).count();
+  out << "mare sweep: "
+      << (s_.stop_signal ? "stopped by " + std::string(strsignal(s_.stop_signal)) : "finished")
+      << " after " << duration_text(elapsed) << ": " << s_.total << " runs"
+      << (o_.shard.whole() ? "" : " in shard " + o_.shard.text()) << ", "
+      << s_.completed + s_.diverged << " done now (" << s_.diverged << " diverged), " << s_.skipped
+      << " skipped (done before), " << s_.failed.size() << " failed";
+  if (s_.interrupted) out << ", " << s_.interrupted << " interrupted";
+  if (s_.not_started) out << ", " << s_.not_started << " not started";
+  out << "\n";
+  // Throughput, to compare --jobs settings on one machine or one GPU: the runs that
+  // finished now over the sweep's wall time.
+  if (const size_t now = s_.completed + s_.diverged; now > 0 && elapsed > 0) {
+    char rate[64];
+    std::snprintf(rate, sizeof rate, "%.4g", static_cast<double>(now) * 3600.0 / elapsed);
+    out << "mare sweep: " << rate << " runs an hour (" << now << " in " << duration_text(elapsed)
+        << ", " << jobs_ << " at once)\n";
   }
-  return s_;
+  for (const auto& f : s_.failed) {
+    out << "  " << f.status;
+    if (f.exit_code) out << " (exit " << *f.exit_code << ")";
+    if (f.signal) out << " (signal " << *f.signal << ")";
+    out << ": " << f.dir << "\n";
+    std::istringstream tail(f.stderr_tail);
+    for (std::string line; std::getline(tail, line);) out << "    | " << line << "\n";
+  }
+  if (s_.stop_signal && (s_.interrupted || s_.not_started))
+    out << "mare sweep: run the same command again to resume\n";
+  out.flush();
 }
 
 }  // namespace
