@@ -247,7 +247,15 @@ nlohmann::json to_json(const CorpusStatistics& s) {
   return j;
 }
 
-std::string describe(const CorpusStatistics& s) {
+namespace {
+
+bool is_semeval(const CorpusStatistics& s) {
+  return s.kind == "semeval" || s.kind == "semeval2018";
+}
+
+// The source line and one row a split: documents, tokens, entities, mentions, relations,
+// examples and their classes.
+std::string split_rows(const CorpusStatistics& s) {
   std::string o = s.source + " (" + s.kind + ", " +
                   (s.max_tokens > 0 ? "documents cut at " + std::to_string(s.max_tokens) + " tokens"
                                     : std::string("whole documents")) +
@@ -262,6 +270,12 @@ std::string describe(const CorpusStatistics& s) {
          pad(std::to_string(sp.annotated_relations), 11) + pad(std::to_string(sp.examples), 10) +
          pad(std::to_string(sp.positive), 10) + pad(std::to_string(sp.negative), 10) + "\n";
   }
+  return o;
+}
+
+// A CDR corpus beside thesis Table 4.4, and its negatives as BRAN builds them.
+std::string beside_table_4_4(const CorpusStatistics& s) {
+  std::string o;
   if (s.kind == "synth-cdr" || s.kind == "pubtator" || s.kind == "cdr") {
     // Beside the corpus the thesis trained on (the test CdrStatsBesideTheThesis holds
     // these numbers equal to reports/paper/table_4_4_cdr_data.csv).
@@ -300,6 +314,12 @@ std::string describe(const CorpusStatistics& s) {
           }
     }
   }
+  return o;
+}
+
+// A corpus with CTD's classes beside thesis Table 4.9.
+std::string beside_table_4_9(const CorpusStatistics& s) {
+  std::string o;
   // CTD's classes (BRAN's labels, which synth-ctd writes): beside thesis Table 4.9 (the
   // test CorpusStats.CtdStatsBesideTheThesis holds these numbers equal to
   // reports/paper/table_4_9_ctd_classes.csv).
@@ -338,8 +358,13 @@ std::string describe(const CorpusStatistics& s) {
       o += pad(std::to_string(ours_total[i]), 9) + pad(std::to_string(thesis_total[i]), 9);
     o += "\n";
   }
-  const bool semeval = s.kind == "semeval" || s.kind == "semeval2018";
-  if (semeval) {
+  return o;
+}
+
+// A SemEval subtask beside thesis Table 4.11.
+std::string beside_table_4_11(const CorpusStatistics& s) {
+  std::string o;
+  if (is_semeval(s)) {
     // Thesis Table 4.11 counts a subtask's training abstracts, which here are the
     // train split plus the validation hold-out (the test
     // CorpusStats.SemevalStatsBesideTheThesis holds these numbers equal to
@@ -381,24 +406,36 @@ std::string describe(const CorpusStatistics& s) {
       o += "(1.2's training file holds six abstracts of 1.1's under the same ids; the thesis\n"
            "trained on both subtasks together and counted each abstract once)\n";
   }
+  return o;
+}
+
+// Examples per relation class and split (SemEval: with REVERSE yes/no).
+std::string class_rows(const CorpusStatistics& s) {
+  std::string o;
   o += "\nexamples per relation class" +
-       std::string(semeval ? " (REVERSE yes/no in brackets)" : "") + ":\n";
+       std::string(is_semeval(s) ? " (REVERSE yes/no in brackets)" : "") + ":\n";
   std::size_t w = 8;
   for (const std::string& r : s.relation_classes) w = std::max(w, r.size() + 2);
   o += pad("class", w, true);
-  for (const SplitStats& sp : s.splits) o += pad(sp.name, semeval ? 18 : 10);
+  for (const SplitStats& sp : s.splits) o += pad(sp.name, is_semeval(s) ? 18 : 10);
   o += "\n";
   for (std::size_t k = 0; k < s.relation_classes.size(); ++k) {
     o += pad(s.relation_classes[k], w, true);
     for (const SplitStats& sp : s.splits) {
       std::string cell = std::to_string(sp.relations[k]);
-      if (semeval && k > 0)
+      if (is_semeval(s) && k > 0)
         cell +=
             " (" + std::to_string(sp.reverse_yes[k]) + "/" + std::to_string(sp.reverse_no[k]) + ")";
-      o += pad(cell, semeval ? 18 : 10);
+      o += pad(cell, is_semeval(s) ? 18 : 10);
     }
     o += "\n";
   }
+  return o;
+}
+
+// The token distance between the closest mentions of related pairs.
+std::string distance_rows(const CorpusStatistics& s) {
+  std::string o;
   o += "\nrelated-pair distance (tokens between the closest mentions):\n"
        "split    pairs   mean  median    max";
   for (int m : default_distance_buckets()) o += pad("<=" + std::to_string(m), 7);
@@ -414,6 +451,12 @@ std::string describe(const CorpusStatistics& s) {
                7);
     o += "\n";
   }
+  return o;
+}
+
+// What the cut at max_tokens and the type pairs left out, when anything.
+std::string losses(const CorpusStatistics& s) {
+  std::string o;
   long lost = 0;
   for (const SplitStats& sp : s.splits) lost += sp.dropped_pairs + sp.unmatched_relations;
   if (lost > 0) {
@@ -426,6 +469,13 @@ std::string describe(const CorpusStatistics& s) {
     o.back() = '\n';
   }
   return o;
+}
+
+}  // namespace
+
+std::string describe(const CorpusStatistics& s) {
+  return split_rows(s) + beside_table_4_4(s) + beside_table_4_9(s) + beside_table_4_11(s) +
+         class_rows(s) + distance_rows(s) + losses(s);
 }
 
 }  // namespace mare::sweep
