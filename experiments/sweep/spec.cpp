@@ -1097,24 +1097,10 @@ Spec read_spec(const std::string& path) {
   return s;
 }
 
-SweepPlan expand(const Spec& s, const std::string& spec_path, const std::string& profile) {
+// The axes of a spec's content, outermost first: the models (a named grid, models:), each
+// grid: axis, the zip: columns.
+std::vector<Axis> spec_axes(const Spec& s, const Val& content) {
   const Ctx& c = s.ctx;
-  Val base = s.root;
-  for (const char* k : kMetaKeys) base.erase(k);
-  const Val* over = s.root.find("profiles")->find(profile);
-  const Val content = over && over->is_map() ? merge(base, *over) : base;
-
-  SweepPlan plan;
-  plan.spec_path = spec_path;
-  plan.name = s.name;
-  plan.table = s.table;
-  plan.profile = profile;
-  plan.description = s.description;
-
-  const Val* seeds_val = content.find("seeds");
-  if (!seeds_val) c.fail(1, "expected seeds: (a list, or {from: A, to: B})");
-  const std::vector<int64_t> seeds = parse_seeds(c, *seeds_val);
-
   std::vector<Axis> axes;
   if (s.command == Command::train) {
     Axis models;
@@ -1135,12 +1121,13 @@ SweepPlan expand(const Spec& s, const std::string& spec_path, const std::string&
            "train)");
   if (const Val* z = content.find("zip")) axes.push_back(zip_axis(c, *z, s.command));
 
-  Val cell_base = content;
-  for (const char* k : {"seeds", "grid", "zip"}) cell_base.erase(k);
-  if (s.command == Command::train) cell_base.erase("models");
+  return axes;
+}
 
-  // The plan's size from its axes, before anything is built: a grid nobody can run.
-  double planned = static_cast<double>(seeds.size());
+// The plan's size from its axes, before anything is built: a grid nobody can run is refused.
+void require_plan_size(const Ctx& c, const Val& content, const std::vector<Axis>& axes,
+                       size_t seeds) {
+  double planned = static_cast<double>(seeds);
   for (const Axis& axis : axes) planned *= static_cast<double>(axis.size());
   if (planned > kMaxPlannedRuns)
     c.fail(content.find("grid") ? content.key_line("grid") : 1,
@@ -1149,7 +1136,12 @@ SweepPlan expand(const Spec& s, const std::string& spec_path, const std::string&
                                : number_text(planned)) +
                " runs (cells x seeds): expected at most " + std::to_string(kMaxPlannedRuns) +
                "; split the grid into several specs");
-  // The cartesian product, first axis outermost.
+}
+
+// The cells: the cartesian product of the axes, first axis outermost, each the base
+// configuration with its assignments merged in and named by them (or by the spec).
+std::vector<CellConfig> cartesian_cells(const Spec& s, const Val& cell_base,
+                                        const std::vector<Axis>& axes) {
   std::vector<CellConfig> cells;
   std::vector<size_t> idx(axes.size(), 0);
   while (true) {
@@ -1177,8 +1169,15 @@ SweepPlan expand(const Spec& s, const std::string& spec_path, const std::string&
     if (a == 0) break;
   }
 
+  return cells;
+}
+
+// Every cell's runs, one a seed, with their ids and directories, and the data they need;
+// two cells of one name are refused.
+void add_runs(const Spec& s, const std::vector<CellConfig>& cells,
+              const std::vector<int64_t>& seeds, SwitchUse& used_switches, SweepPlan& plan) {
+  const Ctx& c = s.ctx;
   std::map<std::string, std::string> names;  // cell name -> what it was made from
-  SwitchUse used_switches;
   std::set<std::string> data_dirs;
   std::map<std::string, std::string> ids;
   for (const CellConfig& cell : cells) {
@@ -1207,7 +1206,11 @@ SweepPlan expand(const Spec& s, const std::string& spec_path, const std::string&
       plan.runs.push_back(std::move(r));
     }
   }
-  // A switch no model of the spec has is a typo (the first one in the file is named).
+}
+
+// A switch no model of the spec has is a typo (the first one in the file is named).
+void refuse_unused_switches(const Ctx& c, const SwitchUse& used_switches,
+                            const std::vector<CellConfig>& cells) {
   const std::pair<const std::string, int>* unused = nullptr;
   for (const auto& kv : used_switches.seen)
     if (!used_switches.used.count(kv.first) && (!unused || kv.second < unused->second))
@@ -1222,6 +1225,34 @@ SweepPlan expand(const Spec& s, const std::string& spec_path, const std::string&
                                "': no model of this spec has it (known: " +
                                join({known.begin(), known.end()}, ", ") + ")");
   }
+}
+
+SweepPlan expand(const Spec& s, const std::string& spec_path, const std::string& profile) {
+  const Ctx& c = s.ctx;
+  Val base = s.root;
+  for (const char* k : kMetaKeys) base.erase(k);
+  const Val* over = s.root.find("profiles")->find(profile);
+  const Val content = over && over->is_map() ? merge(base, *over) : base;
+
+  SweepPlan plan;
+  plan.spec_path = spec_path;
+  plan.name = s.name;
+  plan.table = s.table;
+  plan.profile = profile;
+  plan.description = s.description;
+
+  const Val* seeds_val = content.find("seeds");
+  if (!seeds_val) c.fail(1, "expected seeds: (a list, or {from: A, to: B})");
+  const std::vector<int64_t> seeds = parse_seeds(c, *seeds_val);
+  const std::vector<Axis> axes = spec_axes(s, content);
+  Val cell_base = content;
+  for (const char* k : {"seeds", "grid", "zip"}) cell_base.erase(k);
+  if (s.command == Command::train) cell_base.erase("models");
+  require_plan_size(c, content, axes, seeds.size());
+  const std::vector<CellConfig> cells = cartesian_cells(s, cell_base, axes);
+  SwitchUse used_switches;
+  add_runs(s, cells, seeds, used_switches, plan);
+  refuse_unused_switches(c, used_switches, cells);
   return plan;
 }
 
