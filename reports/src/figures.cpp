@@ -1623,18 +1623,137 @@ constexpr CurveTable kCurveTables[] = {
 // training step, per cell: the mean over its seeds, with a band from the lowest to the
 // highest seed under the validation line. At most four cells a panel, so that each panel
 // holds a handful of lines.
+// The finished runs of a curves table with a valid_f1 series.
+std::vector<const RunRecord*> curve_runs(const ReportInputs& in, const std::string& table) {
+  std::vector<const RunRecord*> runs;
+  for (const auto& r : in.runs) {
+    if (!run_usable(r) || r.table != table) continue;
+    bool has = false;
+    for (const json& m : r.metrics) has = has || number(child(m, "valid_f1")).has_value();
+    if (has) runs.push_back(&r);
+  }
+  return runs;
+}
+
+// One series of a group's runs: per step, the mean over the seeds that evaluated at it,
+// the lowest, the highest and how many.
+std::vector<std::vector<double>> curve_series(const std::vector<const RunRecord*>& rs,
+                                              const char* key) {
+  std::map<double, std::vector<double>> by_step;
+  for (const RunRecord* r : rs)
+    for (const json& m : r->metrics) {
+      const auto step = number(child(m, "step"));
+      const auto v = number(child(m, key));
+      if (step && v) by_step[*step].push_back(*v);
+    }
+  std::vector<std::vector<double>> rows;
+  for (const auto& [step, v] : by_step) {
+    const Summary sm = summarize(v);
+    rows.push_back({step, sm.mean, *std::min_element(v.begin(), v.end()),
+                    *std::max_element(v.begin(), v.end()), static_cast<double>(sm.n)});
+  }
+  return rows;
+}
+
+// How the groups fall into panels, and each panel's heading.
+struct CurvePanels {
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;  // [first, last) groups
+  std::vector<std::string> heads;
+  bool mixed = false;  // more than one sweep or corpus: titles name them, keys the cells
+};
+
+CurvePanels curve_panels(const std::vector<Group>& groups) {
+  // Panels: a run of groups of one sweep and corpus (sorted so above) is split
+  // into panels of at most four cells; a panel never mixes sweeps or corpora. With more
+  // than one such run, each panel's title names its sweep and corpus and the keys name
+  // the cells alone.
+  CurvePanels cp;
+  for (std::size_t b = 0; b < groups.size();) {
+    std::size_t e = b;
+    while (e < groups.size() && groups[e].sweep == groups[b].sweep &&
+           groups[e].dataset == groups[b].dataset)
+      ++e;
+    cp.mixed = cp.mixed || b > 0;
+    const auto local = panel_ranges(e - b, 4);
+    for (const auto& [first, last] : local) {
+      cp.ranges.emplace_back(b + first, b + last);
+      std::string head = groups[b].sweep;
+      if (!groups[b].dataset.empty()) head += (head.empty() ? "" : " on ") + groups[b].dataset;
+      if (local.size() > 1) head += " (" + panel_cells(first + 1, last) + ")";
+      cp.heads.push_back(head);
+    }
+    b = e;
+  }
+  return cp;
+}
+
+// The gnuplot of panel p (its data added to f.dat); a panel without series gets its label only.
+std::string curve_panel(Figure& f, const std::vector<Group>& groups, const CurvePanels& cp,
+                        std::size_t p, int& style, double right) {
+  const std::size_t panels = cp.ranges.size();
+  std::string plots;
+  int entries = 0;
+  // The score the panel's runs were selected on: the task's own on the real corpora.
+  const std::string family = groups[cp.ranges[p].first].dataset;
+  std::string body = "set ylabel " +
+                     gp::quote(family == "cdr"           ? "F1 (official: document-level triples)"
+                               : family == "semeval2018" ? "macro F1 (official)"
+                                                         : "relation F1 (micro)") +
+                     "\n";
+  for (std::size_t k = cp.ranges[p].first; k < cp.ranges[p].second; ++k) {
+    const Group& g = groups[k];
+    const int ls = ++style;
+    const std::string seeds =
+        " (" + std::to_string(g.runs.size()) + (g.runs.size() == 1 ? " seed)" : " seeds)");
+    const auto valid = curve_series(g.runs, "valid_f1"), train = curve_series(g.runs, "train_f1");
+    if (!valid.empty()) {
+      const std::string sel =
+          "DAT index " + std::to_string(f.dat.add(g.display + ": valid_f1",
+                                                  "step f1_mean f1_min f1_max n", valid));
+      plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + sel +
+               " using 1:3:4 with filledcurves ls " + std::to_string(ls) +
+               " fs transparent solid 0.15 noborder notitle, \\\n     " + sel +
+               " using 1:2 with linespoints ls " + std::to_string(ls) + " dt 1 title " +
+               gp::quote((cp.mixed ? g.label : g.display) + seeds);
+      ++entries;
+    }
+    if (!train.empty()) {
+      const std::string sel =
+          "DAT index " + std::to_string(f.dat.add(g.display + ": train_f1",
+                                                  "step f1_mean f1_min f1_max n", train));
+      // The same colour, dashed: one key entry a cell (the panel's title says which is which).
+      plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + sel +
+               " using 1:2 with lines ls " + std::to_string(ls) + " dt 2 notitle";
+    }
+  }
+  if (plots.empty()) return body;  // the y label only, as a panel without series had
+  // The corpus's trivial baseline (result.json's every-pair F1 on test), one line a panel.
+  for (std::size_t k = cp.ranges[p].first; k < cp.ranges[p].second; ++k) {
+    const RunRecord* r = groups[k].runs.front();
+    const auto it = r->values.find("test_references.constant_positive_f1");
+    if (it == r->values.end() || !std::isfinite(it->second)) continue;
+    plots += ", \\\n     " + gp::num(it->second) +
+             " with lines lc rgb \"#808080\" dt 3 lw 1.5 title \"every pair (test)\"";
+    ++entries;
+    break;
+  }
+  body +=
+      plot_title(cp.mixed
+                     ? cp.heads[p]
+                     : (panels > 1 ? panel_cells(cp.ranges[p].first + 1, cp.ranges[p].second) + ": "
+                                   : std::string()) +
+                           "validation (solid; band: lowest to highest seed), training "
+                           "sample (dashed)") +
+      key_beside(entries, right) + plots + "\n";
+  return body;
+}
+
 Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
   const std::string table = ct.table, id = ct.id;
   const std::string title = (table.empty() ? std::string("Learning curves")
                                            : std::string("Learning curves of Table ") + table) +
                             " (" + ct.what + "): validation and training F1 against the step";
-  std::vector<const RunRecord*> runs;
-  for (const auto& r : in.runs) {
-    if (!run_usable(r) || r.table != ct.table) continue;
-    bool has = false;
-    for (const json& m : r.metrics) has = has || number(child(m, "valid_f1")).has_value();
-    if (has) runs.push_back(&r);
-  }
+  const std::vector<const RunRecord*> runs = curve_runs(in, ct.table);
   if (runs.empty())
     return missing_figure(id, title,
                           (table.empty() ? std::string("no finished run outside the tables")
@@ -1654,46 +1773,9 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
     if (x.sweep != y.sweep) return natural_less(x.sweep, y.sweep);
     return natural_less(x.dataset, y.dataset);
   });
-  auto series = [](const std::vector<const RunRecord*>& rs, const char* key) {
-    std::map<double, std::vector<double>> by_step;
-    for (const RunRecord* r : rs)
-      for (const json& m : r->metrics) {
-        const auto step = number(child(m, "step"));
-        const auto v = number(child(m, key));
-        if (step && v) by_step[*step].push_back(*v);
-      }
-    std::vector<std::vector<double>> rows;
-    for (const auto& [step, v] : by_step) {
-      const Summary sm = summarize(v);
-      rows.push_back({step, sm.mean, *std::min_element(v.begin(), v.end()),
-                      *std::max_element(v.begin(), v.end()), static_cast<double>(sm.n)});
-    }
-    return rows;
-  };
-  // Panels: a run of groups of one sweep and corpus (sorted so above) is split
-  // into panels of at most four cells; a panel never mixes sweeps or corpora. With more
-  // than one such run, each panel's title names its sweep and corpus and the keys name
-  // the cells alone.
-  std::vector<std::pair<std::size_t, std::size_t>> ranges;
-  std::vector<std::string> heads;
-  bool mixed = false;
-  for (std::size_t b = 0; b < groups.size();) {
-    std::size_t e = b;
-    while (e < groups.size() && groups[e].sweep == groups[b].sweep &&
-           groups[e].dataset == groups[b].dataset)
-      ++e;
-    mixed = mixed || b > 0;
-    const auto local = panel_ranges(e - b, 4);
-    for (const auto& [first, last] : local) {
-      ranges.emplace_back(b + first, b + last);
-      std::string head = groups[b].sweep;
-      if (!groups[b].dataset.empty()) head += (head.empty() ? "" : " on ") + groups[b].dataset;
-      if (local.size() > 1) head += " (" + panel_cells(first + 1, last) + ")";
-      heads.push_back(head);
-    }
-    b = e;
-  }
-  const std::size_t panels = ranges.size();
+  const CurvePanels cp = curve_panels(groups);
+  const bool mixed = cp.mixed;
+  const std::size_t panels = cp.ranges.size();
   auto key_name = [&](const Group& g) { return mixed ? g.label : g.display; };
   std::size_t longest = 0;
   for (const Group& g : groups) longest = std::max(longest, key_name(g).size() + 10);
@@ -1709,61 +1791,7 @@ Figure fig_curves(const ReportInputs& in, const CurveTable& ct) {
                              : std::string())) +
             "\n";
   int style = 0;
-  for (std::size_t p = 0; p < panels; ++p) {
-    std::string plots;
-    int entries = 0;
-    // The score the panel's runs were selected on: the task's own on the real corpora.
-    const std::string family = groups[ranges[p].first].dataset;
-    body += "set ylabel " +
-            gp::quote(family == "cdr"           ? "F1 (official: document-level triples)"
-                      : family == "semeval2018" ? "macro F1 (official)"
-                                                : "relation F1 (micro)") +
-            "\n";
-    for (std::size_t k = ranges[p].first; k < ranges[p].second; ++k) {
-      const Group& g = groups[k];
-      const int ls = ++style;
-      const std::string seeds =
-          " (" + std::to_string(g.runs.size()) + (g.runs.size() == 1 ? " seed)" : " seeds)");
-      const auto valid = series(g.runs, "valid_f1"), train = series(g.runs, "train_f1");
-      if (!valid.empty()) {
-        const std::string sel =
-            "DAT index " + std::to_string(f.dat.add(g.display + ": valid_f1",
-                                                    "step f1_mean f1_min f1_max n", valid));
-        plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + sel +
-                 " using 1:3:4 with filledcurves ls " + std::to_string(ls) +
-                 " fs transparent solid 0.15 noborder notitle, \\\n     " + sel +
-                 " using 1:2 with linespoints ls " + std::to_string(ls) + " dt 1 title " +
-                 gp::quote(key_name(g) + seeds);
-        ++entries;
-      }
-      if (!train.empty()) {
-        const std::string sel =
-            "DAT index " + std::to_string(f.dat.add(g.display + ": train_f1",
-                                                    "step f1_mean f1_min f1_max n", train));
-        // The same colour, dashed: one key entry a cell (the panel's title says which is which).
-        plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + sel +
-                 " using 1:2 with lines ls " + std::to_string(ls) + " dt 2 notitle";
-      }
-    }
-    if (plots.empty()) continue;
-    // The corpus's trivial baseline (result.json's every-pair F1 on test), one line a panel.
-    for (std::size_t k = ranges[p].first; k < ranges[p].second; ++k) {
-      const RunRecord* r = groups[k].runs.front();
-      const auto it = r->values.find("test_references.constant_positive_f1");
-      if (it == r->values.end() || !std::isfinite(it->second)) continue;
-      plots += ", \\\n     " + gp::num(it->second) +
-               " with lines lc rgb \"#808080\" dt 3 lw 1.5 title \"every pair (test)\"";
-      ++entries;
-      break;
-    }
-    body +=
-        plot_title(mixed ? heads[p]
-                         : (panels > 1 ? panel_cells(ranges[p].first + 1, ranges[p].second) + ": "
-                                       : std::string()) +
-                               "validation (solid; band: lowest to highest seed), training "
-                               "sample (dashed)") +
-        key_beside(entries, right) + plots + "\n";
-  }
+  for (std::size_t p = 0; p < panels; ++p) body += curve_panel(f, groups, cp, p, style, right);
   if (panels > 1) body += "unset multiplot\n";
   f.styles = style;
   f.body = body;
