@@ -93,7 +93,11 @@ RunLifecycle::Start RunLifecycle::begin(const nlohmann::json& manifest_extra,
   if (!force_ && have_manifest && (dir_.finished() || std::filesystem::exists(last_checkpoint()))) {
     const nlohmann::json manifest = read_json(manifest_path);
     const nlohmann::json old = manifest.value("config", nlohmann::json());
-    const std::string diff = first_difference(old, config_);
+    // A manifest written before runs recorded their data's digest names the data by its
+    // path alone: such a run is matched as it was then.
+    nlohmann::json now = config_;
+    if (old.is_object() && !old.contains("data_sha256")) now.erase("data_sha256");
+    const std::string diff = first_difference(old, now);
     // A key recorded only where it is not the default (the device, the batching, …).
     auto value = [&diff](const nlohmann::json& c) {
       return c.is_object() && c.contains(diff) ? c[diff].dump() : std::string("the default");

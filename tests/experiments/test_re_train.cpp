@@ -286,6 +286,15 @@ TEST(ReTrain, ARunIsMatchedByItsDataContentsNotItsPath) {
   EXPECT_EQ(train_re_model(o, nullptr), first);
   generate(6);
   expect_refused(o, "holds a finished run of another configuration (data_sha256: ");
+  {
+    // A manifest from before the digest was recorded: matched by the path, as then.
+    nlohmann::json manifest = nlohmann::json::parse(slurp(o.out / "manifest.json"));
+    const nlohmann::json kept = manifest;
+    manifest["config"].erase("data_sha256");
+    std::ofstream(o.out / "manifest.json", std::ios::trunc) << manifest.dump(2);
+    EXPECT_EQ(train_re_model(o, nullptr), first);
+    std::ofstream(o.out / "manifest.json", std::ios::trunc) << kept.dump(2);
+  }
   generate(5);
   {
     std::ofstream(dir / "test.pubtator", std::ios::app) << "\n";  // one byte more
