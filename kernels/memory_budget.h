@@ -37,8 +37,4 @@ std::string format_bytes(double bytes);
 // `advice` ends the message (which options to lower).
 void require_memory(double bytes, double held, const std::string& what, const std::string& advice);
 
-// Bytes of CPU tensor storage alive now, and at most since the process started.
-std::size_t tensor_bytes_live();
-std::size_t tensor_bytes_peak();
-
 }  // namespace mare

@@ -104,15 +104,8 @@ void keep_large_blocks_in_the_heap() {
 }  // namespace
 
 namespace {
-std::atomic<size_t> g_live_bytes{0}, g_peak_bytes{0};
+std::atomic<size_t> g_live_bytes{0};  // CPU tensor storage alive now (the memory budget's)
 }  // namespace
-
-size_t tensor_bytes_live() {
-  return g_live_bytes.load();
-}
-size_t tensor_bytes_peak() {
-  return g_peak_bytes.load();
-}
 
 Storage::Storage(size_t nbytes, Device dev) : bytes(nbytes), device(dev) {
   if (dev == Device::cpu) {
@@ -124,9 +117,7 @@ Storage::Storage(size_t nbytes, Device dev) : bytes(nbytes), device(dev) {
     size_t rounded = std::max<size_t>(64, (nbytes + 63) / 64 * 64);
     ptr = std::aligned_alloc(64, rounded);
     if (!ptr) throw std::bad_alloc();
-    const size_t live = g_live_bytes.fetch_add(nbytes) + nbytes;
-    for (size_t peak = g_peak_bytes.load(); live > peak;)
-      if (g_peak_bytes.compare_exchange_weak(peak, live)) break;
+    g_live_bytes.fetch_add(nbytes);
   } else {
 #ifdef MARE_WITH_CUDA
     ptr = cuda::device_alloc(nbytes);
