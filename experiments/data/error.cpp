@@ -151,12 +151,10 @@ std::vector<std::string_view> split(std::string_view text, char sep) {
   }
 }
 
-std::vector<Line> split_lines(std::string_view content, std::string_view file,
-                              bool* last_line_unterminated) {
+std::vector<Line> split_lines(std::string_view content, std::string_view file) {
   std::vector<Line> lines;
   std::size_t start = 0;
   std::size_t number = 1;
-  if (last_line_unterminated) *last_line_unterminated = false;
   while (start < content.size()) {
     std::size_t end = content.find('\n', start);
     const bool terminated = end != std::string_view::npos;
@@ -167,19 +165,14 @@ std::vector<Line> split_lines(std::string_view content, std::string_view file,
       fail(file, number, cr + 1,
            "expected '\\n' line endings, found a carriage return ('\\r'); convert the file "
            "to Unix line endings");
+    if (!terminated)
+      fail(file, number, text.size() + 1,
+           "expected a newline at the end of the file (truncated file?)");
     lines.push_back({text, number});
-    if (!terminated && last_line_unterminated) *last_line_unterminated = true;
     start = end + 1;
     ++number;
   }
   return lines;
-}
-
-void require_final_newline(std::string_view file, const std::vector<Line>& lines,
-                           bool unterminated) {
-  if (unterminated)
-    fail(file, lines.back().number, lines.back().text.size() + 1,
-         "expected a newline at the end of the file (truncated file?)");
 }
 
 std::int64_t parse_int(std::string_view field, std::int64_t min, std::int64_t max,

@@ -60,15 +60,10 @@ struct Line {
   std::string_view text;
   std::size_t number = 0;
 };
-// Splits content into lines on '\n'. A final line without '\n' is kept (flagged by
-// last_line_unterminated). A '\r' anywhere is an error (the formats use '\n' only).
-std::vector<Line> split_lines(std::string_view content, std::string_view file,
-                              bool* last_line_unterminated = nullptr);
-
-// After a parse that took every line: when the last line had no '\n' (split_lines'
-// last_line_unterminated), fails naming it: the file was probably cut short.
-void require_final_newline(std::string_view file, const std::vector<Line>& lines,
-                           bool unterminated);
+// Splits content into lines on '\n'. A '\r' anywhere is an error (the formats use '\n'
+// only), and so is a last line without its '\n', at that line: the file was probably cut
+// short, which is said before any parse trips over the cut line.
+std::vector<Line> split_lines(std::string_view content, std::string_view file);
 
 // Parses a base-10 integer in [min, max] that fills the whole field; otherwise
 // throws "expected <what> (an integer in [min, max]), found '<field>'".
