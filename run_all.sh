@@ -65,10 +65,10 @@ run_tests() {
   ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
   # A skipped test says why in the log (ctest prints only failures' output): the GPU tests
   # without a GPU, and sweep_slurm where Slurm is not installed or this is not root.
-  if grep -q "sweep_slurm" "$BUILD_DIR/Testing/Temporary/LastTest.log" 2>/dev/null &&
-    grep -A12 "Test: sweep_slurm" "$BUILD_DIR/Testing/Temporary/LastTest.log" | grep -q '^SKIP: '; then
-    log "sweep_slurm was skipped: $(grep -A12 "Test: sweep_slurm" "$BUILD_DIR/Testing/Temporary/LastTest.log" | grep '^SKIP: ')"
-  fi
+  local skipped
+  skipped=$(grep -A12 "Test: sweep_slurm" "$BUILD_DIR/Testing/Temporary/LastTest.log" 2>/dev/null |
+    grep -m1 '^SKIP: ' || true)
+  [ -z "$skipped" ] || log "sweep_slurm was skipped: ${skipped#SKIP: }"
   # Fuzzing is part of the suite: a lost script or run bit fails, it is never skipped.
   if [ ! -f tests/fuzz/run_fuzz.sh ] || [ ! -x tests/fuzz/run_fuzz.sh ]; then
     echo "run_all.sh: tests/fuzz/run_fuzz.sh is missing or not executable" \

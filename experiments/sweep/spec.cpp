@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "experiments/bench_iteration.h"
+#include "experiments/data/error.h"
 #include "experiments/data/generators.h"
 #include "experiments/re_data.h"
 #include "experiments/re_trainer.h"
@@ -210,30 +211,18 @@ bool name_byte(unsigned char ch) {
          ch == '-';
 }
 
-// Well-formed UTF-8: lead bytes with their continuation bytes, no overlong forms.
-bool utf8_well_formed(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char b = static_cast<unsigned char>(s[i]);
-    const size_t n = b < 0x80           ? 1
-                     : (b >> 5) == 0x6  ? 2
-                     : (b >> 4) == 0xE  ? 3
-                     : (b >> 3) == 0x1E ? 4
-                                        : 0;
-    if (n == 0 || i + n > s.size() || (n == 2 && b < 0xC2)) return false;
-    for (size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    i += n;
-  }
-  return true;
-}
-
 // A name that is also a directory name (a cell's, a sweep's): non-empty, name bytes only,
 // well-formed UTF-8, not "." or "..".
 bool valid_name(const std::string& s) {
   if (s.empty() || s == "." || s == "..") return false;
   for (char ch : s)
     if (!name_byte(static_cast<unsigned char>(ch))) return false;
-  return utf8_well_formed(s);
+  try {
+    data::check_utf8(s, "a name");  // well-formed, no invisible characters
+  } catch (const data::DataError&) {
+    return false;
+  }
+  return true;
 }
 
 // A cell name made from its values (lr=0.001_batch=8, data=synth-cdr:/x): each byte that
