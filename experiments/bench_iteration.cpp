@@ -238,9 +238,11 @@ TimeSummary summarize_times(std::vector<double> s) {
   return r;
 }
 
-nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostream* progress) {
-  const SizeInfo size = size_info(opt.size);
-  const std::vector<const bench::ReDataShape*> shapes = shapes_of(opt.shape);
+namespace {
+
+// The run's counts, models, allocation variants and device, checked before any row is
+// built (after --size and --shape, which size_info and shapes_of check).
+void check_options(const IterationBenchOptions& opt) {
   if (opt.iterations < 1) throw std::invalid_argument("bench iteration: --iterations must be >= 1");
   if (opt.warmup < 0) throw std::invalid_argument("bench iteration: --warmup must be >= 0");
   if (opt.models.empty())
@@ -248,34 +250,45 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
   for (const std::string& a : opt.allocs) parse_allocation_variant(a);  // names the valid ones
   if (std::string why = device_unavailable(opt.device); !why.empty())
     throw std::runtime_error("bench iteration: --device cuda: " + why);
+}
 
-  // Every row's registry name, checked before anything runs.
-  struct Row {
-    std::string label, name, alloc;  // alloc empty: none (UTRE) or the model's default
-    bool sequence = false;           // a sequence model (the GRPU): one `addition` row
-  };
+// One row to measure: a model of --models (one per --alloc variant for ntcre) or the GRPU.
+struct Row {
+  std::string label, name, alloc;  // alloc empty: none (UTRE) or the model's default
+  bool sequence = false;           // a sequence model (the GRPU): one `addition` row
+};
+
+// A --models entry must be a relation-extraction model that leaves d and heads to --size
+// and, when --alloc lists the variants, alloc to --alloc.
+void check_row_model(const std::string& m, const ModelSpec& spec, const IterationBenchOptions& opt,
+                     const SizeInfo& size) {
+  const ModelInfo* info = find_model(spec.base);
+  if (!info || info->task_kind != "relation")
+    throw std::invalid_argument(
+        "bench iteration: --models: '" + m + "' is not a relation-extraction model" +
+        (info && info->task_kind == "sequence" ? std::string(" (the GRPU's row: --grpu)")
+                                               : std::string()));
+  // The size's d and heads apply to every row (they were appended after the row's own,
+  // timing d 32 for a row named +d=8).
+  for (const char* k : {"d", "heads"})
+    if (ModelSpec::parse(m).switches.count(k))
+      throw std::invalid_argument("bench iteration: --models: '" + m + "' sets " + k +
+                                  ", which comes from --size (" + opt.size + ": d " +
+                                  std::to_string(size.d) + ", heads " + std::to_string(size.heads) +
+                                  "); leave it out");
+  if (!opt.allocs.empty() && ModelSpec::parse(m).switches.count("alloc"))
+    throw std::invalid_argument("bench iteration: --models: '" + m +
+                                "' sets alloc and --alloc lists the variants; give one of them");
+}
+
+// Every row's registry name, checked before anything runs.
+std::vector<Row> bench_rows(const IterationBenchOptions& opt, const SizeInfo& size) {
   std::vector<Row> rows;
   const std::string suffix =
       "+d=" + std::to_string(size.d) + "+heads=" + std::to_string(size.heads);
   for (const std::string& m : opt.models) {
     const ModelSpec spec = resolve_model(m);  // unknown model or switch: names the valid ones
-    const ModelInfo* info = find_model(spec.base);
-    if (!info || info->task_kind != "relation")
-      throw std::invalid_argument(
-          "bench iteration: --models: '" + m + "' is not a relation-extraction model" +
-          (info && info->task_kind == "sequence" ? std::string(" (the GRPU's row: --grpu)")
-                                                 : std::string()));
-    // The size's d and heads apply to every row (they were appended after the row's own,
-    // timing d 32 for a row named +d=8).
-    for (const char* k : {"d", "heads"})
-      if (ModelSpec::parse(m).switches.count(k))
-        throw std::invalid_argument("bench iteration: --models: '" + m + "' sets " + k +
-                                    ", which comes from --size (" + opt.size + ": d " +
-                                    std::to_string(size.d) + ", heads " +
-                                    std::to_string(size.heads) + "); leave it out");
-    if (!opt.allocs.empty() && ModelSpec::parse(m).switches.count("alloc"))
-      throw std::invalid_argument("bench iteration: --models: '" + m +
-                                  "' sets alloc and --alloc lists the variants; give one of them");
+    check_row_model(m, spec, opt, size);
     // cnn has no heads switch.
     const std::string row_suffix = spec.base == "cnn" ? "+d=" + std::to_string(size.d) : suffix;
     if (spec.base == "ntcre" && !opt.allocs.empty()) {
@@ -296,20 +309,23 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
         "bench iteration: --alloc applies to ntcre rows, and none of --models is an ntcre model");
   if (opt.grpu) rows.push_back({"grpu", "grpu", "", true});
   for (const Row& r : rows) resolve_model(r.name);
+  return rows;
+}
 
-  // The tally is on for the whole run and off again after it, however it ends.
-  struct TallyScope {
-    bool on;
-    explicit TallyScope(bool on) : on(on) {
-      if (on) set_op_tally(true);
-    }
-    ~TallyScope() {
-      if (on) set_op_tally(false);
-    }
-  } tally_scope(opt.by_op);
+// Turns the op tally on (--by-op) for as long as it lives.
+struct TallyScope {
+  bool on;
+  explicit TallyScope(bool on) : on(on) {
+    if (on) set_op_tally(true);
+  }
+  ~TallyScope() {
+    if (on) set_op_tally(false);
+  }
+};
 
-  const int main_threads = opt.device == Device::cpu ? threads() : 1;  // kernels/parallel.h
-  const bool speedup = opt.speedup && opt.device == Device::cpu && main_threads > 1;
+// The run's top-level fields: its settings, the build, and what the rows' fields mean.
+nlohmann::json bench_header(const IterationBenchOptions& opt, const SizeInfo& size,
+                            int main_threads, bool speedup) {
   nlohmann::json out;
   out["benchmark"] = "iteration";
   out["device"] = to_string(opt.device);
@@ -355,155 +371,244 @@ nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostrea
     out["speedup"] =
         "every row also ran at 1 thread (threads_1: the same fields); speedup = its median_s over "
         "the row's median_s at `threads`";
+  return out;
+}
 
-  // The rows of one shape (or the sequence rows, shape null): each run at the
-  // main thread count, then (speedup) again at one thread from a fresh model.
-  auto run_row = [&](const Row& r, const std::string& shape_name, int64_t shape_T,
-                     const RowFactory& factory, int64_t parameters, int64_t real_tokens,
-                     int64_t batch, int64_t d, std::array<int64_t, 3> gemm_shape) {
-    const std::string what = r.name + " on " + shape_name;
-    auto run_at = [&](int k) {
-      if (opt.device == Device::cpu) set_threads(k);
-      const bench::GemmRate square = bench::measure_gemm_rate(1024, 1024, 1024, opt.device);
-      bench::GemmRateSampler dominant(gemm_shape[0], gemm_shape[1], gemm_shape[2], opt.device);
-      dominant.sample(5, 0.4);
-      const RowTiming t = time_row(opt, what, factory(), [&] { dominant.sample(2, 0.0); });
-      return std::make_pair(t, Rates{dominant.rate(), square});
+// What every row shares: the options, the main thread count, whether each row also runs
+// at one thread, and where the summary lines go (none when null).
+struct RowContext {
+  const IterationBenchOptions& opt;
+  int main_threads;
+  bool speedup;
+  std::ostream* progress;
+};
+
+// One row's model step (a fresh model per run) and the fields that describe what it ran.
+struct RowSetup {
+  std::string shape_name;
+  int64_t shape_T;
+  RowFactory factory;
+  int64_t parameters, real_tokens, batch, d;
+  std::array<int64_t, 3> gemm_shape;  // the dominant GEMM, the bound's rate
+};
+
+// One run of a row: its timed iterations and the GEMM rates of its bound.
+struct RowRun {
+  RowTiming t;
+  Rates rates;
+};
+
+// Runs a row at k threads from a fresh model: the square GEMM's rate before the row, the
+// dominant shape's before the row and before each timed iteration (outside its clocks).
+RowRun run_at(const RowContext& ctx, const std::string& what, const RowSetup& s, int k) {
+  if (ctx.opt.device == Device::cpu) set_threads(k);
+  const bench::GemmRate square = bench::measure_gemm_rate(1024, 1024, 1024, ctx.opt.device);
+  bench::GemmRateSampler dominant(s.gemm_shape[0], s.gemm_shape[1], s.gemm_shape[2],
+                                  ctx.opt.device);
+  dominant.sample(5, 0.4);
+  const RowTiming t = time_row(ctx.opt, what, s.factory(), [&] { dominant.sample(2, 0.0); });
+  return {t, Rates{dominant.rate(), square}};
+}
+
+// A row's JSON at the main thread count; ratio stays null until its UTRE partner is known.
+nlohmann::json row_json(const Row& r, const RowSetup& s, const RowRun& run, int main_threads) {
+  const RowTiming& t = run.t;
+  nlohmann::json j = {{"model", r.label},
+                      {"registry_name", r.name},
+                      {"shape", s.shape_name},
+                      {"tokens", s.shape_T},
+                      {"real_tokens", s.real_tokens},
+                      {"batch", s.batch},
+                      {"d", s.d},
+                      {"alloc", r.alloc.empty() ? nlohmann::json() : nlohmann::json(r.alloc)},
+                      {"parameters", s.parameters}};
+  j.update(timing_fields(t, run.rates, main_threads));
+  j["mean_steps"] = t.steps_sum / static_cast<double>(t.times.size());
+  j["last_loss"] = t.last_loss;
+  j["ratio"] = nullptr;
+  return j;
+}
+
+// The row's progress line: its times, its GEMM bound where flops were counted, and
+// (speedup) its one-thread run.
+void print_row_summary(std::ostream& progress, const Row& r, const RowSetup& s,
+                       const nlohmann::json& j, size_t iterations, bool speedup) {
+  progress << "bench iteration: " << r.name << " " << s.shape_name << " (T " << s.shape_T
+           << "): mean " << fixed(j["mean_s"].get<double>(), 3) << " s, median "
+           << fixed(j["median_s"].get<double>(), 3) << " s, sd "
+           << fixed(j["sd_s"].get<double>(), 3) << " s (CPU mean "
+           << fixed(j["cpu_mean_s"].get<double>(), 3) << " s) over " << iterations << " iterations";
+  if (!j["bound_s"].is_null())
+    progress << "; GEMM " << fixed(j["gemm_gflop"].get<double>(), 1) << " GFLOP at "
+             << fixed(j["gemm_gflops_per_s"].get<double>(), 1) << " GFLOP/s: bound "
+             << fixed(j["bound_s"].get<double>(), 3) << " s, ratio "
+             << fixed(j["bound_ratio"].get<double>(), 2);
+  if (speedup)
+    progress << "; 1 thread median " << fixed(j["threads_1"]["median_s"].get<double>(), 3)
+             << " s (ratio " << fixed(j["threads_1"]["bound_ratio"].get<double>(), 2)
+             << "), speedup " << fixed(j["speedup"].get<double>(), 2);
+  progress << std::endl;
+}
+
+// The rows of one shape (or the sequence rows, shape null): each run at the
+// main thread count, then (speedup) again at one thread from a fresh model.
+nlohmann::json run_row(const RowContext& ctx, const Row& r, const RowSetup& s) {
+  const std::string what = r.name + " on " + s.shape_name;
+  const RowRun run = run_at(ctx, what, s, ctx.main_threads);
+  nlohmann::json j = row_json(r, s, run, ctx.main_threads);
+  if (ctx.speedup) {
+    const RowRun run1 = run_at(ctx, what, s, 1);
+    j["threads_1"] = timing_fields(run1.t, run1.rates, 1);
+    j["speedup"] = j["threads_1"]["median_s"].get<double>() / j["median_s"].get<double>();
+    set_threads(ctx.main_threads);
+  }
+  if (ctx.progress) print_row_summary(*ctx.progress, r, s, j, run.t.times.size(), ctx.speedup);
+  return j;
+}
+
+// An RE row on one shape: the shape's synthetic batch and, per run, a fresh model and
+// Adam taking the trainer's step; both are freed before the next row is built.
+nlohmann::json run_re_row(const RowContext& ctx, const Row& r, const bench::ReDataShape& shape,
+                          const SizeInfo& size) {
+  const IterationBenchOptions& opt = ctx.opt;
+  ReModelConfig cfg;
+  cfg.sizes = bench::re_bench_vocab(shape);
+  const ReBatch batch = bench::synthetic_re_batch(shape, cfg.sizes, opt.device, size.batch);
+  std::unique_ptr<ReModel> model;
+  std::unique_ptr<Adam> adam;
+  auto factory = [&]() -> StepFn {
+    adam.reset();
+    model.reset();
+    model = build_re_model(resolve_model(r.name), cfg, bench::kReBenchSeed);
+    if (opt.device != Device::cpu) model->to(opt.device);
+    adam = std::make_unique<Adam>(model->parameters(), AdamConfig{.l2 = 1e-4f, .clip_norm = 3.0f});
+    return [&](uint64_t step) {
+      const bench::ReStepResult s = bench::re_training_step(*model, *adam, batch, step);
+      return StepOut{s.loss, s.halting_steps, s.token_mask};
     };
-    const auto [t, rates] = run_at(main_threads);
-    nlohmann::json j = {{"model", r.label},
-                        {"registry_name", r.name},
-                        {"shape", shape_name},
-                        {"tokens", shape_T},
-                        {"real_tokens", real_tokens},
-                        {"batch", batch},
-                        {"d", d},
-                        {"alloc", r.alloc.empty() ? nlohmann::json() : nlohmann::json(r.alloc)},
-                        {"parameters", parameters}};
-    j.update(timing_fields(t, rates, main_threads));
-    j["mean_steps"] = t.steps_sum / static_cast<double>(t.times.size());
-    j["last_loss"] = t.last_loss;
-    j["ratio"] = nullptr;
-    if (speedup) {
-      const auto [t1, rates1] = run_at(1);
-      j["threads_1"] = timing_fields(t1, rates1, 1);
-      j["speedup"] = j["threads_1"]["median_s"].get<double>() / j["median_s"].get<double>();
-      set_threads(main_threads);
-    }
-    if (progress) {
-      *progress << "bench iteration: " << r.name << " " << shape_name << " (T " << shape_T
-                << "): mean " << fixed(j["mean_s"].get<double>(), 3) << " s, median "
-                << fixed(j["median_s"].get<double>(), 3) << " s, sd "
-                << fixed(j["sd_s"].get<double>(), 3) << " s (CPU mean "
-                << fixed(j["cpu_mean_s"].get<double>(), 3) << " s) over " << t.times.size()
-                << " iterations";
-      if (!j["bound_s"].is_null())
-        *progress << "; GEMM " << fixed(j["gemm_gflop"].get<double>(), 1) << " GFLOP at "
-                  << fixed(j["gemm_gflops_per_s"].get<double>(), 1) << " GFLOP/s: bound "
-                  << fixed(j["bound_s"].get<double>(), 3) << " s, ratio "
-                  << fixed(j["bound_ratio"].get<double>(), 2);
-      if (speedup)
-        *progress << "; 1 thread median " << fixed(j["threads_1"]["median_s"].get<double>(), 3)
-                  << " s (ratio " << fixed(j["threads_1"]["bound_ratio"].get<double>(), 2)
-                  << "), speedup " << fixed(j["speedup"].get<double>(), 2);
-      *progress << std::endl;
-    }
-    return j;
   };
+  factory();  // the parameter count before the row runs
+  const int64_t parameters = model->parameters().count();
+  const std::array<int64_t, 3> gemm_shape = {size.batch * shape.T, size.d, size.d};
+  nlohmann::json j = run_row(ctx, r,
+                             {shape.name, shape.T, factory, parameters, bench::real_tokens(batch),
+                              size.batch, size.d, gemm_shape});
+  adam.reset();
+  model.reset();
+  return j;
+}
+
+// NTCRE-x over UTRE-x of this shape (the first UTRE-x row when several), for the rows
+// from first_row on.
+void add_partner_ratios(nlohmann::json& jrows, size_t first_row) {
+  for (size_t i = first_row; i < jrows.size(); ++i) {
+    const std::string partner = utre_partner(jrows[i]["model"].get<std::string>());
+    if (partner.empty()) continue;
+    for (size_t k = first_row; k < jrows.size(); ++k)
+      if (jrows[k]["model"] == partner) {
+        jrows[i]["ratio"] = jrows[i]["mean_s"].get<double>() / jrows[k]["mean_s"].get<double>();
+        jrows[i]["ratio_median"] =
+            jrows[i]["median_s"].get<double>() / jrows[k]["median_s"].get<double>();
+        jrows[i]["ratio_cpu"] =
+            jrows[i]["cpu_mean_s"].get<double>() / jrows[k]["cpu_mean_s"].get<double>();
+        const nlohmann::json &fa = jrows[i]["gemm_flops"], &fb = jrows[k]["gemm_flops"];
+        jrows[i]["ratio_gemm_flops"] = fa.is_number() && fb.is_number() && fb.get<double>() > 0
+                                           ? nlohmann::json(fa.get<double>() / fb.get<double>())
+                                           : nlohmann::json();
+        break;
+      }
+  }
+}
+
+// The sequence rows' batch: the addition task's first kSeqBatch training sequences and
+// their targets on the run's device, with T and the real steps counted on the host.
+struct AdditionBatch {
+  SequenceTask task;
+  SequenceBatch batch;
+  Tensor target;
+  int64_t T = 0, real = 0;
+};
+
+// Draws the addition batch once per row: every fresh model of the row trains on it.
+AdditionBatch addition_batch(Device device) {
+  AdditionBatch a;
+  a.task = make_sequence_task("addition", bench::kReBenchSeed, kSeqBatch, 1, false);
+  std::vector<int64_t> idx(kSeqBatch);
+  for (int64_t i = 0; i < kSeqBatch; ++i) idx[i] = i;
+  a.batch = make_sequence_batch(a.task.train[0], idx, 0, kSeqBatch, &a.target);
+  a.T = a.batch.values.dim(0);
+  for (int64_t i = 0; i < a.batch.mask.numel(); ++i) a.real += a.batch.mask.f32()[i] > 0;
+  if (device != Device::cpu) {
+    a.batch.values = a.batch.values.to(device);
+    a.batch.controls = a.batch.controls.to(device);
+    a.batch.mask = a.batch.mask.to(device);
+    a.target = a.target.to(device);
+  }
+  return a;
+}
+
+// A sequence model's row: the sequence trainer's step (MSE, Adam lr 1e-4) on the addition
+// batch from a fresh model per run; the bound's shape is the gates' GEMM.
+nlohmann::json run_sequence_row(const RowContext& ctx, const Row& r) {
+  const IterationBenchOptions& opt = ctx.opt;
+  const ModelSpec spec = resolve_model(r.name);
+  AdditionBatch a = addition_batch(opt.device);
+  std::unique_ptr<SequenceModel> model;
+  std::unique_ptr<Adam> adam;
+  auto factory = [&]() -> StepFn {
+    adam.reset();
+    model.reset();
+    model = build_sequence_model(spec, a.task.shape, bench::kReBenchSeed);
+    if (opt.device != Device::cpu) model->parameters().to(opt.device);
+    adam = std::make_unique<Adam>(model->parameters(), AdamConfig{});
+    return [&](uint64_t) {
+      model->parameters().zero_grad();
+      ag::Var loss = ag::mse(model->forward(a.batch), ag::constant(a.target));
+      StepOut s{loss->value.item(), {}, {}};
+      ag::backward(loss);
+      adam->step(kSeqLr);
+      return s;
+    };
+  };
+  factory();
+  const int64_t parameters = model->parameters().count();
+  // The dominant GEMM: the gates' [B, Ic + H] × [Ic + H, 2(H + K)].
+  int64_t H = 100, K = 2;
+  if (const auto* g = dynamic_cast<const GrpuModel*>(model.get()))
+    H = g->hidden(), K = g->config().fields();
+  const std::array<int64_t, 3> gemm_shape = {kSeqBatch, 1 + H, 2 * (H + K)};
+  return run_row(ctx, r, {"addition", a.T, factory, parameters, a.real, kSeqBatch, H, gemm_shape});
+}
+
+}  // namespace
+
+nlohmann::json run_iteration_bench(const IterationBenchOptions& opt, std::ostream* progress) {
+  const SizeInfo size = size_info(opt.size);
+  const std::vector<const bench::ReDataShape*> shapes = shapes_of(opt.shape);
+  check_options(opt);
+  const std::vector<Row> rows = bench_rows(opt, size);
+
+  // The tally is on for the whole run and off again after it, however it ends.
+  TallyScope tally_scope(opt.by_op);
+
+  const int main_threads = opt.device == Device::cpu ? threads() : 1;  // kernels/parallel.h
+  const bool speedup = opt.speedup && opt.device == Device::cpu && main_threads > 1;
+  nlohmann::json out = bench_header(opt, size, main_threads, speedup);
+  const RowContext ctx{opt, main_threads, speedup, progress};
 
   nlohmann::json jrows = nlohmann::json::array();
   for (const bench::ReDataShape* shape : shapes) {
     const size_t first_row = jrows.size();
     for (const Row& r : rows) {
       if (r.sequence) continue;
-      ReModelConfig cfg;
-      cfg.sizes = bench::re_bench_vocab(*shape);
-      const ReBatch batch = bench::synthetic_re_batch(*shape, cfg.sizes, opt.device, size.batch);
-      std::unique_ptr<ReModel> model;
-      std::unique_ptr<Adam> adam;
-      auto factory = [&]() -> StepFn {
-        adam.reset();
-        model.reset();
-        model = build_re_model(resolve_model(r.name), cfg, bench::kReBenchSeed);
-        if (opt.device != Device::cpu) model->to(opt.device);
-        adam =
-            std::make_unique<Adam>(model->parameters(), AdamConfig{.l2 = 1e-4f, .clip_norm = 3.0f});
-        return [&](uint64_t step) {
-          const bench::ReStepResult s = bench::re_training_step(*model, *adam, batch, step);
-          return StepOut{s.loss, s.halting_steps, s.token_mask};
-        };
-      };
-      factory();  // the parameter count before the row runs
-      const int64_t parameters = model->parameters().count();
-      jrows.push_back(run_row(r, shape->name, shape->T, factory, parameters,
-                              bench::real_tokens(batch), size.batch, size.d,
-                              {size.batch * shape->T, size.d, size.d}));
-      adam.reset();
-      model.reset();
+      jrows.push_back(run_re_row(ctx, r, *shape, size));
     }
-    // NTCRE-x over UTRE-x of this shape (the first UTRE-x row when several).
-    for (size_t i = first_row; i < jrows.size(); ++i) {
-      const std::string partner = utre_partner(jrows[i]["model"].get<std::string>());
-      if (partner.empty()) continue;
-      for (size_t k = first_row; k < jrows.size(); ++k)
-        if (jrows[k]["model"] == partner) {
-          jrows[i]["ratio"] = jrows[i]["mean_s"].get<double>() / jrows[k]["mean_s"].get<double>();
-          jrows[i]["ratio_median"] =
-              jrows[i]["median_s"].get<double>() / jrows[k]["median_s"].get<double>();
-          jrows[i]["ratio_cpu"] =
-              jrows[i]["cpu_mean_s"].get<double>() / jrows[k]["cpu_mean_s"].get<double>();
-          const nlohmann::json &fa = jrows[i]["gemm_flops"], &fb = jrows[k]["gemm_flops"];
-          jrows[i]["ratio_gemm_flops"] = fa.is_number() && fb.is_number() && fb.get<double>() > 0
-                                             ? nlohmann::json(fa.get<double>() / fb.get<double>())
-                                             : nlohmann::json();
-          break;
-        }
-    }
+    add_partner_ratios(jrows, first_row);
   }
   // Sequence models: the addition task at the thesis's size, whatever --shape/--size.
   for (const Row& r : rows) {
     if (!r.sequence) continue;
-    const ModelSpec spec = resolve_model(r.name);
-    const SequenceTask task =
-        make_sequence_task("addition", bench::kReBenchSeed, kSeqBatch, 1, false);
-    std::vector<int64_t> idx(kSeqBatch);
-    for (int64_t i = 0; i < kSeqBatch; ++i) idx[i] = i;
-    Tensor target;
-    SequenceBatch batch = make_sequence_batch(task.train[0], idx, 0, kSeqBatch, &target);
-    const int64_t T = batch.values.dim(0);
-    int64_t real = 0;
-    for (int64_t i = 0; i < batch.mask.numel(); ++i) real += batch.mask.f32()[i] > 0;
-    if (opt.device != Device::cpu) {
-      batch.values = batch.values.to(opt.device);
-      batch.controls = batch.controls.to(opt.device);
-      batch.mask = batch.mask.to(opt.device);
-      target = target.to(opt.device);
-    }
-    std::unique_ptr<SequenceModel> model;
-    std::unique_ptr<Adam> adam;
-    auto factory = [&]() -> StepFn {
-      adam.reset();
-      model.reset();
-      model = build_sequence_model(spec, task.shape, bench::kReBenchSeed);
-      if (opt.device != Device::cpu) model->parameters().to(opt.device);
-      adam = std::make_unique<Adam>(model->parameters(), AdamConfig{});
-      return [&](uint64_t) {
-        model->parameters().zero_grad();
-        ag::Var loss = ag::mse(model->forward(batch), ag::constant(target));
-        StepOut s{loss->value.item(), {}, {}};
-        ag::backward(loss);
-        adam->step(kSeqLr);
-        return s;
-      };
-    };
-    factory();
-    const int64_t parameters = model->parameters().count();
-    // The dominant GEMM: the gates' [B, Ic + H] × [Ic + H, 2(H + K)].
-    int64_t H = 100, K = 2;
-    if (const auto* g = dynamic_cast<const GrpuModel*>(model.get()))
-      H = g->hidden(), K = g->config().fields();
-    jrows.push_back(run_row(r, "addition", T, factory, parameters, real, kSeqBatch, H,
-                            {kSeqBatch, 1 + H, 2 * (H + K)}));
+    jrows.push_back(run_sequence_row(ctx, r));
   }
   out["rows"] = jrows;
   return out;

@@ -182,9 +182,18 @@ void write_heatmaps(const fs::path& out, const std::vector<nn::MemoryRecording::
   fs::remove_all(tmp);
 }
 
-}  // namespace
+// The run to inspect: its manifest, the config it ran with, its model and its best
+// checkpoint.
+struct RunToInspect {
+  fs::path manifest_path;
+  nlohmann::json config;
+  ModelSpec spec;
+  fs::path checkpoint;
+};
 
-InspectMemoryResult inspect_memory(const InspectMemoryOptions& opt) {
+// The options checked and the run read: a `mare train` run of an NTCRE model that has a
+// best checkpoint.
+RunToInspect read_run(const InspectMemoryOptions& opt) {
   if (opt.run.empty())
     throw std::invalid_argument("inspect memory: RUN (a run directory) is required");
   if (opt.out.empty()) throw std::invalid_argument("inspect memory: --out DIR is required");
@@ -208,51 +217,77 @@ InspectMemoryResult inspect_memory(const InspectMemoryOptions& opt) {
     throw std::runtime_error(checkpoint.string() +
                              ": not found (the run has no best checkpoint yet: it has not been "
                              "evaluated once)");
+  return {manifest_path, config, spec, checkpoint};
+}
 
+// The corpus the run trained on (or --data), cut and seeded as the run was.
+ReCorpusOptions corpus_options(const InspectMemoryOptions& opt, const RunToInspect& run) {
+  const nlohmann::json& config = run.config;
   ReCorpusOptions copt;
   copt.source = !opt.data.empty() ? opt.data : config.value("data", std::string());
   if (copt.source.empty())
-    throw std::runtime_error(manifest_path.string() + ": no config.data and no --data given");
+    throw std::runtime_error(run.manifest_path.string() + ": no config.data and no --data given");
   // The manifest holds the resolved cut: 0 there means none (an option of 0 would
   // mean the corpus's default).
   const int max_tokens = config.value("max_tokens", 0);
   copt.max_tokens = max_tokens == 0 ? -1 : max_tokens;
   copt.word2vec = config.value("word2vec", std::string());
   copt.seed = config.value("seed", uint64_t{1});
-  if (!copt.word2vec.empty()) copt.word2vec_dim = static_cast<int>(spec.get_int("d", 300));
-  const ReCorpus corpus = ReCorpus::load(copt);
-  if (opt.split != "train" && opt.split != "valid" && opt.split != "test")
-    throw std::invalid_argument("inspect memory: --split '" + opt.split +
-                                "': expected train, valid or test");
-  const ReSplit& split = corpus.split(opt.split);
-  const int doc = find_document(split, opt.doc, "the " + opt.split + " split of " + copt.source);
+  if (!copt.word2vec.empty()) copt.word2vec_dim = static_cast<int>(run.spec.get_int("d", 300));
+  return copt;
+}
 
+// The run's model at its best checkpoint, built as the run built it (entity tags an
+// input unless NER was trained).
+std::unique_ptr<ReModel> load_model(const RunToInspect& run, const ReCorpus& corpus,
+                                    uint64_t seed) {
   ReModelConfig mcfg;
   mcfg.sizes = corpus.sizes;
-  mcfg.entity_tag_input = !config.value("ner_trained", false);
-  std::unique_ptr<ReModel> model = build_re_model(spec, mcfg, copt.seed);
-  load_checkpoint(checkpoint.string(), model->parameters(), nullptr, &model->buffers());
+  mcfg.entity_tag_input = !run.config.value("ner_trained", false);
+  std::unique_ptr<ReModel> model = build_re_model(run.spec, mcfg, seed);
+  load_checkpoint(run.checkpoint.string(), model->parameters(), nullptr, &model->buffers());
+  return model;
+}
 
-  const ReBatch batch = make_batch(split, {BatchItem{doc, split.document_examples[doc]}});
-  nn::MemoryRecording rec;
+// One forward pass over the document in evaluation mode, recording into `rec` the
+// memory's state after each iteration.
+ReOutput record_memory(ReModel& model, const ReBatch& batch, nn::MemoryRecording& rec) {
   nn::Context ctx;  // evaluation mode
   ctx.memory_recording = &rec;
-  const ReOutput out =
-      model->forward(batch, batch.P > 0 ? ReTask::relations : ReTask::entities, ctx);
+  ReOutput out = model.forward(batch, batch.P > 0 ? ReTask::relations : ReTask::entities, ctx);
   if (rec.steps.empty())
     throw std::logic_error("inspect memory: the model recorded no memory step");
-  const int64_t T = batch.T;
+  return out;
+}
 
-  nlohmann::json j;
-  j["run"] = opt.run.string();
-  j["model"] = spec.canonical();
-  j["model_structure"] = model->describe();
-  j["data"] = copt.source;
-  j["split"] = opt.split;
+// The document inspected: its split, its index there and the text of its tokens.
+struct InspectedDocument {
+  const ReSplit& split;
+  int index;
+  std::vector<std::string> tokens;
+};
+
+// The document's tokens as the model saw them (the cut's length, not the raw text's).
+InspectedDocument inspected_document(const ReSplit& split, int doc) {
   const data::Document& d = split.documents[doc];
   std::vector<std::string> tokens;
   for (int i = 0; i < split.features[doc].length; ++i) tokens.push_back(d.tokens[i].text);
-  j["document"] = {{"id", d.id}, {"index", doc}, {"tokens", tokens}};
+  return {split, doc, tokens};
+}
+
+// memory.json's description of the inspection: the run, the model, the document, the
+// memory's sizes and the layout of `steps`.
+nlohmann::json memory_header(const InspectMemoryOptions& opt, const ModelSpec& spec, ReModel& model,
+                             const std::string& source, const InspectedDocument& doc,
+                             const nn::MemoryRecording& rec) {
+  nlohmann::json j;
+  j["run"] = opt.run.string();
+  j["model"] = spec.canonical();
+  j["model_structure"] = model.describe();
+  j["data"] = source;
+  j["split"] = opt.split;
+  const data::Document& d = doc.split.documents[doc.index];
+  j["document"] = {{"id", d.id}, {"index", doc.index}, {"tokens", doc.tokens}};
   const Tensor& m0 = rec.steps[0].memory;
   j["slots"] = m0.dim(1);
   j["word"] = m0.dim(2);
@@ -263,9 +298,15 @@ InspectMemoryResult inspect_memory(const InspectMemoryOptions& opt) {
       "allocation, write_weights [token][slot]; memory [token][slot][word]; read_weights "
       "[token][head][slot]; read_vectors [token][head][word]; run [token] is 1 where the "
       "token's memory stepped (real and not halted)";
+  return j;
+}
+
+// Each iteration's recorded state: its mixer, which tokens stepped, and every field per
+// token.
+nlohmann::json steps_json(const std::vector<nn::MemoryRecording::Step>& recorded, int64_t T) {
   nlohmann::json steps = nlohmann::json::array();
-  for (size_t k = 0; k < rec.steps.size(); ++k) {
-    const nn::MemoryRecording::Step& s = rec.steps[k];
+  for (size_t k = 0; k < recorded.size(); ++k) {
+    const nn::MemoryRecording::Step& s = recorded[k];
     nlohmann::json js = {{"iteration", k + 1}, {"mixer", s.mixer}};
     js["run"] = std::vector<float>(s.run.f32(), s.run.f32() + T);
     for (const Field& f : kFields) {
@@ -277,36 +318,72 @@ InspectMemoryResult inspect_memory(const InspectMemoryOptions& opt) {
     }
     steps.push_back(std::move(js));
   }
-  j["steps"] = std::move(steps);
-  if (batch.P > 0) {
-    nlohmann::json pairs = nlohmann::json::array();
-    const Tensor z = out.pair_logits->value.to(Device::cpu);
-    const int64_t C = z.dim(1);
-    for (int64_t p = 0; p < batch.P; ++p) {
-      int64_t best = 0;
-      for (int64_t c = 1; c < C; ++c)
-        if (z.f32()[p * C + c] > z.f32()[p * C + best]) best = c;
-      const data::Example& e = split.examples[split.document_examples[doc][p]];
-      pairs.push_back(
-          {{"head", d.entities[e.head].id},
-           {"tail", d.entities[e.tail].id},
-           {"gold", corpus.relation_names[split.labels[split.document_examples[doc][p]]]},
-           {"predicted", corpus.relation_names[best]}});
-    }
-    j["pairs"] = std::move(pairs);
+  return steps;
+}
+
+// The document's pairs: the entities, the gold relation and the predicted one (the
+// highest logit, the first of equals).
+nlohmann::json pairs_json(const ReCorpus& corpus, const InspectedDocument& doc,
+                          const ReBatch& batch, const ReOutput& out) {
+  const ReSplit& split = doc.split;
+  const data::Document& d = split.documents[doc.index];
+  nlohmann::json pairs = nlohmann::json::array();
+  const Tensor z = out.pair_logits->value.to(Device::cpu);
+  const int64_t C = z.dim(1);
+  for (int64_t p = 0; p < batch.P; ++p) {
+    int64_t best = 0;
+    for (int64_t c = 1; c < C; ++c)
+      if (z.f32()[p * C + c] > z.f32()[p * C + best]) best = c;
+    const data::Example& e = split.examples[split.document_examples[doc.index][p]];
+    pairs.push_back(
+        {{"head", d.entities[e.head].id},
+         {"tail", d.entities[e.tail].id},
+         {"gold", corpus.relation_names[split.labels[split.document_examples[doc.index][p]]]},
+         {"predicted", corpus.relation_names[best]}});
   }
+  return pairs;
+}
+
+// memory_tokens.csv: each token's position, text and whether it is real (not padding).
+std::string tokens_csv(const std::vector<std::string>& tokens, const Tensor& batch_mask,
+                       int64_t T) {
+  std::ostringstream tok;
+  tok << "token,text,real\n";
+  const Tensor mask = batch_mask.to(Device::cpu);
+  for (int64_t i = 0; i < T; ++i)
+    tok << i << "," << csv_text(i < static_cast<int64_t>(tokens.size()) ? tokens[i] : "") << ","
+        << (mask.f32()[i] > 0 ? 1 : 0) << "\n";
+  return tok.str();
+}
+
+}  // namespace
+
+InspectMemoryResult inspect_memory(const InspectMemoryOptions& opt) {
+  const RunToInspect run = read_run(opt);
+  const ReCorpusOptions copt = corpus_options(opt, run);
+  const ReCorpus corpus = ReCorpus::load(copt);
+  if (opt.split != "train" && opt.split != "valid" && opt.split != "test")
+    throw std::invalid_argument("inspect memory: --split '" + opt.split +
+                                "': expected train, valid or test");
+  const ReSplit& split = corpus.split(opt.split);
+  const int doc = find_document(split, opt.doc, "the " + opt.split + " split of " + copt.source);
+
+  const std::unique_ptr<ReModel> model = load_model(run, corpus, copt.seed);
+  const ReBatch batch = make_batch(split, {BatchItem{doc, split.document_examples[doc]}});
+  nn::MemoryRecording rec;
+  const ReOutput out = record_memory(*model, batch, rec);
+  const int64_t T = batch.T;
+
+  const InspectedDocument document = inspected_document(split, doc);
+  nlohmann::json j = memory_header(opt, run.spec, *model, copt.source, document, rec);
+  j["steps"] = steps_json(rec.steps, T);
+  if (batch.P > 0) j["pairs"] = pairs_json(corpus, document, batch, out);
 
   InspectMemoryResult result;
   fs::create_directories(opt.out);
   atomic_write(opt.out / "memory.json", j.dump() + "\n");
   result.files.push_back(opt.out / "memory.json");
-  std::ostringstream tok;
-  tok << "token,text,real\n";
-  const Tensor mask = batch.mask.to(Device::cpu);
-  for (int64_t i = 0; i < T; ++i)
-    tok << i << "," << csv_text(i < static_cast<int64_t>(tokens.size()) ? tokens[i] : "") << ","
-        << (mask.f32()[i] > 0 ? 1 : 0) << "\n";
-  atomic_write(opt.out / "memory_tokens.csv", tok.str());
+  atomic_write(opt.out / "memory_tokens.csv", tokens_csv(document.tokens, batch.mask, T));
   result.files.push_back(opt.out / "memory_tokens.csv");
   for (const Field& f : kFields) {
     const fs::path p = opt.out / ("memory_" + std::string(f.name) + ".csv");

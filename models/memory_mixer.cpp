@@ -86,6 +86,57 @@ ag::Var MemoryController::aux_loss() const {
   return ag::scale(gate_sum_, c_.gate_weight / static_cast<float>(gate_calls_));
 }
 
+namespace {
+
+// One memory step (SPEC §3 steps 1–11) on every token's memory: the new state and the
+// allocation weights. The fused kernel where it runs, else the step op by op.
+struct SteppedMemory {
+  MemoryState next;
+  ag::Var allocation;
+};
+
+SteppedMemory step_memory(const ag::Var& xi, const MemoryState& p, const MemoryConfig& c,
+                          Device dev, int64_t M, int64_t N) {
+  const int64_t R = c.read_heads, W = word_of(c);
+  ag::Var mem, u, ww, wr, prec, links, reads, alloc;
+  if (c.fused_on(dev)) {
+    const ag::MemoryStepVars st = ag::memory_step(
+        xi, p.memory, p.usage, p.write_weights, p.read_weights, p.precedence, p.links, R, c.alloc);
+    mem = st.memory, u = st.usage, ww = st.write_weights, wr = st.read_weights;
+    prec = st.precedence, links = st.links, reads = st.read_vectors, alloc = st.allocation;
+  } else {
+    const ag::MemoryInterface in = ag::interface_split(xi, R, W);
+    const ag::Var psi = ag::retention(in.free_gates, p.read_weights);
+    u = ag::usage(p.usage, p.write_weights, psi);
+    alloc = ag::allocation(u, c.alloc);
+    const ag::Var cw =
+        ag::reshape(ag::content_weighting(p.memory, in.write_key, in.write_strength), {M, N});
+    ww = ag::write_weighting(alloc, cw, in.allocation_gate, in.write_gate);
+    mem = ag::memory_update(p.memory, ww, in.erase, in.write_vector);
+    links = ag::link_update(p.links, p.precedence, ww);
+    prec = ag::precedence_update(p.precedence, ww);
+    const ag::LinkWeightVars lw = ag::link_weights(links, p.read_weights);
+    const ag::Var cr = ag::content_weighting(mem, in.read_keys, in.read_strengths);
+    wr = ag::read_weights(in.read_modes, lw.backward, cr, lw.forward);
+    reads = ag::read_vectors(mem, wr);
+  }
+  return {{mem, u, ww, wr, prec, links, reads}, alloc};
+}
+
+// Halted and padded tokens keep their state: each memory's row of the new state
+// where run = 1, of the previous one where run = 0 (next·run + prev·(1 − run) with
+// run ∈ {0, 1}, as one selection a state).
+void keep_halted(MemoryState& next, const MemoryState& p, const Tensor& run) {
+  next.memory = ag::select_rows(run, next.memory, p.memory);
+  next.usage = ag::select_rows(run, next.usage, p.usage);
+  next.write_weights = ag::select_rows(run, next.write_weights, p.write_weights);
+  next.read_weights = ag::select_rows(run, next.read_weights, p.read_weights);
+  next.precedence = ag::select_rows(run, next.precedence, p.precedence);
+  next.links = ag::select_rows(run, next.links, p.links);
+}
+
+}  // namespace
+
 ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const Tensor& running,
                                      Context& ctx) {
   const int64_t B = x->value.dim(0), T = x->value.dim(1);
@@ -114,98 +165,70 @@ ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const
   const ag::Var nu = ag::reshape(nu_xi[0], {B, T, d});
   const ag::Var& xi = nu_xi[1];
 
-  // The gate regulariser's term (training only): mean(z²) over the sigmoid gates'
-  // pre-activations (erase [W], free gates [R], allocation and write gate) of the
-  // memories that step.
   const Tensor run = mul_forward(running, mask.reshape({M}));
   const int64_t stepping = count_ones(running, mask);
-  if (ctx.training && c_.gate_weight != 0.0f && stepping > 0) {
-    const InterfaceLayout at = InterfaceLayout::of(R, W);
-    const std::vector<ag::Var> parts =
-        ag::split(xi, {at.erase, W, W, R + 2, X - at.free_gates - (R + 2)}, 1);
-    const ag::Var z = ag::concat({parts[1], parts[3]}, 1);  // [M, W + R + 2]
-    const int64_t k = W + R + 2;
-    // Σ over stepping rows and gates of z², as [1, M] · (z ⊙ z) · [k, 1].
-    const ag::Var rows = ag::matmul(ag::constant(run.reshape({1, M})), ag::mul(z, z));
-    const ag::Var total =
-        ag::matmul(rows, ag::constant(Tensor::full({k, 1}, 1.0f, dev)));  // [1, 1]
-    const ag::Var mean =
-        ag::scale(ag::reshape(total, {1}), 1.0f / static_cast<float>(stepping * k));
-    gate_sum_ = gate_sum_ ? ag::add(gate_sum_, mean) : mean;
-    ++gate_calls_;
-  }
+  if (ctx.training && c_.gate_weight != 0.0f && stepping > 0) add_gate_term(xi, run, stepping);
 
-  // One memory step (SPEC §3 steps 1–11) on every token's memory.
-  const MemoryState& p = s_;
-  ag::Var mem, u, ww, wr, prec, links, reads, alloc;
-  if (c_.fused_on(dev)) {
-    const ag::MemoryStepVars st = ag::memory_step(
-        xi, p.memory, p.usage, p.write_weights, p.read_weights, p.precedence, p.links, R, c_.alloc);
-    mem = st.memory, u = st.usage, ww = st.write_weights, wr = st.read_weights;
-    prec = st.precedence, links = st.links, reads = st.read_vectors, alloc = st.allocation;
-  } else {
-    const ag::MemoryInterface in = ag::interface_split(xi, R, W);
-    const ag::Var psi = ag::retention(in.free_gates, p.read_weights);
-    u = ag::usage(p.usage, p.write_weights, psi);
-    alloc = ag::allocation(u, c_.alloc);
-    const ag::Var cw =
-        ag::reshape(ag::content_weighting(p.memory, in.write_key, in.write_strength), {M, N});
-    ww = ag::write_weighting(alloc, cw, in.allocation_gate, in.write_gate);
-    mem = ag::memory_update(p.memory, ww, in.erase, in.write_vector);
-    links = ag::link_update(p.links, p.precedence, ww);
-    prec = ag::precedence_update(p.precedence, ww);
-    const ag::LinkWeightVars lw = ag::link_weights(links, p.read_weights);
-    const ag::Var cr = ag::content_weighting(mem, in.read_keys, in.read_strengths);
-    wr = ag::read_weights(in.read_modes, lw.backward, cr, lw.forward);
-    reads = ag::read_vectors(mem, wr);
-  }
-
-  // Halted and padded tokens keep their state: each memory's row of the new state
-  // where run = 1, of the previous one where run = 0 (next·run + prev·(1 − run) with
-  // run ∈ {0, 1}, as one selection a state).
-  MemoryState next{mem, u, ww, wr, prec, links, reads};
-  if (stepping != M) {
-    next.memory = ag::select_rows(run, mem, p.memory);
-    next.usage = ag::select_rows(run, u, p.usage);
-    next.write_weights = ag::select_rows(run, ww, p.write_weights);
-    next.read_weights = ag::select_rows(run, wr, p.read_weights);
-    next.precedence = ag::select_rows(run, prec, p.precedence);
-    next.links = ag::select_rows(run, links, p.links);
-  }
-  s_ = next;
-  if (ctx.memory_recording) {
-    auto cpu = [](const ag::Var& v) { return v->value.to(Device::cpu).clone(); };
-    MemoryRecording::Step r;
-    r.mixer = name_;
-    r.call = calls_;
-    r.B = B;
-    r.T = T;
-    r.run = run.to(Device::cpu).clone();
-    r.usage = cpu(s_.usage);
-    r.memory = cpu(s_.memory);
-    r.allocation = cpu(alloc);
-    r.write_weights = cpu(s_.write_weights);
-    r.read_weights = cpu(s_.read_weights);
-    r.read_vectors = cpu(s_.read_vectors);
-    // A frozen memory's allocation and reads: those of its last step (this call's were
-    // computed from a state it does not take).
-    const MemoryRecording::Step* last = nullptr;
-    for (const MemoryRecording::Step& s : ctx.memory_recording->steps)
-      if (s.mixer == name_ && s.call == calls_ - 1 && s.B == B && s.T == T) last = &s;
-    for (int64_t m = 0; m < M; ++m) {
-      if (r.run.f32()[m] != 0.0f) continue;
-      for (auto [field, width] : {std::pair{&MemoryRecording::Step::allocation, N},
-                                  std::pair{&MemoryRecording::Step::read_vectors, R * W}}) {
-        float* row = (r.*field).f32() + m * width;
-        for (int64_t k = 0; k < width; ++k) row[k] = last ? (last->*field).f32()[m * width + k] : 0;
-      }
-    }
-    ctx.memory_recording->steps.push_back(std::move(r));
-  }
+  SteppedMemory stepped = step_memory(xi, s_, c_, dev, M, N);
+  if (stepping != M) keep_halted(stepped.next, s_, run);
+  s_ = stepped.next;
+  if (ctx.memory_recording) record(*ctx.memory_recording, run, stepped.allocation, B, T);
   ++calls_;
 
   // MCAM = ν + W_r [r_1; …; r_R] (eq. 3-17).
-  return ag::add(nu, read_out_(ag::reshape(reads, {B, T, R * W})));
+  return ag::add(nu, read_out_(ag::reshape(s_.read_vectors, {B, T, R * W})));
+}
+
+// The gate regulariser's term (training only): mean(z²) over the sigmoid gates'
+// pre-activations (erase [W], free gates [R], allocation and write gate) of the
+// memories that step.
+void MemoryController::add_gate_term(const ag::Var& xi, const Tensor& run, int64_t stepping) {
+  const int64_t M = run.numel(), W = word_of(c_), R = c_.read_heads, X = interface_width();
+  const InterfaceLayout at = InterfaceLayout::of(R, W);
+  const std::vector<ag::Var> parts =
+      ag::split(xi, {at.erase, W, W, R + 2, X - at.free_gates - (R + 2)}, 1);
+  const ag::Var z = ag::concat({parts[1], parts[3]}, 1);  // [M, W + R + 2]
+  const int64_t k = W + R + 2;
+  // Σ over stepping rows and gates of z², as [1, M] · (z ⊙ z) · [k, 1].
+  const ag::Var rows = ag::matmul(ag::constant(run.reshape({1, M})), ag::mul(z, z));
+  const ag::Var total =
+      ag::matmul(rows, ag::constant(Tensor::full({k, 1}, 1.0f, run.device())));  // [1, 1]
+  const ag::Var mean = ag::scale(ag::reshape(total, {1}), 1.0f / static_cast<float>(stepping * k));
+  gate_sum_ = gate_sum_ ? ag::add(gate_sum_, mean) : mean;
+  ++gate_calls_;
+}
+
+// This call's state on the host (mare inspect memory). A frozen memory's allocation and
+// reads are those of its last step (this call's were computed from a state it does not
+// take).
+void MemoryController::record(MemoryRecording& recording, const Tensor& run,
+                              const ag::Var& allocation, int64_t B, int64_t T) const {
+  const int64_t M = B * T, N = c_.slots, W = word_of(c_), R = c_.read_heads;
+  auto cpu = [](const ag::Var& v) { return v->value.to(Device::cpu).clone(); };
+  MemoryRecording::Step r;
+  r.mixer = name_;
+  r.call = calls_;
+  r.B = B;
+  r.T = T;
+  r.run = run.to(Device::cpu).clone();
+  r.usage = cpu(s_.usage);
+  r.memory = cpu(s_.memory);
+  r.allocation = cpu(allocation);
+  r.write_weights = cpu(s_.write_weights);
+  r.read_weights = cpu(s_.read_weights);
+  r.read_vectors = cpu(s_.read_vectors);
+  const MemoryRecording::Step* last = nullptr;
+  for (const MemoryRecording::Step& s : recording.steps)
+    if (s.mixer == name_ && s.call == calls_ - 1 && s.B == B && s.T == T) last = &s;
+  for (int64_t m = 0; m < M; ++m) {
+    if (r.run.f32()[m] != 0.0f) continue;
+    for (auto [field, width] : {std::pair{&MemoryRecording::Step::allocation, N},
+                                std::pair{&MemoryRecording::Step::read_vectors, R * W}}) {
+      float* row = (r.*field).f32() + m * width;
+      for (int64_t k = 0; k < width; ++k) row[k] = last ? (last->*field).f32()[m * width + k] : 0;
+    }
+  }
+  recording.steps.push_back(std::move(r));
 }
 
 }  // namespace mare::nn

@@ -119,6 +119,10 @@ class MemoryController : public TokenMixer {
   const MemoryState& state() const { return s_; }
 
  private:
+  void add_gate_term(const ag::Var& xi, const Tensor& run, int64_t stepping);
+  void record(MemoryRecording& recording, const Tensor& run, const ag::Var& allocation, int64_t B,
+              int64_t T) const;
+
   std::string name_;
   MemoryConfig c_;
   int calls_ = 0;  // calls since begin()

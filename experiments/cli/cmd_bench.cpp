@@ -43,29 +43,30 @@ struct BenchAllocationOptions {
   std::string json_path, csv_path;
 };
 
-nlohmann::json to_json(const SweepResult& r) {
-  nlohmann::json j;
-  j["benchmark"] = "allocation";
-  const bool on_gpu = r.config.device == Device::cuda;
-  j["device"] = to_string(r.config.device);
-  if (on_gpu) {
-    j["device_name"] = r.device_name;
-    j["copy_bandwidth_gbs"] = r.copy_bandwidth_gbs;
-    j["copy_bandwidth"] =
-        "best of 5 device-to-device cudaMemcpyAsync of 256 MiB, CUDA events, bytes read + written";
+// The GPU's fields: its name, its measured copy bandwidth and (CUDA builds) the device
+// and the toolkit the kernels were built with.
+void add_gpu_fields(nlohmann::json& j, const SweepResult& r) {
+  j["device_name"] = r.device_name;
+  j["copy_bandwidth_gbs"] = r.copy_bandwidth_gbs;
+  j["copy_bandwidth"] =
+      "best of 5 device-to-device cudaMemcpyAsync of 256 MiB, CUDA events, bytes read + written";
 #ifdef MARE_WITH_CUDA
-    const cuda::DeviceInfo d = cuda::device_info(cuda::current_device());
-    j["cuda_device"] = {{"index", d.index},
-                        {"compute_capability",
-                         std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor)},
-                        {"multiprocessors", d.multiprocessors},
-                        {"total_memory_bytes", d.total_memory},
-                        {"driver_version", d.driver_version},
-                        {"runtime_version", d.runtime_version}};
-    j["cuda_build"] = std::string("nvcc ") + MARE_CUDA_COMPILER_VERSION + ", architectures " +
-                      MARE_CUDA_ARCHITECTURES;
+  const cuda::DeviceInfo d = cuda::device_info(cuda::current_device());
+  j["cuda_device"] = {{"index", d.index},
+                      {"compute_capability",
+                       std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor)},
+                      {"multiprocessors", d.multiprocessors},
+                      {"total_memory_bytes", d.total_memory},
+                      {"driver_version", d.driver_version},
+                      {"runtime_version", d.runtime_version}};
+  j["cuda_build"] = std::string("nvcc ") + MARE_CUDA_COMPILER_VERSION + ", architectures " +
+                    MARE_CUDA_ARCHITECTURES;
 #endif
-  }
+}
+
+// The run's settings on either device: threads, the build, the sweep's configuration, and
+// what its statistic, clock and bytes mean.
+void add_run_fields(nlohmann::json& j, const SweepResult& r, bool on_gpu) {
   int threads_used = 1;
   for (const SweepRow& s : r.rows) threads_used = std::max(threads_used, s.threads);
   j["threads"] = threads_used;
@@ -86,72 +87,94 @@ nlohmann::json to_json(const SweepResult& r) {
                         "cudaMemcpyAsync of exactly those bytes"
                       : "bytes one pass must read and write; copy = memcpy of exactly those bytes";
   j["wall_seconds"] = r.wall_seconds;
-  if (!on_gpu) {
-    j["copy_floor"] =
-        "memcpy on the same thread count as the variants (one call on 1 thread; up to 64 "
-        "chunks of >= 64 KiB on the kernel threads otherwise) "
-        "(copy_floor_seconds, floor_ratio = seconds / copy_floor_seconds); "
-        "copy_floor_seconds_1thread: the same copy on 1 thread, floor_ratio_1thread = the "
-        "variant's 1-thread time / it";
-    j["compute_peak"] = {
-        {"clock_hz", r.peak.clock_hz},
-        {"simd_lanes", r.peak.simd_lanes},
-        {"simd_select_lane_ops_per_second", r.peak.select_ops_per_second},
-        {"simd_count_lane_ops_per_second", r.peak.count_ops_per_second},
-        {"scalar_ops_per_second", r.peak.scalar_ops_per_second},
-        {"microbenchmark_seconds", r.peak.seconds},
-        {"what",
-         "one core, measured in this run, vectors of the build's register width, 8 "
-         "independent chains over 64 partners in L1: simd_select = compare + select-multiply "
-         "(p = h_k < h_i ? p*h_k : p), simd_count = compare + add of the mask (r -= h_k < h_i), "
-         "each counted as 2 lane-operations per step and lane; scalar = the select step on "
-         "scalars; clock = a dependent integer-add chain"},
-        {"bound",
-         "compute_bound_seconds = ops_per_memory x memories / the peak named in "
-         "ops_peak; peak_fraction = compute_bound_seconds / the 1-thread time"}};
-    nlohmann::json counted;
-    for (AllocationVariant v : r.config.variants)
-      for (bool backward : {false, true}) {
-        std::string what;
-        allocation_ops_per_memory(v, 4, backward, nullptr, &what);
-        counted[std::string(to_string(v))][backward ? "forward+backward" : "forward"] = what;
-      }
-    j["ops_counted"] = counted;
-  }
-  nlohmann::json rows = nlohmann::json::array();
-  for (const SweepRow& s : r.rows)
-    rows.push_back({{"variant", s.variant},
-                    {"pass", s.pass},
-                    {"seq", s.seq},
-                    {"mem", s.mem},
-                    {"batch", s.batch},
-                    {"memories", s.memories},
-                    {"bytes_processed", s.bytes},
-                    {"calls_per_repetition", s.calls_per_repetition},
-                    {"repetitions", s.repetitions},
-                    {"seconds", s.seconds},
-                    {"wall_seconds", s.wall_seconds},
-                    {"cpu_seconds", s.cpu_seconds},
-                    {"seconds_min", s.seconds_min},
-                    {"seconds_max", s.seconds_max},
-                    {"copy_floor_seconds", s.floor_seconds},
-                    {"floor_ratio", s.floor_ratio},
-                    {"speedup_vs_sorted", s.speedup_vs_sorted},
-                    {"gbytes_per_second", s.gbytes_per_second},
-                    {"threads", s.threads},
-                    {"seconds_1thread", s.seconds_1thread},
-                    {"thread_speedup", s.thread_speedup}});
-  if (!on_gpu)
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const SweepRow& s = r.rows[i];
-      rows[i]["copy_floor_seconds_1thread"] = s.floor_seconds_1thread;
-      if (s.variant == "copy") continue;
-      rows[i]["floor_ratio_1thread"] = s.floor_ratio_1thread;
-      rows[i]["ops_per_memory"] = s.ops_per_memory;
-      rows[i]["ops_peak"] = to_string(s.ops_peak);
-      rows[i]["compute_bound_seconds"] = s.bound_seconds;
-      rows[i]["peak_fraction"] = s.peak_fraction;
+}
+
+// The core's measured peak, against which the CPU rows' compute bound is taken.
+nlohmann::json compute_peak_json(const ComputePeak& peak) {
+  return {{"clock_hz", peak.clock_hz},
+          {"simd_lanes", peak.simd_lanes},
+          {"simd_select_lane_ops_per_second", peak.select_ops_per_second},
+          {"simd_count_lane_ops_per_second", peak.count_ops_per_second},
+          {"scalar_ops_per_second", peak.scalar_ops_per_second},
+          {"microbenchmark_seconds", peak.seconds},
+          {"what",
+           "one core, measured in this run, vectors of the build's register width, 8 "
+           "independent chains over 64 partners in L1: simd_select = compare + select-multiply "
+           "(p = h_k < h_i ? p*h_k : p), simd_count = compare + add of the mask (r -= h_k < h_i), "
+           "each counted as 2 lane-operations per step and lane; scalar = the select step on "
+           "scalars; clock = a dependent integer-add chain"},
+          {"bound",
+           "compute_bound_seconds = ops_per_memory x memories / the peak named in "
+           "ops_peak; peak_fraction = compute_bound_seconds / the 1-thread time"}};
+}
+
+// What each variant's ops_per_memory counts, forward and forward+backward.
+nlohmann::json ops_counted_json(const SweepConfig& config) {
+  nlohmann::json counted;
+  for (AllocationVariant v : config.variants)
+    for (bool backward : {false, true}) {
+      std::string what;
+      allocation_ops_per_memory(v, 4, backward, nullptr, &what);
+      counted[std::string(to_string(v))][backward ? "forward+backward" : "forward"] = what;
     }
+  return counted;
+}
+
+// The CPU's floors and bounds: how the copy floor is timed, the core's peak and what
+// the ops are counted as.
+void add_cpu_fields(nlohmann::json& j, const SweepResult& r) {
+  j["copy_floor"] =
+      "memcpy on the same thread count as the variants (one call on 1 thread; up to 64 "
+      "chunks of >= 64 KiB on the kernel threads otherwise) "
+      "(copy_floor_seconds, floor_ratio = seconds / copy_floor_seconds); "
+      "copy_floor_seconds_1thread: the same copy on 1 thread, floor_ratio_1thread = the "
+      "variant's 1-thread time / it";
+  j["compute_peak"] = compute_peak_json(r.peak);
+  j["ops_counted"] = ops_counted_json(r.config);
+}
+
+// The fields every row has, on either device.
+nlohmann::json row_json(const SweepRow& s) {
+  return {{"variant", s.variant},
+          {"pass", s.pass},
+          {"seq", s.seq},
+          {"mem", s.mem},
+          {"batch", s.batch},
+          {"memories", s.memories},
+          {"bytes_processed", s.bytes},
+          {"calls_per_repetition", s.calls_per_repetition},
+          {"repetitions", s.repetitions},
+          {"seconds", s.seconds},
+          {"wall_seconds", s.wall_seconds},
+          {"cpu_seconds", s.cpu_seconds},
+          {"seconds_min", s.seconds_min},
+          {"seconds_max", s.seconds_max},
+          {"copy_floor_seconds", s.floor_seconds},
+          {"floor_ratio", s.floor_ratio},
+          {"speedup_vs_sorted", s.speedup_vs_sorted},
+          {"gbytes_per_second", s.gbytes_per_second},
+          {"threads", s.threads},
+          {"seconds_1thread", s.seconds_1thread},
+          {"thread_speedup", s.thread_speedup}};
+}
+
+// A CPU row's 1-thread floor and, for a variant (not the copy), its compute bound.
+void add_cpu_row_fields(nlohmann::json& row, const SweepRow& s) {
+  row["copy_floor_seconds_1thread"] = s.floor_seconds_1thread;
+  if (s.variant == "copy") return;
+  row["floor_ratio_1thread"] = s.floor_ratio_1thread;
+  row["ops_per_memory"] = s.ops_per_memory;
+  row["ops_peak"] = to_string(s.ops_peak);
+  row["compute_bound_seconds"] = s.bound_seconds;
+  row["peak_fraction"] = s.peak_fraction;
+}
+
+// The rows: the common fields, then the device's own, less what was not measured.
+nlohmann::json rows_json(const SweepResult& r, bool on_gpu) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const SweepRow& s : r.rows) rows.push_back(row_json(s));
+  if (!on_gpu)
+    for (size_t i = 0; i < rows.size(); ++i) add_cpu_row_fields(rows[i], r.rows[i]);
   if (on_gpu)
     for (size_t i = 0; i < rows.size(); ++i)
       rows[i]["copy_bandwidth_fraction"] = r.rows[i].copy_bandwidth_fraction;
@@ -164,7 +187,11 @@ nlohmann::json to_json(const SweepResult& r) {
     }
     if (r.rows[i].variant == "copy") rows[i].erase("speedup_vs_sorted");
   }
-  j["rows"] = rows;
+  return rows;
+}
+
+// The points where parallel-eps chose differently from sorted, and by how much.
+nlohmann::json eps_json(const SweepResult& r) {
   nlohmann::json eps = nlohmann::json::array();
   for (const SweepPointDisagreement& d : r.disagreements)
     eps.push_back({{"seq", d.seq},
@@ -174,7 +201,19 @@ nlohmann::json to_json(const SweepResult& r) {
                    {"order_differs", d.eps.order_differs},
                    {"max_abs_diff", d.eps.max_abs_diff},
                    {"threshold", EpsDisagreement::kThreshold}});
-  j["parallel_eps_vs_sorted"] = eps;
+  return eps;
+}
+
+nlohmann::json to_json(const SweepResult& r) {
+  nlohmann::json j;
+  j["benchmark"] = "allocation";
+  const bool on_gpu = r.config.device == Device::cuda;
+  j["device"] = to_string(r.config.device);
+  if (on_gpu) add_gpu_fields(j, r);
+  add_run_fields(j, r, on_gpu);
+  if (!on_gpu) add_cpu_fields(j, r);
+  j["rows"] = rows_json(r, on_gpu);
+  j["parallel_eps_vs_sorted"] = eps_json(r);
   return j;
 }
 

@@ -229,17 +229,9 @@ void run_train(const TrainArgs& a, const CLI::App& cmd) {
             << "run directory: " << o.out.string() << "\n";
 }
 
-}  // namespace
-
-void add_train_command(CLI::App& app) {
-  auto [cmd, a] = add_command<TrainArgs>(
-      app, "train", "Train one model on one task and write its run directory", run_train);
-  cmd->add_option("--model", a->opt.model, "Model name from `mare list`, with +switches")
-      ->capture_default_str();
-  cmd->add_option("--task", a->opt.task, "Task name from `mare list`")->capture_default_str();
-  add_count(cmd, "--seed", a->opt.seed, "Seed of data, initial weights, order and dropout", 0);
-  cmd->add_option("--out", a->opt.out, "Run directory to write")->required();
-  // Options whose default depends on the kind of model say every default.
+// The optimiser's options; those whose default depends on the kind of model say every
+// default.
+void add_optimiser_options(CLI::App* cmd, TrainArgs* a) {
   const TrainOptions mlp;
   const SequenceTrainOptions seq;
   const ReTrainOptions re;
@@ -267,6 +259,12 @@ void add_train_command(CLI::App& app) {
                   "L2 regularisation λ, loss += λ·Σw² (default: mlp " + num(mlp.l2) +
                       ", relation models " + num(re.l2) + ", Table 4.1; not for sequence models)")
       ->check(number_above(0, false));
+}
+
+// The sequence tasks' and models' options, and how often a run evaluates.
+void add_sequence_options(CLI::App* cmd, TrainArgs* a) {
+  const SequenceTrainOptions seq;
+  const ReTrainOptions re;
   add_count(cmd, "--samples", a->seq.samples, "Sequence tasks: training sequences", 1);
   add_count(cmd, "--test-samples", a->seq.test_samples, "Sequence tasks: test sequences", 1);
   cmd->add_flag("--curriculum", a->seq.curriculum,
@@ -283,6 +281,10 @@ void add_train_command(CLI::App& app) {
                       ") or N steps (relation models: the validation split; default " +
                       num(re.eval_every) + "), and at the end")
       ->check(whole_number(1));
+}
+
+// The relation models' options: corpus, steps, evaluation, batching and scoring.
+void add_relation_options(CLI::App* cmd, TrainArgs* a) {
   cmd->add_option("--data", a->rel.data,
                   "Relation models: the corpus: cdr (BioCreative V CDR), semeval2018:1.1 or "
                   "semeval2018:1.2 (SemEval 2018 Task 7), each from the shipped release or "
@@ -328,6 +330,10 @@ void add_train_command(CLI::App& app) {
                 "Relation models: metrics.jsonl also holds each parameter's mean gradient norm "
                 "(before L2 and clipping) over every evaluation window; a diagnostic, the "
                 "training is the same");
+}
+
+// Where and how the run computes, and whether it runs again.
+void add_run_options(CLI::App* cmd, TrainArgs* a) {
   add_choice(cmd, "--device", a->device,
              "cpu or cuda (every model; the data is made on the host, the model trains on the "
              "device)",
@@ -340,6 +346,22 @@ void add_train_command(CLI::App& app) {
                   "checkpoint and number a run writes is the same at any count (manifest.json "
                   "and result.json record the count itself)")
       ->check(whole_number(1, kMaxThreads));
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto [cmd, a] = add_command<TrainArgs>(
+      app, "train", "Train one model on one task and write its run directory", run_train);
+  cmd->add_option("--model", a->opt.model, "Model name from `mare list`, with +switches")
+      ->capture_default_str();
+  cmd->add_option("--task", a->opt.task, "Task name from `mare list`")->capture_default_str();
+  add_count(cmd, "--seed", a->opt.seed, "Seed of data, initial weights, order and dropout", 0);
+  cmd->add_option("--out", a->opt.out, "Run directory to write")->required();
+  add_optimiser_options(cmd, a);
+  add_sequence_options(cmd, a);
+  add_relation_options(cmd, a);
+  add_run_options(cmd, a);
 }
 
 }  // namespace mare::cli

@@ -310,17 +310,23 @@ struct CdrDoc {
   Document distant;  // same text, knowledge-base labels
 };
 
-CdrDoc make_document(Rng& rng, const Pools& pools, const std::string& pmid) {
-  // entities
+// A document's chemicals and diseases (indices into the pools): distinct, and each
+// chemical may bring knowledge-base diseases of its own: the first one to three most of the
+// time, the others one now and then.
+struct Cast {
   std::vector<int> chems, diseases;
+};
+
+Cast choose_entities(Rng& rng, const Pools& pools) {
+  Cast cast;
+  std::vector<int>& chems = cast.chems;
+  std::vector<int>& diseases = cast.diseases;
   const int nc = rng.range(kChemicals.first, kChemicals.second),
             nd = rng.range(kDiseases.first, kDiseases.second);
   while (static_cast<int>(chems.size()) < nc) {
     const int c = static_cast<int>(rng.below(pools.chemicals.size()));
     if (std::find(chems.begin(), chems.end(), c) == chems.end()) chems.push_back(c);
   }
-  // Each chemical may bring knowledge-base diseases of its own: the first one to three
-  // most of the time, the others one now and then.
   for (int i = 0; i < nc; ++i) {
     std::vector<int> kb_of;
     for (const auto& [c, d] : pools.kb)
@@ -336,47 +342,65 @@ CdrDoc make_document(Rng& rng, const Pools& pools, const std::string& pmid) {
     const int d = static_cast<int>(rng.below(pools.diseases.size()));
     if (std::find(diseases.begin(), diseases.end(), d) == diseases.end()) diseases.push_back(d);
   }
-  std::vector<LocalEntity> local;
-  for (int c : chems) local.push_back(pools.chemicals[c]);
-  for (int d : diseases) local.push_back(pools.diseases[d]);
-  const int n_chem = nc;
-  auto name = [&](int l) { return local[l].name; };
+  return cast;
+}
 
+// The abstract's units before padding: for each (chemical, disease), evidence of a
+// knowledge-base pair (three times in four: a stated pair) or a distractor now and then;
+// then a filler sentence for each entity not yet mentioned (and some that are).
+// Entities are local: chemicals first, then diseases.
+struct Abstract {
   std::vector<Unit> units;
   std::set<std::pair<int, int>> stated;  // local (chem, disease)
-  for (int i = 0; i < nc; ++i)
-    for (int j = 0; j < static_cast<int>(diseases.size()); ++j) {
+};
+
+Abstract state_pairs(Rng& rng, const Pools& pools, const Cast& cast,
+                     const std::vector<LocalEntity>& local) {
+  const int n_chem = static_cast<int>(cast.chems.size());
+  auto name = [&](int l) { return local[l].name; };
+  Abstract a;
+  for (int i = 0; i < n_chem; ++i)
+    for (int j = 0; j < static_cast<int>(cast.diseases.size()); ++j) {
       const int lc = i, ld = n_chem + j;
-      const bool kb = pools.kb.count({chems[i], diseases[j]}) > 0;
+      const bool kb = pools.kb.count({cast.chems[i], cast.diseases[j]}) > 0;
       if (kb && rng.chance(0.75)) {
-        units.push_back(positive_unit(rng, lc, name(lc), ld, name(ld)));
-        stated.insert({lc, ld});
+        a.units.push_back(positive_unit(rng, lc, name(lc), ld, name(ld)));
+        a.stated.insert({lc, ld});
       } else if (rng.chance(0.4)) {
-        units.push_back(distractor_unit(rng, lc, name(lc), ld, name(ld)));
+        a.units.push_back(distractor_unit(rng, lc, name(lc), ld, name(ld)));
       }
     }
   std::set<int> mentioned;
-  for (const Unit& u : units)
+  for (const Unit& u : a.units)
     for (const Sentence& s : u)
       for (const auto& p : s)
         if (p.entity >= 0) mentioned.insert(p.entity);
   for (int l = 0; l < static_cast<int>(local.size()); ++l)
     if (!mentioned.count(l) || rng.chance(0.3))
-      units.push_back(
+      a.units.push_back(
           {l < n_chem ? chem_filler(rng, l, name(l)) : disease_filler(rng, l, name(l))});
-  // title: the first chemical and the first disease, no evidence
+  return a;
+}
+
+// The title: the first chemical and the first disease, no evidence.
+Sentence make_title(Rng& rng, const std::vector<LocalEntity>& local, int n_chem) {
   Sentence title;
   if (rng.chance(0.5)) {
     synth::words(title, "Effects of");
-    synth::mention(title, 0, name(0));
+    synth::mention(title, 0, local[0].name);
     synth::words(title, "in patients with");
-    synth::mention(title, n_chem, name(n_chem));
+    synth::mention(title, n_chem, local[n_chem].name);
   } else {
-    synth::mention(title, 0, name(0));
+    synth::mention(title, 0, local[0].name);
     synth::words(title, "and");
-    synth::mention(title, n_chem, name(n_chem));
+    synth::mention(title, n_chem, local[n_chem].name);
     synth::words(title, ": a " + rng.pick(kAdjectives) + " study");
   }
+  return title;
+}
+
+// Filler sentences until title and abstract reach 370–430 tokens.
+void pad_to_length(Rng& rng, const Sentence& title, std::vector<Unit>& units) {
   int tokens = synth::token_count(title);
   for (const Unit& u : units)
     for (const Sentence& s : u) tokens += synth::token_count(s);
@@ -385,9 +409,41 @@ CdrDoc make_document(Rng& rng, const Pools& pools, const std::string& pmid) {
     units.push_back({filler(rng)});
     tokens += synth::token_count(units.back()[0]);
   }
-  rng.shuffle(units);
+}
+
+// The gold CID relations (the stated pairs, with 3 % dropped and 1 % of the others added
+// as annotation noise) and the distant ones (the knowledge base's pairs).
+void label_pairs(Rng& rng, const Pools& pools, const Cast& cast, const Abstract& a,
+                 const std::map<int, int>& local_to_doc, CdrDoc& out) {
+  const int n_chem = static_cast<int>(cast.chems.size());
+  for (int i = 0; i < n_chem; ++i)
+    for (int j = 0; j < static_cast<int>(cast.diseases.size()); ++j) {
+      const int lc = i, ld = n_chem + j;
+      const int h = local_to_doc.at(lc), t = local_to_doc.at(ld);
+      bool gold = a.stated.count({lc, ld}) > 0;
+      if (gold && rng.chance(0.03))
+        gold = false;
+      else if (!gold && rng.chance(0.01))
+        gold = true;
+      if (gold) out.gold.relations.push_back({"CID", h, t, false});
+      if (pools.kb.count({cast.chems[i], cast.diseases[j]}))
+        out.distant.relations.push_back({"CID", h, t, false});
+    }
+}
+
+CdrDoc make_document(Rng& rng, const Pools& pools, const std::string& pmid) {
+  const Cast cast = choose_entities(rng, pools);
+  std::vector<LocalEntity> local;
+  for (int c : cast.chems) local.push_back(pools.chemicals[c]);
+  for (int d : cast.diseases) local.push_back(pools.diseases[d]);
+  const int n_chem = static_cast<int>(cast.chems.size());
+
+  Abstract a = state_pairs(rng, pools, cast, local);
+  const Sentence title = make_title(rng, local, n_chem);
+  pad_to_length(rng, title, a.units);
+  rng.shuffle(a.units);
   std::vector<Sentence> abstract;
-  for (const Unit& u : units)
+  for (const Unit& u : a.units)
     for (const Sentence& s : u) abstract.push_back(s);
 
   CdrDoc out;
@@ -401,19 +457,7 @@ CdrDoc make_document(Rng& rng, const Pools& pools, const std::string& pmid) {
                   {"abstract", title_end + 1, static_cast<int>(doc.text.size())}};
   annotate_tokens(doc);
   out.distant = doc;
-  for (int i = 0; i < nc; ++i)
-    for (int j = 0; j < static_cast<int>(diseases.size()); ++j) {
-      const int lc = i, ld = n_chem + j;
-      const int h = local_to_doc.at(lc), t = local_to_doc.at(ld);
-      bool gold = stated.count({lc, ld}) > 0;
-      if (gold && rng.chance(0.03))
-        gold = false;
-      else if (!gold && rng.chance(0.01))
-        gold = true;
-      if (gold) doc.relations.push_back({"CID", h, t, false});
-      if (pools.kb.count({chems[i], diseases[j]}))
-        out.distant.relations.push_back({"CID", h, t, false});
-    }
+  label_pairs(rng, pools, cast, a, local_to_doc, out);
   return out;
 }
 

@@ -271,14 +271,11 @@ Sentence filler(Rng& rng) {
   return s;
 }
 
-Document make_document(Rng& rng, const Pools& pools, const std::vector<int>& slots,
-                       const std::string& doc_id) {
-  CtdDoc d;
+// One evidence sentence per relation slot: its class's head (the topic chemical half the
+// time, often by anaphor) and a fresh tail; a slot whose tail cannot be found is dropped.
+void add_relations(Rng& rng, CtdDoc& d, const Pools& pools, const std::vector<int>& slots,
+                   int topic) {
   const auto& classes = ctd_classes();
-  // topic chemical, named in the title
-  const int topic = add_entity(d, rng.pick(pools.by_type.at("Chemical")));
-  const int title_other =
-      add_entity(d, rng.pick(pools.by_type.at(rng.chance(0.5) ? "Gene" : "Disease")));
   for (int slot : slots) {
     const CtdClass& c = classes[slot];
     int head = -1;
@@ -299,7 +296,10 @@ Document make_document(Rng& rng, const Pools& pools, const std::vector<int>& slo
     d.labels[{head, tail}] = c.label;
     d.units.push_back({evidence(rng, d, pools, head, anaphor, tail, class_phrase(rng, c))});
   }
-  // distractors: negated or non-class phrases, and co-occurrence
+}
+
+// Distractors: negated or non-class phrases, and co-occurrence.
+void add_distractors(Rng& rng, CtdDoc& d, const Pools& pools) {
   const int n_distractors = rng.range(1, 3);
   for (int k = 0; k < n_distractors; ++k) {
     const bool to_gene = rng.chance(0.5);
@@ -319,7 +319,10 @@ Document make_document(Rng& rng, const Pools& pools, const std::vector<int>& slo
       d.units.push_back({s});
     }
   }
-  // filler up to a long-tailed length (at most ~500 tokens)
+}
+
+// Filler up to a long-tailed length (at most ~500 tokens).
+void add_filler(Rng& rng, CtdDoc& d) {
   int tokens = 0;
   for (const auto& u : d.units) tokens += synth::token_count(u[0]);
   const int target =
@@ -328,22 +331,12 @@ Document make_document(Rng& rng, const Pools& pools, const std::vector<int>& slo
     d.units.push_back({filler(rng)});
     tokens += synth::token_count(d.units.back()[0]);
   }
-  rng.shuffle(d.units);
-  Sentence title;
-  synth::words(title, "Effects of");
-  synth::mention(title, topic, d.local[topic].name);
-  synth::words(title, "on");
-  synth::mention(title, title_other, d.local[title_other].name);
-  synth::words(title, ".");
-  std::vector<Sentence> sentences{title};
-  for (const auto& u : d.units) sentences.push_back(u[0]);
+}
 
-  Document doc;
-  doc.id = doc_id;
-  std::map<int, int> local_to_doc;
-  synth::render(doc, sentences, d.local, local_to_doc);
-  annotate_tokens(doc);
-  // listed pairs: relation type pairs, and Chemical/Gene with the context types
+// The pairs BRAN's TSV lists (relation type pairs, and Chemical/Gene with the context
+// types), each with its label: 3 % of the relations dropped to Null and 1 % of the Null
+// pairs of a relation type pair given a class, as annotation noise.
+void list_pairs(Rng& rng, Document& doc, const CtdDoc& d, const std::map<int, int>& local_to_doc) {
   auto listed = [](const std::string& h, const std::string& t) {
     if ((h == "Chemical" && (t == "Disease" || t == "Gene")) || (h == "Gene" && t == "Disease"))
       return true;
@@ -378,6 +371,35 @@ Document make_document(Rng& rng, const Pools& pools, const std::vector<int>& slo
       doc.pairs.push_back({h, t, label, mention_text(h), mention_text(t)});
       if (label != "Null") doc.relations.push_back({label, h, t, false});
     }
+}
+
+// A document: a topic chemical named in the title, the slots' relations, distractors and
+// filler in shuffled order, then its listed pairs.
+Document make_document(Rng& rng, const Pools& pools, const std::vector<int>& slots,
+                       const std::string& doc_id) {
+  CtdDoc d;
+  const int topic = add_entity(d, rng.pick(pools.by_type.at("Chemical")));
+  const int title_other =
+      add_entity(d, rng.pick(pools.by_type.at(rng.chance(0.5) ? "Gene" : "Disease")));
+  add_relations(rng, d, pools, slots, topic);
+  add_distractors(rng, d, pools);
+  add_filler(rng, d);
+  rng.shuffle(d.units);
+  Sentence title;
+  synth::words(title, "Effects of");
+  synth::mention(title, topic, d.local[topic].name);
+  synth::words(title, "on");
+  synth::mention(title, title_other, d.local[title_other].name);
+  synth::words(title, ".");
+  std::vector<Sentence> sentences{title};
+  for (const auto& u : d.units) sentences.push_back(u[0]);
+
+  Document doc;
+  doc.id = doc_id;
+  std::map<int, int> local_to_doc;
+  synth::render(doc, sentences, d.local, local_to_doc);
+  annotate_tokens(doc);
+  list_pairs(rng, doc, d, local_to_doc);
   return doc;
 }
 

@@ -189,72 +189,90 @@ std::string describe_metrics(const std::vector<std::string>& metrics, const std:
          " metric columns in all (the CSV's header line lists them)";
 }
 
-CompareReport compare_cells(const CsvTable& t, const CompareOptions& o) {
-  CompareReport rep;
-  rep.source = t.source;
-  rep.options = o;
+namespace {
+
+// The columns compare reads, each required; the metric must be one of the table's metric
+// columns (not a fixed column or a parameter).
+struct CompareColumns {
+  int sweep, table, cell, seed, status, metric, profile;
+};
+
+CompareColumns compare_columns(const CsvTable& t, const CompareOptions& o) {
   if (o.metric.empty()) throw CompareError("--metric: expected a metric column name");
   if (!(o.conf_level > 0 && o.conf_level < 1))
     throw CompareError("--conf-level: expected a number strictly between 0 and 1");
-  const int c_sweep = require_column(t, "sweep"), c_table = require_column(t, "table");
-  const int c_cell = require_column(t, "cell"), c_seed = require_column(t, "seed");
-  const int c_status = require_column(t, "status");
-  const int c_metric = t.column(o.metric);
-  if (c_metric < 0 || collect_fixed().count(o.metric) || o.metric.rfind("param.", 0) == 0) {
+  CompareColumns c{};
+  c.sweep = require_column(t, "sweep");
+  c.table = require_column(t, "table");
+  c.cell = require_column(t, "cell");
+  c.seed = require_column(t, "seed");
+  c.status = require_column(t, "status");
+  c.metric = t.column(o.metric);
+  if (c.metric < 0 || collect_fixed().count(o.metric) || o.metric.rfind("param.", 0) == 0) {
     std::vector<std::string> metrics;
     for (const std::string& h : t.header)
       if (!collect_fixed().count(h) && h.rfind("param.", 0) != 0) metrics.push_back(h);
     throw CompareError(t.source + ": no metric column '" + o.metric + "'; " +
                        describe_metrics(metrics, o.metric));
   }
+  c.profile = t.column("profile");
+  return c;
+}
 
-  // Groups and cells in order of first appearance; the CSV line of each kept seed.
+// The table's rows as samples: groups (sweep, table) and their cells in order of first
+// appearance, each cell's metric value per seed of its completed runs, and what was left
+// out and why.
+struct Samples {
   std::vector<CompareGroup> groups;
-  std::map<std::pair<std::string, std::string>, std::size_t> group_index;
-  std::map<std::tuple<std::size_t, std::string>, std::size_t> cell_index;
-  std::map<std::tuple<std::size_t, std::size_t, int64_t>, std::size_t> seed_row;
-  const int c_profile = t.column("profile");
   std::set<std::string> all_cells;
   std::map<std::string, int> excluded_total;
   int used = 0;
+};
+
+Samples read_samples(const CsvTable& t, const CompareOptions& o, const CompareColumns& c) {
+  Samples out;
+  std::map<std::pair<std::string, std::string>, std::size_t> group_index;
+  std::map<std::tuple<std::size_t, std::string>, std::size_t> cell_index;
+  // The CSV line of each kept seed.
+  std::map<std::tuple<std::size_t, std::size_t, int64_t>, std::size_t> seed_row;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const auto& row = t.rows[r];
     const std::string where = t.source + ":" + std::to_string(t.lines[r]);
-    const auto gkey = std::make_pair(row[c_sweep], row[c_table]);
-    auto [git, gnew] = group_index.emplace(gkey, groups.size());
-    if (gnew) groups.push_back(CompareGroup{row[c_sweep], row[c_table], {}, {}});
-    CompareGroup& g = groups[git->second];
+    const auto gkey = std::make_pair(row[c.sweep], row[c.table]);
+    auto [git, gnew] = group_index.emplace(gkey, out.groups.size());
+    if (gnew) out.groups.push_back(CompareGroup{row[c.sweep], row[c.table], {}, {}});
+    CompareGroup& g = out.groups[git->second];
     auto [cit, cnew] =
-        cell_index.emplace(std::make_tuple(git->second, row[c_cell]), g.cells.size());
-    if (cnew) g.cells.push_back(CellSample{row[c_cell], 0, {}, {}, 0, 0});
-    all_cells.insert(row[c_cell]);
+        cell_index.emplace(std::make_tuple(git->second, row[c.cell]), g.cells.size());
+    if (cnew) g.cells.push_back(CellSample{row[c.cell], 0, {}, {}, 0, 0});
+    out.all_cells.insert(row[c.cell]);
     CellSample& cell = g.cells[cit->second];
     ++cell.runs;
-    const std::string& status = row[c_status];
+    const std::string& status = row[c.status];
     if (status != "completed") {
       ++cell.excluded[status.empty() ? "no status" : status];
-      ++excluded_total[status.empty() ? "no status" : status];
+      ++out.excluded_total[status.empty() ? "no status" : status];
       continue;
     }
-    if (row[c_metric].empty()) {
+    if (row[c.metric].empty()) {
       ++cell.excluded["no value"];
-      ++excluded_total["no value"];
+      ++out.excluded_total["no value"];
       continue;
     }
     double seed_value = 0, value = 0;
     std::string why;
-    if (!stats::parse_number(row[c_seed], seed_value, why) || seed_value != std::floor(seed_value))
-      throw CompareError(where + ": column seed: expected an integer, got '" + row[c_seed] + "'");
-    if (!stats::parse_number(row[c_metric], value, why))
+    if (!stats::parse_number(row[c.seed], seed_value, why) || seed_value != std::floor(seed_value))
+      throw CompareError(where + ": column seed: expected an integer, got '" + row[c.seed] + "'");
+    if (!stats::parse_number(row[c.metric], value, why))
       throw CompareError(where + ": column " + o.metric + ": expected a number, got '" +
-                         row[c_metric] + "' (" + why + ")");
+                         row[c.metric] + "' (" + why + ")");
     const auto seed = static_cast<int64_t>(seed_value);
     auto [sit, snew] = seed_row.emplace(std::make_tuple(git->second, cit->second, seed), r);
     if (!snew) {
       std::string hint;
       // Two profiles of one sweep in one table is the likely cause: say so.
-      if (c_profile >= 0 && t.rows[sit->second][c_profile] != row[c_profile])
-        hint = " (profiles " + t.rows[sit->second][c_profile] + " and " + row[c_profile] +
+      if (c.profile >= 0 && t.rows[sit->second][c.profile] != row[c.profile])
+        hint = " (profiles " + t.rows[sit->second][c.profile] + " and " + row[c.profile] +
                ": compare one profile at a time)";
       throw CompareError(where + ": cell " + cell.cell + " has a second completed run of seed " +
                          std::to_string(seed) + " (the first is on line " +
@@ -262,16 +280,23 @@ CompareReport compare_cells(const CsvTable& t, const CompareOptions& o) {
                          "); pairing by seed needs one run per seed" + hint);
     }
     cell.values[seed] = value;
-    ++used;
+    ++out.used;
   }
-  if (used == 0) {
+  return out;
+}
+
+// Refuses samples nothing can be compared in (no value, or one value in all), and a
+// baseline that names no cell.
+void require_comparable(const Samples& s, const CsvTable& t, const CompareOptions& o) {
+  if (s.used == 0) {
     std::vector<std::string> why;
-    for (const auto& [status, n] : excluded_total) why.push_back(std::to_string(n) + " " + status);
+    for (const auto& [status, n] : s.excluded_total)
+      why.push_back(std::to_string(n) + " " + status);
     throw CompareError(t.source + ": no completed run with a value of " + o.metric + " (" +
                        (why.empty() ? std::string("no rows") : join(why, ", ")) + ")");
   }
-  if (used == 1) {
-    for (const CompareGroup& g : groups)
+  if (s.used == 1) {
+    for (const CompareGroup& g : s.groups)
       for (const CellSample& c : g.cells)
         if (!c.values.empty())
           throw CompareError(t.source + ": one completed run with a value of " + o.metric +
@@ -279,39 +304,53 @@ CompareReport compare_cells(const CsvTable& t, const CompareOptions& o) {
                              std::to_string(c.values.begin()->first) +
                              "): a comparison needs two cells with runs of the same seeds");
   }
-  if (!o.baseline.empty() && !all_cells.count(o.baseline)) {
-    throw CompareError("--baseline: no cell '" + o.baseline + "' in " + t.source + " (cells: " +
-                       join(std::vector<std::string>(all_cells.begin(), all_cells.end()), ", ") +
-                       ")");
+  if (!o.baseline.empty() && !s.all_cells.count(o.baseline)) {
+    throw CompareError(
+        "--baseline: no cell '" + o.baseline + "' in " + t.source + " (cells: " +
+        join(std::vector<std::string>(s.all_cells.begin(), s.all_cells.end()), ", ") + ")");
   }
+}
 
-  for (CompareGroup& g : groups) {
-    for (CellSample& c : g.cells) {
-      summarise(c);
-      if (c.values.empty())
-        rep.warnings.push_back(group_title(g) + ": cell " + c.cell + " has no completed run with " +
-                               o.metric + "; left out of the comparisons");
-    }
-    if (!o.baseline.empty()) {
-      const CellSample* base = nullptr;
-      for (const CellSample& c : g.cells)
-        if (c.cell == o.baseline) base = &c;
-      if (base == nullptr || base->values.empty()) {
-        rep.warnings.push_back(group_title(g) + ": no completed run of the baseline " + o.baseline +
-                               "; group skipped");
-        continue;
-      }
-      for (const CellSample& c : g.cells)
-        if (&c != base && !c.values.empty()) g.comparisons.push_back(compare_pair(c, *base, o));
-    } else {
-      for (std::size_t i = 0; i < g.cells.size(); ++i)
-        for (std::size_t j = i + 1; j < g.cells.size(); ++j)
-          if (!g.cells[i].values.empty() && !g.cells[j].values.empty())
-            g.comparisons.push_back(compare_pair(g.cells[i], g.cells[j], o));
-    }
-    apply_holm(g.comparisons);
+// One group's comparisons (each cell against the baseline, or every pair of cells), Holm
+// over the group; a cell or baseline without values is named in a warning.
+void compare_group(CompareGroup& g, const CompareOptions& o, std::vector<std::string>& warnings) {
+  for (CellSample& c : g.cells) {
+    summarise(c);
+    if (c.values.empty())
+      warnings.push_back(group_title(g) + ": cell " + c.cell + " has no completed run with " +
+                         o.metric + "; left out of the comparisons");
   }
-  rep.groups = std::move(groups);
+  if (!o.baseline.empty()) {
+    const CellSample* base = nullptr;
+    for (const CellSample& c : g.cells)
+      if (c.cell == o.baseline) base = &c;
+    if (base == nullptr || base->values.empty()) {
+      warnings.push_back(group_title(g) + ": no completed run of the baseline " + o.baseline +
+                         "; group skipped");
+      return;
+    }
+    for (const CellSample& c : g.cells)
+      if (&c != base && !c.values.empty()) g.comparisons.push_back(compare_pair(c, *base, o));
+  } else {
+    for (std::size_t i = 0; i < g.cells.size(); ++i)
+      for (std::size_t j = i + 1; j < g.cells.size(); ++j)
+        if (!g.cells[i].values.empty() && !g.cells[j].values.empty())
+          g.comparisons.push_back(compare_pair(g.cells[i], g.cells[j], o));
+  }
+  apply_holm(g.comparisons);
+}
+
+}  // namespace
+
+CompareReport compare_cells(const CsvTable& t, const CompareOptions& o) {
+  CompareReport rep;
+  rep.source = t.source;
+  rep.options = o;
+  const CompareColumns columns = compare_columns(t, o);
+  Samples samples = read_samples(t, o, columns);
+  require_comparable(samples, t, o);
+  for (CompareGroup& g : samples.groups) compare_group(g, o, rep.warnings);
+  rep.groups = std::move(samples.groups);
   return rep;
 }
 

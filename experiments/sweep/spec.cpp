@@ -869,94 +869,122 @@ std::string scope_name(unsigned scope) {
   return join(s, ", ");
 }
 
+// A relation model's corpus: --data and the params that name it (a generated corpus by
+// generator, seed, size and subset, which the sweep then makes). Returns the directory
+// {data} stands for: the corpus directory (its vectors.bin), not the subset under it.
+std::string add_relation_data(const Ctx& c, const Val* task, const Val* data, const Val& model,
+                              const ModelSpec& spec, Built& b) {
+  if (task)
+    c.fail(task->line,
+           "expected data: instead of task: for the relation model '" + spec.base + "'");
+  if (!data)
+    c.fail(model.line,
+           "expected data: (a generator or KIND:PATH) for the relation model '" + spec.base + "'");
+  const DataRef d = parse_data(c, *data);
+  b.command.insert(b.command.end(), {"--data", data_arg(d)});
+  if (d.generated) {
+    b.params["data"] = d.need.generator;
+    b.params["data_seed"] = d.need.seed;
+    if (d.need.docs) b.params["data_docs"] = d.need.docs;
+    if (!d.subset.empty()) b.params["data_subset"] = d.subset;
+    b.data.push_back(d.need);
+  } else {
+    b.params["data"] = d.kind_path;
+  }
+  return d.generated ? "{root}/" + d.need.dir : data_path(d);
+}
+
+// A classification or sequence model's task: --task, one of the registry's of its kind.
+void add_task(const Ctx& c, const Val* task, const Val* data, const Val& model,
+              const ModelSpec& spec, const std::string& task_kind, Built& b) {
+  if (data)
+    c.fail(data->line,
+           "expected task: instead of data: for the " + task_kind + " model '" + spec.base + "'");
+  if (!task)
+    c.fail(model.line, "expected task: for the " + task_kind + " model '" + spec.base + "'");
+  const std::string& t = scalar(c, *task, "a task name");
+  std::vector<std::string> known;
+  const TaskInfo* found = nullptr;
+  for (const TaskInfo& ti : task_registry()) {
+    if (ti.kind == task_kind) known.emplace_back(ti.name);
+    if (ti.name == t) found = &ti;
+  }
+  if (!found || found->kind != task_kind)
+    c.fail(task->line, "expected a " + task_kind + " task for model '" + spec.base +
+                           "' (one of: " + join(known, ", ") + "), found '" + t + "'");
+  b.command.insert(b.command.end(), {"--task", t});
+  b.params["task"] = t;
+}
+
+// A train cell: its model with switches, its corpus or task, the switches as params (an
+// option that a switch also sets is refused) and the seed. Returns the options' scope (the
+// model's kind); `data_dir` gets what {data} stands for.
+unsigned build_train(const Ctx& c, const CellConfig& cell, SwitchUse& used_switches, Built& b,
+                     std::string& data_dir) {
+  const Val& cfg = cell.config;
+  b.kind = "train";
+  const Val* model = cfg.find("model");
+  if (!model)
+    c.fail(1, "expected a model for cell '" + cell.name +
+                  "': give models:, a named grid (grid: table4.6) or model:");
+  const ModelSpec spec = compose_model(c, *model, cfg.find("switches"), used_switches);
+  const ModelInfo* info = find_model(spec.base);
+  const std::string task_kind(info->task_kind);
+  b.command = {"train", "--model", spec.canonical()};
+  b.params["model"] = spec.canonical();
+  const Val* task = cfg.find("task");
+  const Val* data = cfg.find("data");
+  if (task_kind == "relation")
+    data_dir = add_relation_data(c, task, data, *model, spec, b);
+  else
+    add_task(c, task, data, *model, spec, task_kind, b);
+  for (const auto& [k, v] : spec.switches) {
+    if (cfg.find(k) && find_option(k))
+      c.fail(cfg.key_line(k), "switch '" + k + "' of model " + spec.canonical() + " and option '" +
+                                  k + "' are both set: keep one");
+    b.params[k] = switch_value(find_switch(*info, k), v);
+  }
+  b.command.insert(b.command.end(), {"--seed", "{seed}"});
+  return model_kind_bit(task_kind);
+}
+
+// A bench iteration cell's models: registry names, as --models.
+void add_bench_models(const Ctx& c, const Val& cfg, Built& b) {
+  const Val* models = cfg.find("models");
+  if (!models) return;
+  std::vector<Val> items = models->is_seq() ? models->items : std::vector<Val>{*models};
+  if (items.empty()) c.fail(models->line, "expected at least one model in models:");
+  std::vector<std::string> names;
+  for (const Val& m : items) {
+    const std::string& n = scalar(c, m, "a model name");
+    try {
+      resolve_model(n);
+    } catch (const std::invalid_argument& e) {
+      c.fail(m.line, std::string("expected a model of the registry: ") + e.what());
+    }
+    if (n.find(',') != std::string::npos) c.fail(m.line, "expected a model name without ','");
+    names.push_back(n);
+  }
+  b.params["models"] = join(names, ",");
+  b.command.insert(b.command.end(), {"--models", join(names, ",")});
+}
+
+// One cell's command and params: what it runs (a model's training or a benchmark), its
+// options (each refused where it does not apply), and where it writes.
 Built build_cell(const Ctx& c, Command cmd, const CellConfig& cell, SwitchUse& used_switches) {
   Built b;
   const Val& cfg = cell.config;
   unsigned scope = command_scope(cmd);
   std::string data_dir;
   if (cmd == Command::train) {
-    b.kind = "train";
-    const Val* model = cfg.find("model");
-    if (!model)
-      c.fail(1, "expected a model for cell '" + cell.name +
-                    "': give models:, a named grid (grid: table4.6) or model:");
-    const ModelSpec spec = compose_model(c, *model, cfg.find("switches"), used_switches);
-    const ModelInfo* info = find_model(spec.base);
-    const std::string task_kind(info->task_kind);
-    scope = model_kind_bit(task_kind);
-    b.command = {"train", "--model", spec.canonical()};
-    b.params["model"] = spec.canonical();
-    const Val* task = cfg.find("task");
-    const Val* data = cfg.find("data");
-    if (task_kind == "relation") {
-      if (task)
-        c.fail(task->line,
-               "expected data: instead of task: for the relation model '" + spec.base + "'");
-      if (!data)
-        c.fail(model->line, "expected data: (a generator or KIND:PATH) for the relation model '" +
-                                spec.base + "'");
-      const DataRef d = parse_data(c, *data);
-      // {data} is the corpus directory (its vectors.bin), not the subset under it.
-      data_dir = d.generated ? "{root}/" + d.need.dir : data_path(d);
-      b.command.insert(b.command.end(), {"--data", data_arg(d)});
-      if (d.generated) {
-        b.params["data"] = d.need.generator;
-        b.params["data_seed"] = d.need.seed;
-        if (d.need.docs) b.params["data_docs"] = d.need.docs;
-        if (!d.subset.empty()) b.params["data_subset"] = d.subset;
-        b.data.push_back(d.need);
-      } else {
-        b.params["data"] = d.kind_path;
-      }
-    } else {
-      if (data)
-        c.fail(data->line, "expected task: instead of data: for the " + task_kind + " model '" +
-                               spec.base + "'");
-      if (!task)
-        c.fail(model->line, "expected task: for the " + task_kind + " model '" + spec.base + "'");
-      const std::string& t = scalar(c, *task, "a task name");
-      std::vector<std::string> known;
-      const TaskInfo* found = nullptr;
-      for (const TaskInfo& ti : task_registry()) {
-        if (ti.kind == task_kind) known.emplace_back(ti.name);
-        if (ti.name == t) found = &ti;
-      }
-      if (!found || found->kind != task_kind)
-        c.fail(task->line, "expected a " + task_kind + " task for model '" + spec.base +
-                               "' (one of: " + join(known, ", ") + "), found '" + t + "'");
-      b.command.insert(b.command.end(), {"--task", t});
-      b.params["task"] = t;
-    }
-    for (const auto& [k, v] : spec.switches) {
-      if (cfg.find(k) && find_option(k))
-        c.fail(cfg.key_line(k), "switch '" + k + "' of model " + spec.canonical() +
-                                    " and option '" + k + "' are both set: keep one");
-      b.params[k] = switch_value(find_switch(*info, k), v);
-    }
-    b.command.insert(b.command.end(), {"--seed", "{seed}"});
+    scope = build_train(c, cell, used_switches, b, data_dir);
   } else if (cmd == Command::bench_allocation) {
     b.kind = "bench";
     b.command = {"bench", "allocation"};
   } else {
     b.kind = "bench";
     b.command = {"bench", "iteration"};
-    if (const Val* models = cfg.find("models")) {
-      std::vector<Val> items = models->is_seq() ? models->items : std::vector<Val>{*models};
-      if (items.empty()) c.fail(models->line, "expected at least one model in models:");
-      std::vector<std::string> names;
-      for (const Val& m : items) {
-        const std::string& n = scalar(c, m, "a model name");
-        try {
-          resolve_model(n);
-        } catch (const std::invalid_argument& e) {
-          c.fail(m.line, std::string("expected a model of the registry: ") + e.what());
-        }
-        if (n.find(',') != std::string::npos) c.fail(m.line, "expected a model name without ','");
-        names.push_back(n);
-      }
-      b.params["models"] = join(names, ",");
-      b.command.insert(b.command.end(), {"--models", join(names, ",")});
-    }
+    add_bench_models(c, cfg, b);
   }
   for (const Opt& o : kOptions) {
     const Val* v = cfg.find(o.key);
