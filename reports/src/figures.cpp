@@ -422,15 +422,100 @@ int panel_height(int series) {
   return std::max(300, 22 * series + 130);
 }
 
-Figure fig_4_5(const ReportInputs& in) {
-  const std::string
-      id = "fig4.5",
-      title = "Fig. 4.5: test relation F1 by maximum distance between the related entities";
+// The finished relation runs with test F1 by distance bucket.
+std::vector<const RunRecord*> distance_runs(const ReportInputs& in) {
   std::vector<const RunRecord*> runs;
   for (const auto& r : in.runs) {
     const json* b = at(r.result, {"test", "relations", "by_distance"});
     if (run_usable(r) && b && b->is_array() && !b->empty()) runs.push_back(&r);
   }
+  return runs;
+}
+
+using DistanceKey = std::pair<std::string, std::string>;  // (sweep, corpus)
+
+// The runs of each (sweep, corpus), tables in their natural order.
+std::vector<std::pair<DistanceKey, std::vector<const RunRecord*>>> distance_tables(
+    const std::vector<const RunRecord*>& runs) {
+  // One panel per (sweep, corpus): a table's cells on one corpus, each a mean line with a
+  // band of ± one sd over its seeds.
+  std::map<DistanceKey, std::vector<const RunRecord*>> grouped;
+  for (const RunRecord* r : runs) grouped[{r->sweep, run_dataset(*r)}].push_back(r);
+  std::vector<std::pair<DistanceKey, std::vector<const RunRecord*>>> by_panel(grouped.begin(),
+                                                                              grouped.end());
+  std::stable_sort(by_panel.begin(), by_panel.end(), [](const auto& x, const auto& y) {
+    return natural_less(x.first.first, y.first.first);  // table4.5 < table4.6 < table4.10
+  });
+  return by_panel;
+}
+
+// One cell's rows: per distance bucket, the mean test F1 over its runs, the sd and how many.
+std::vector<std::vector<double>> distance_series(const Group& g) {
+  std::map<double, std::vector<double>> by_bucket;
+  for (const RunRecord* r : g.runs)
+    for (const json& b : *at(r->result, {"test", "relations", "by_distance"})) {
+      const auto d = number(child(b, "max_distance"));
+      const auto f1 = number(child(b, "f1"));
+      if (d && f1) by_bucket[*d].push_back(*f1);
+    }
+  std::vector<std::vector<double>> rows;
+  for (const auto& [d, v] : by_bucket) {
+    const Summary sm = summarize(v);
+    rows.push_back({d, sm.mean, sm.sd, static_cast<double>(sm.n)});
+  }
+  return rows;
+}
+
+// A panel's heading and plots; its key is set once the longest title of every panel
+// is known (the panels share one plotting-area width, so their axes line up).
+struct DistancePanel {
+  std::string head, plots;
+  int series;
+};
+
+// The panel of groups [first, last) of a table (their data added to f.dat; `split`: the
+// table has more than one panel); none when no cell has a bucket with numbers.
+std::optional<DistancePanel> distance_panel(Figure& f, const DistanceKey& key,
+                                            const std::vector<Group>& groups, std::size_t first,
+                                            std::size_t last, bool split, int& next_style,
+                                            std::size_t& longest) {
+  std::set<double> buckets;
+  std::string plots;
+  int k = 0;
+  for (std::size_t gi = first; gi < last; ++gi) {
+    const Group& g = groups[gi];
+    const std::vector<std::vector<double>> rows = distance_series(g);
+    for (const auto& row : rows) buckets.insert(row[0]);
+    if (rows.empty()) continue;
+    const int ls = ++next_style;
+    ++k;
+    const std::string t =
+        g.label + " (" + std::to_string(g.runs.size()) + (g.runs.size() == 1 ? " run)" : " runs)");
+    longest = std::max(longest, t.size());
+    const std::string where = (key.first.empty() ? std::string() : key.first + " ") +
+                              (key.second.empty() ? std::string() : "[" + key.second + "] ");
+    const int idx = f.dat.add(where + t, "max_distance f1_mean f1_sd n", rows);
+    const std::string sel = "DAT index " + std::to_string(idx);
+    plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + sel +
+             " using 1:($2-$3):($2+$3) with filledcurves ls " + std::to_string(ls) +
+             " fs transparent solid 0.12 noborder notitle, \\\n     " + sel +
+             " using 1:2 with linespoints ls " + std::to_string(ls) + " title " + gp::quote(t);
+  }
+  if (k == 0) return std::nullopt;
+  std::string tics;
+  for (double d : buckets) tics += (tics.empty() ? "" : ", ") + gp::num(d);
+  const std::string panel_title = (key.first.empty() ? std::string("runs") : key.first) +
+                                  (key.second.empty() ? std::string() : " on " + key.second) +
+                                  (split ? ", " + panel_cells(first + 1, last) : std::string()) +
+                                  " (mean, band: ± sd)";
+  return DistancePanel{plot_title(panel_title) + "set xtics (" + tics + ")\n", plots, k};
+}
+
+Figure fig_4_5(const ReportInputs& in) {
+  const std::string
+      id = "fig4.5",
+      title = "Fig. 4.5: test relation F1 by maximum distance between the related entities";
+  const std::vector<const RunRecord*> runs = distance_runs(in);
   if (runs.empty())
     return missing_figure(id, title,
                           "no finished relation run with result.json test.relations.by_distance "
@@ -442,75 +527,23 @@ Figure fig_4_5(const ReportInputs& in) {
           "# Columns: maximum distance (tokens; cumulative bucket: pairs at most this far apart), "
           "mean test F1 over the cell's runs, sample sd, runs. One panel per table (sweep) and "
           "corpus.\n"};
-  // One panel per (sweep, corpus): a table's cells on one corpus, each a mean line with a
-  // band of ± one sd over its seeds.
-  std::map<std::pair<std::string, std::string>, std::vector<const RunRecord*>> grouped;
-  for (const RunRecord* r : runs) grouped[{r->sweep, run_dataset(*r)}].push_back(r);
-  std::vector<std::pair<std::pair<std::string, std::string>, std::vector<const RunRecord*>>>
-      by_panel(grouped.begin(), grouped.end());
-  std::stable_sort(by_panel.begin(), by_panel.end(), [](const auto& x, const auto& y) {
-    return natural_less(x.first.first, y.first.first);  // table4.5 < table4.6 < table4.10
-  });
   std::string body = std::string(kAxes);
-  // A panel's heading and plots; its key is set once the longest title of every panel
-  // is known (the panels share one plotting-area width, so their axes line up).
-  struct Panel {
-    std::string head, plots;
-    int series;
-  };
-  std::vector<Panel> panels;
+  std::vector<DistancePanel> panels;
   int height = 0, next_style = 0;
   std::size_t longest = 0;
   std::vector<Group> all_groups;
-  for (const auto& [key, panel_runs] : by_panel) {
+  for (const auto& [key, panel_runs] : distance_tables(runs)) {
     const auto groups = group_runs(panel_runs);
     // A handful of cells a panel: a table's 13 cells in three panels.
     const auto ranges = panel_ranges(groups.size(), 6);
     for (const auto& [first, last] : ranges) {
-      std::set<double> buckets;
-      std::string plots;
-      int k = 0;
-      for (std::size_t gi = first; gi < last; ++gi) {
-        const Group& g = groups[gi];
-        std::map<double, std::vector<double>> by_bucket;
-        for (const RunRecord* r : g.runs)
-          for (const json& b : *at(r->result, {"test", "relations", "by_distance"})) {
-            const auto d = number(child(b, "max_distance"));
-            const auto f1 = number(child(b, "f1"));
-            if (d && f1) by_bucket[*d].push_back(*f1);
-          }
-        std::vector<std::vector<double>> rows;
-        for (const auto& [d, v] : by_bucket) {
-          const Summary sm = summarize(v);
-          rows.push_back({d, sm.mean, sm.sd, static_cast<double>(sm.n)});
-          buckets.insert(d);
-        }
-        if (rows.empty()) continue;
-        const int ls = ++next_style;
-        ++k;
-        const std::string t = g.label + " (" + std::to_string(g.runs.size()) +
-                              (g.runs.size() == 1 ? " run)" : " runs)");
-        longest = std::max(longest, t.size());
-        const std::string where = (key.first.empty() ? std::string() : key.first + " ") +
-                                  (key.second.empty() ? std::string() : "[" + key.second + "] ");
-        const int idx = f.dat.add(where + t, "max_distance f1_mean f1_sd n", rows);
-        const std::string sel = "DAT index " + std::to_string(idx);
-        plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + sel +
-                 " using 1:($2-$3):($2+$3) with filledcurves ls " + std::to_string(ls) +
-                 " fs transparent solid 0.12 noborder notitle, \\\n     " + sel +
-                 " using 1:2 with linespoints ls " + std::to_string(ls) + " title " + gp::quote(t);
-      }
-      if (k == 0) continue;
+      std::optional<DistancePanel> p =
+          distance_panel(f, key, groups, first, last, ranges.size() > 1, next_style, longest);
+      if (!p) continue;
       for (std::size_t gi = first; gi < last; ++gi) all_groups.push_back(groups[gi]);
-      std::string tics;
-      for (double d : buckets) tics += (tics.empty() ? "" : ", ") + gp::num(d);
-      const std::string panel_title =
-          (key.first.empty() ? std::string("runs") : key.first) +
-          (key.second.empty() ? std::string() : " on " + key.second) +
-          (ranges.size() > 1 ? ", " + panel_cells(first + 1, last) : std::string()) +
-          " (mean, band: ± sd)";
-      panels.push_back({plot_title(panel_title) + "set xtics (" + tics + ")\n", plots, k});
-      height = std::max(height, panel_height(k));  // multiplot panels share the canvas evenly
+      // Multiplot panels share the canvas evenly.
+      height = std::max(height, panel_height(p->series));
+      panels.push_back(std::move(*p));
     }
   }
   const int drawn = static_cast<int>(panels.size());
@@ -526,7 +559,8 @@ Figure fig_4_5(const ReportInputs& in) {
             gp::quote("Relation F1 by entity-pair distance (test)") + "\n";
   f.width = 1100;
   const double right = plot_right_for(longest, f.width);
-  for (const Panel& p : panels) body += p.head + key_beside(p.series, right) + p.plots + "\n";
+  for (const DistancePanel& p : panels)
+    body += p.head + key_beside(p.series, right) + p.plots + "\n";
   if (drawn > 1) body += "unset multiplot\n";
   f.body = body;
   f.height = drawn * height + (drawn > 1 ? 40 : 0);
@@ -537,38 +571,107 @@ Figure fig_4_5(const ReportInputs& in) {
 
 // ---------------------------------------------------------------- fig 4.6: validation F1
 
-Figure fig_4_6(const ReportInputs& in) {
-  const std::string id = "fig4.6",
-                    title = "Fig. 4.6: validation F1 per relation class over training";
+// Whether a run's data source names CTD (in any case).
+bool run_on_ctd(const RunRecord& r) {
+  std::string d = run_dataset(r);
+  std::transform(d.begin(), d.end(), d.begin(), [](unsigned char c) { return std::tolower(c); });
+  return d.find("ctd") != std::string::npos;
+}
+
+// The runs of the per-class figure: the finished ones with a valid_f1_per_class series,
+// only those on CTD data when there are any (then `any_ctd`).
+struct ClassRuns {
   std::vector<const RunRecord*> runs;
   bool any_ctd = false;
+};
+
+ClassRuns class_runs(const ReportInputs& in) {
+  ClassRuns out;
   for (const auto& r : in.runs) {
     if (!run_usable(r)) continue;
     bool has = false;
     for (const json& m : r.metrics)
       if (const json* c = child(m, "valid_f1_per_class"); c && c->is_object()) has = true;
     if (!has) continue;
-    runs.push_back(&r);
-    std::string d = run_dataset(r);
-    std::transform(d.begin(), d.end(), d.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (d.find("ctd") != std::string::npos) any_ctd = true;
+    out.runs.push_back(&r);
+    if (run_on_ctd(r)) out.any_ctd = true;
   }
-  if (runs.empty())
+  // The thesis's figure is the CTD study's (14 classes): show CTD runs when there are any.
+  if (out.any_ctd) {
+    std::vector<const RunRecord*> ctd;
+    for (const RunRecord* r : out.runs)
+      if (run_on_ctd(*r)) ctd.push_back(r);
+    out.runs = ctd;
+  }
+  return out;
+}
+
+// The relation classes any of the groups' runs scores, by name.
+std::set<std::string> class_names(const std::vector<Group>& groups) {
+  std::set<std::string> classes;
+  for (const Group& g : groups)
+    for (const RunRecord* r : g.runs)
+      for (const json& m : r->metrics)
+        if (const json* c = child(m, "valid_f1_per_class"); c && c->is_object())
+          for (const auto& [name, v] : c->items()) classes.insert(name);
+  return classes;
+}
+
+// One score of the runs' metrics per step: the mean over the runs that have it at that
+// step, the sample sd and how many.
+std::vector<std::vector<double>> class_series(
+    const std::vector<const RunRecord*>& rs,
+    const std::function<std::optional<double>(const json&)>& value) {
+  std::map<double, std::vector<double>> by_step;
+  for (const RunRecord* r : rs)
+    for (const json& m : r->metrics) {
+      const auto step = number(child(m, "step"));
+      const auto v = value(m);
+      if (step && v) by_step[*step].push_back(*v);
+    }
+  std::vector<std::vector<double>> rows;
+  for (const auto& [step, v] : by_step) {
+    const Summary s = summarize(v);
+    rows.push_back({step, s.mean, s.sd, static_cast<double>(s.n)});
+  }
+  return rows;
+}
+
+// The plot command of a group's panel, the overall F1 then each class in its style (the
+// data added to f.dat); "" when none of them has a step.
+std::string class_panel(Figure& f, const Group& g, const std::set<std::string>& classes,
+                        const std::map<std::string, int>& style) {
+  std::string plots;
+  auto add = [&](const std::string& name, const std::vector<std::vector<double>>& rows, int ls,
+                 const std::string& extra) {
+    if (rows.empty()) return;
+    const int idx = f.dat.add(g.display + ": " + name, "step f1_mean f1_sd n", rows);
+    plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + "DAT index " +
+             std::to_string(idx) + " using 1:2 with linespoints ls " + std::to_string(ls) + extra +
+             " title " + gp::quote(name);
+  };
+  add("all classes (micro)",
+      class_series(g.runs, [](const json& m) { return number(child(m, "valid_f1")); }), 1, " lw 3");
+  for (const auto& c : classes)
+    add(c,
+        class_series(g.runs,
+                     [&c](const json& m) -> std::optional<double> {
+                       const json* pc = child(m, "valid_f1_per_class");
+                       return pc ? number(child(*pc, c)) : std::nullopt;
+                     }),
+        style.at(c), "");
+  return plots;
+}
+
+Figure fig_4_6(const ReportInputs& in) {
+  const std::string id = "fig4.6",
+                    title = "Fig. 4.6: validation F1 per relation class over training";
+  const ClassRuns selected = class_runs(in);
+  if (selected.runs.empty())
     return missing_figure(
         id, title,
         "no finished relation run with metrics.jsonl valid_f1_per_class among the inputs");
-  // The thesis's figure is the CTD study's (14 classes): show CTD runs when there are any.
-  if (any_ctd) {
-    std::vector<const RunRecord*> ctd;
-    for (const RunRecord* r : runs) {
-      std::string d = run_dataset(*r);
-      std::transform(d.begin(), d.end(), d.begin(),
-                     [](unsigned char c) { return std::tolower(c); });
-      if (d.find("ctd") != std::string::npos) ctd.push_back(r);
-    }
-    runs = ctd;
-  }
-  auto groups = group_runs(runs);
+  auto groups = group_runs(selected.runs);
   constexpr std::size_t kMaxPanels = 6;
   std::vector<std::string> omitted;
   while (groups.size() > kMaxPanels) {
@@ -582,32 +685,11 @@ Figure fig_4_6(const ReportInputs& in) {
                "at this step, sample sd, runs. One block per cell and class; 'all classes' is "
                "valid_f1 (micro over the non-NULL classes).\n"};
   // Every class keeps one style across panels; style 1 (black, solid) is the overall F1.
-  std::set<std::string> classes;
-  for (const Group& g : groups)
-    for (const RunRecord* r : g.runs)
-      for (const json& m : r->metrics)
-        if (const json* c = child(m, "valid_f1_per_class"); c && c->is_object())
-          for (const auto& [name, v] : c->items()) classes.insert(name);
+  const std::set<std::string> classes = class_names(groups);
   std::map<std::string, int> style;
   int next = 2;
   for (const auto& c : classes) style[c] = next++;
   f.styles = next - 1;
-
-  auto series = [](const std::vector<const RunRecord*>& rs, auto value) {
-    std::map<double, std::vector<double>> by_step;
-    for (const RunRecord* r : rs)
-      for (const json& m : r->metrics) {
-        const auto step = number(child(m, "step"));
-        const auto v = value(m);
-        if (step && v) by_step[*step].push_back(*v);
-      }
-    std::vector<std::vector<double>> rows;
-    for (const auto& [step, v] : by_step) {
-      const Summary s = summarize(v);
-      rows.push_back({step, s.mean, s.sd, static_cast<double>(s.n)});
-    }
-    return rows;
-  };
 
   std::string body = std::string(kAxes);
   const std::size_t panels = groups.size();
@@ -623,25 +705,7 @@ Figure fig_4_6(const ReportInputs& in) {
   const double right = plot_right_for(longest, f.width);
   int plotted = 0;
   for (const Group& g : groups) {
-    std::string plots;
-    auto add = [&](const std::string& name, const std::vector<std::vector<double>>& rows, int ls,
-                   const std::string& extra) {
-      if (rows.empty()) return;
-      const int idx = f.dat.add(g.display + ": " + name, "step f1_mean f1_sd n", rows);
-      plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + "DAT index " +
-               std::to_string(idx) + " using 1:2 with linespoints ls " + std::to_string(ls) +
-               extra + " title " + gp::quote(name);
-    };
-    add("all classes (micro)",
-        series(g.runs, [](const json& m) { return number(child(m, "valid_f1")); }), 1, " lw 3");
-    for (const auto& c : classes)
-      add(c,
-          series(g.runs,
-                 [&c](const json& m) -> std::optional<double> {
-                   const json* pc = child(m, "valid_f1_per_class");
-                   return pc ? number(child(*pc, c)) : std::nullopt;
-                 }),
-          style[c], "");
+    const std::string plots = class_panel(f, g, classes, style);
     if (plots.empty()) continue;
     ++plotted;
     body += plot_title(g.display + " (" + std::to_string(g.runs.size()) +
@@ -655,7 +719,8 @@ Figure fig_4_6(const ReportInputs& in) {
   f.body = body;
   f.provenance = runs_provenance(groups);
   if (!omitted.empty()) f.provenance["cells_omitted"] = omitted;
-  if (any_ctd) f.provenance["selection"] = "runs on CTD data only (the thesis's figure is CTD's)";
+  if (selected.any_ctd)
+    f.provenance["selection"] = "runs on CTD data only (the thesis's figure is CTD's)";
   return f;
 }
 
@@ -907,6 +972,117 @@ std::string alloc_style(const std::string& variant, int mem_index) {
          (sorted ? "1" : "(10,5)") + " pt " + (sorted ? "13" : "7") + " ps 1.3";
 }
 
+// (variant, N) -> sequence length -> seconds: the lines of one panel.
+using AllocSeries = std::map<std::pair<std::string, int>, std::map<double, double>>;
+
+// One panel of Fig. 4.9: its lines and where they end.
+struct AllocPanel {
+  struct LineEnd {
+    double x, y;
+    int mem;
+  };
+  std::string title, ylabel, plots;
+  std::vector<LineEnd> ends;
+  double ymin = INFINITY, ymax = 0;
+  // Labels at the line ends; one closer than 4 % of the panel's height (log scale) to a
+  // label already placed (the other variant of the same N) is left out.
+  std::string labels() const {
+    std::string out;
+    std::vector<double> placed;
+    const double min_gap = 0.04 * std::max(std::log10(ymax / ymin), 1.0);
+    for (const LineEnd& e : ends) {
+      bool clash = false;
+      for (double y : placed) clash = clash || std::abs(std::log10(e.y / y)) < min_gap;
+      if (clash) continue;
+      placed.push_back(e.y);
+      out += "set label " + gp::quote("N=" + std::to_string(e.mem)) + " at " + gp::num(e.x * 1.25) +
+             "," + gp::num(e.y) + " left font \",10\"\n";
+    }
+    return out;
+  }
+};
+
+// Adds the line of one variant and memory size to panel p (its data to f.dat); nothing
+// when it has no positive point.
+void add_alloc_line(Figure& f, AllocPanel& p, const std::string& variant, int mem,
+                    const std::map<double, double>& pts, const std::string& source) {
+  std::vector<std::vector<double>> rows;
+  for (const auto& [x, y] : pts)
+    if (x > 0 && y > 0) rows.push_back({x, y});
+  if (rows.empty()) return;
+  const std::string t = variant + " N=" + std::to_string(mem);
+  const int idx = f.dat.add(source + ": " + t, "seq seconds", rows);
+  int mem_index = 0;
+  for (int m : {4, 16, 32, 64, 128}) {
+    if (m == mem) break;
+    ++mem_index;
+  }
+  p.plots += std::string(p.plots.empty() ? "plot " : ", \\\n     ") + "DAT index " +
+             std::to_string(idx) + " using 1:2 with linespoints " +
+             alloc_style(variant, mem_index) + " title " + gp::quote(t);
+  // The memory size at the end of each line, so that lines stay named printed in grey.
+  p.ends.push_back({rows.back()[0], rows.back()[1], mem});
+  for (const auto& r : rows) {
+    p.ymin = std::min(p.ymin, r[1]);
+    p.ymax = std::max(p.ymax, r[1]);
+  }
+}
+
+// Adds every line of `series` to panel p: the sorted variant's, then the parallel one's.
+void add_alloc_lines(Figure& f, AllocPanel& p, const AllocSeries& series,
+                     const std::string& source) {
+  for (const char* variant : {"sorted", "parallel"})
+    for (const auto& [key, pts] : series)
+      if (key.first == variant) add_alloc_line(f, p, variant, key.second, pts, source);
+}
+
+// The thesis's panel (Table 4.14).
+AllocPanel thesis_alloc_panel(Figure& f, const ThesisAllocation& thesis) {
+  AllocPanel p;
+  p.title = "Thesis Table 4.14 (TensorFlow, Tesla T4)";
+  p.ylabel = "seconds for 100 repetitions";
+  add_alloc_lines(f, p, thesis.series, "thesis");
+  return p;
+}
+
+// (variant, N) -> seq -> seconds of a benchmark's rows; forward pass only (the thesis times
+// the allocation itself), sorted and parallel only (the thesis's two mechanisms).
+AllocSeries bench_alloc_series(const json& rows) {
+  AllocSeries series;
+  for (const json& row : rows) {
+    const std::string variant = as_text(child(row, "variant"));
+    const std::string pass = as_text(child(row, "pass"));
+    if ((variant != "sorted" && variant != "parallel") || (!pass.empty() && pass != "forward"))
+      continue;
+    const auto mem = number(child(row, "mem"));
+    const auto seq = number(child(row, "seq"));
+    auto sec = number(child(row, "seconds"));
+    if (!sec) sec = number(child(row, "wall_seconds"));
+    if (mem && seq && sec) series[{variant, static_cast<int>(*mem)}][*seq] = *sec;
+  }
+  return series;
+}
+
+// The panel of one allocation benchmark file; without plots when it has no forward-pass
+// rows of the sorted or parallel variant.
+AllocPanel bench_alloc_panel(Figure& f, const BenchFile& b) {
+  AllocPanel p;
+  const json* rows = child(b.json, "rows");
+  if (!rows || !rows->is_array()) return p;
+  const AllocSeries series = bench_alloc_series(*rows);
+  std::string caption = "This harness (" + bench_caption(b);
+  if (const auto batch = number(child(b.json, "batch"))) caption += ", batch " + gp::num(*batch);
+  // Two panels of this harness (e.g. the main job's full grid and a sweep's run) are told
+  // apart by their source: the sweep and cell of a run, else the file's name.
+  const std::string sweep = b.run.is_object() ? as_text(child(b.run, "sweep")) : std::string();
+  caption += "; " + (sweep.empty() ? b.path.filename().string()
+                                   : "sweep " + sweep + " " + as_text(child(b.run, "cell")));
+  p.title = caption + ")";
+  p.ylabel = "seconds per call (median)";
+  add_alloc_lines(f, p, series, b.path.filename().string());
+  return p;
+}
+
 Figure fig_4_9(const ReportInputs& in) {
   const std::string id = "fig4.9",
                     title = "Fig. 4.9: allocation time against sequence length, per memory size";
@@ -919,98 +1095,14 @@ Figure fig_4_9(const ReportInputs& in) {
       "# Columns: sequence length (memories allocated one after another), seconds.\n"
       "# Thesis blocks: seconds for 100 repetitions (TensorFlow, Tesla T4, Table 4.14).\n"
       "# Our blocks: median seconds per call, forward pass, batch as in the benchmark file.\n";
-  struct LineEnd {
-    double x, y;
-    int mem;
-  };
-  struct Panel {
-    std::string title, ylabel, plots;
-    std::vector<LineEnd> ends;
-    double ymin = INFINITY, ymax = 0;
-    // Labels at the line ends; one closer than 4 % of the panel's height (log scale) to a
-    // label already placed (the other variant of the same N) is left out.
-    std::string labels() const {
-      std::string out;
-      std::vector<double> placed;
-      const double min_gap = 0.04 * std::max(std::log10(ymax / ymin), 1.0);
-      for (const LineEnd& e : ends) {
-        bool clash = false;
-        for (double y : placed) clash = clash || std::abs(std::log10(e.y / y)) < min_gap;
-        if (clash) continue;
-        placed.push_back(e.y);
-        out += "set label " + gp::quote("N=" + std::to_string(e.mem)) + " at " +
-               gp::num(e.x * 1.25) + "," + gp::num(e.y) + " left font \",10\"\n";
-      }
-      return out;
-    }
-  };
-  std::vector<Panel> panels;
-  std::set<int> mems_seen;
-  auto add_series = [&](Panel& p, const std::string& variant, int mem,
-                        const std::map<double, double>& pts, const std::string& source) {
-    std::vector<std::vector<double>> rows;
-    for (const auto& [x, y] : pts)
-      if (x > 0 && y > 0) rows.push_back({x, y});
-    if (rows.empty()) return;
-    mems_seen.insert(mem);
-    const std::string t = variant + " N=" + std::to_string(mem);
-    const int idx = f.dat.add(source + ": " + t, "seq seconds", rows);
-    int mem_index = 0;
-    for (int m : {4, 16, 32, 64, 128}) {
-      if (m == mem) break;
-      ++mem_index;
-    }
-    p.plots += std::string(p.plots.empty() ? "plot " : ", \\\n     ") + "DAT index " +
-               std::to_string(idx) + " using 1:2 with linespoints " +
-               alloc_style(variant, mem_index) + " title " + gp::quote(t);
-    // The memory size at the end of each line, so that lines stay named printed in grey.
-    p.ends.push_back({rows.back()[0], rows.back()[1], mem});
-    for (const auto& r : rows) {
-      p.ymin = std::min(p.ymin, r[1]);
-      p.ymax = std::max(p.ymax, r[1]);
-    }
-  };
+  std::vector<AllocPanel> panels;
   if (thesis.error.empty() && !thesis.series.empty()) {
-    Panel p;
-    p.title = "Thesis Table 4.14 (TensorFlow, Tesla T4)";
-    p.ylabel = "seconds for 100 repetitions";
-    for (const char* variant : {"sorted", "parallel"})
-      for (const auto& [key, pts] : thesis.series)
-        if (key.first == variant) add_series(p, variant, key.second, pts, "thesis");
+    AllocPanel p = thesis_alloc_panel(f, thesis);
     if (!p.plots.empty()) panels.push_back(p);
   }
   std::vector<const BenchFile*> used;
   for (const BenchFile* b : benches) {
-    const json* rows = child(b->json, "rows");
-    if (!rows || !rows->is_array()) continue;
-    // (variant, N) -> seq -> seconds; forward pass only (the thesis times the allocation
-    // itself), sorted and parallel only (the thesis's two mechanisms).
-    std::map<std::pair<std::string, int>, std::map<double, double>> series;
-    for (const json& row : *rows) {
-      const std::string variant = as_text(child(row, "variant"));
-      const std::string pass = as_text(child(row, "pass"));
-      if ((variant != "sorted" && variant != "parallel") || (!pass.empty() && pass != "forward"))
-        continue;
-      const auto mem = number(child(row, "mem"));
-      const auto seq = number(child(row, "seq"));
-      auto sec = number(child(row, "seconds"));
-      if (!sec) sec = number(child(row, "wall_seconds"));
-      if (mem && seq && sec) series[{variant, static_cast<int>(*mem)}][*seq] = *sec;
-    }
-    std::string caption = "This harness (" + bench_caption(*b);
-    if (const auto batch = number(child(b->json, "batch"))) caption += ", batch " + gp::num(*batch);
-    // Two panels of this harness (e.g. the main job's full grid and a sweep's run) are told
-    // apart by their source: the sweep and cell of a run, else the file's name.
-    const std::string sweep = b->run.is_object() ? as_text(child(b->run, "sweep")) : std::string();
-    caption += "; " + (sweep.empty() ? b->path.filename().string()
-                                     : "sweep " + sweep + " " + as_text(child(b->run, "cell")));
-    Panel p;
-    p.title = caption + ")";
-    p.ylabel = "seconds per call (median)";
-    for (const char* variant : {"sorted", "parallel"})
-      for (const auto& [key, pts] : series)
-        if (key.first == variant)
-          add_series(p, variant, key.second, pts, b->path.filename().string());
+    AllocPanel p = bench_alloc_panel(f, *b);
     if (!p.plots.empty()) {
       panels.push_back(p);
       used.push_back(b);
@@ -1029,7 +1121,7 @@ Figure fig_4_9(const ReportInputs& in) {
   body +=
       "set logscale xy\nset xrange [0.7:5000]\nset xlabel \"sequence length\"\n"
       "set format y \"%g\"\nset key below maxcols 2 nobox font \",10\" spacing 1\n";
-  for (const Panel& p : panels) {
+  for (const AllocPanel& p : panels) {
     body += "unset label\n" + plot_title(p.title) + "set ylabel " + gp::quote(p.ylabel) + "\n" +
             p.labels() + p.plots + "\n";
   }
@@ -1040,6 +1132,104 @@ Figure fig_4_9(const ReportInputs& in) {
                                ? "Table 4.14 (reports/paper/table_4_14_allocation.csv)"
                                : "not shown: " + thesis.error;
   return f;
+}
+
+// One panel of Fig. 4.11: a box per model of one document shape.
+struct IterationPanel {
+  std::string title, tics, plots;
+};
+
+// A benchmark file's iteration times, and the shapes' tokens where the file gives them.
+struct IterationTimes {
+  // shape -> (model label -> times); labels keep the benchmark's row order per shape.
+  std::map<std::string, std::vector<std::pair<std::string, std::vector<double>>>> shapes;
+  std::map<std::string, double> tokens;  // shape -> tokens
+};
+
+IterationTimes iteration_times(const json& rows) {
+  IterationTimes it;
+  std::map<std::string, std::set<std::string>> allocs_of_model;
+  for (const json& row : rows)
+    allocs_of_model[as_text(child(row, "model"))].insert(as_text(child(row, "alloc")));
+  for (const json& row : rows) {
+    const json* times = child(row, "times_s");
+    if (!times || !times->is_array()) continue;
+    std::vector<double> v;
+    for (const json& t : *times)
+      if (const auto x = number(&t)) v.push_back(*x);
+    if (v.empty()) continue;
+    const std::string model = as_text(child(row, "model"));
+    const std::string alloc = as_text(child(row, "alloc"));
+    std::string label = model;
+    if (allocs_of_model[model].size() > 1 && !alloc.empty()) label += " (" + alloc + ")";
+    const std::string shape = as_text(child(row, "shape"));
+    if (const auto t = number(child(row, "tokens"))) it.tokens[shape] = *t;
+    it.shapes[shape].push_back({label, std::move(v)});
+  }
+  return it;
+}
+
+// The shapes in panel order: shorter documents first (thesis: SemEval, then BioCreative).
+std::vector<std::string> iteration_shape_order(const IterationTimes& it) {
+  std::vector<std::string> shape_order;
+  for (const auto& [shape, models] : it.shapes) shape_order.push_back(shape);
+  std::stable_sort(shape_order.begin(), shape_order.end(),
+                   [&](const std::string& a, const std::string& b) {
+                     const double ta = it.tokens.count(a) ? it.tokens.at(a) : 0;
+                     const double tb = it.tokens.count(b) ? it.tokens.at(b) : 0;
+                     return ta < tb;
+                   });
+  return shape_order;
+}
+
+// One model's box at x: x, first quartile, whiskers, third quartile, median, mean and
+// iterations; its times beyond the whiskers are added to `outliers` as (x, seconds).
+std::vector<double> iteration_box(std::vector<double> v, double x,
+                                  std::vector<std::vector<double>>& outliers) {
+  std::sort(v.begin(), v.end());
+  const double q1 = quantile(v, 0.25), q3 = quantile(v, 0.75), med = quantile(v, 0.5);
+  const double lo_fence = q1 - 1.5 * (q3 - q1), hi_fence = q3 + 1.5 * (q3 - q1);
+  double wlo = q1, whi = q3;
+  for (double t : v) {
+    if (t >= lo_fence) wlo = std::min(wlo, t);
+    if (t <= hi_fence) whi = std::max(whi, t);
+    if (t < lo_fence || t > hi_fence) outliers.push_back({x, t});
+  }
+  return {x, q1, wlo, whi, q3, med, summarize(v).mean, static_cast<double>(v.size())};
+}
+
+// The panel of one shape of benchmark file b (its boxes and outliers added to f.dat).
+IterationPanel iteration_panel(Figure& f, const BenchFile& b, const IterationTimes& it,
+                               const std::string& shape) {
+  const auto& models = it.shapes.at(shape);
+  IterationPanel p;
+  p.title = (shape.empty() ? std::string("iteration") : shape) +
+            (it.tokens.count(shape) ? ", " + gp::num(it.tokens.at(shape)) + " tokens" : "") + " (" +
+            bench_caption(b) + ")";
+  std::vector<std::vector<double>> boxes, outliers;
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    const double x = static_cast<double>(i + 1);
+    boxes.push_back(iteration_box(models[i].second, x, outliers));
+    p.tics += (p.tics.empty() ? "" : ", ") + gp::quote(models[i].first) + " " + gp::num(x);
+  }
+  const int bi =
+      f.dat.add(p.title + ": boxes", "x q1 whisker_low whisker_high q3 median mean n", boxes);
+  p.plots = "plot DAT index " + std::to_string(bi) +
+            " using 1:2:3:4:5 with candlesticks whiskerbars 0.5 lc rgb \"#000000\" lw 1.5 "
+            "fs solid 0.25 title \"quartiles, whiskers 1.5 IQR\", \\\n     DAT index " +
+            std::to_string(bi) +
+            " using 1:6:6:6:6 with candlesticks lc rgb \"#000000\" lw 3 title \"median\", "
+            "\\\n     DAT index " +
+            std::to_string(bi) +
+            " using 1:7 with points pt 13 ps 1.5 lc rgb \"#D55E00\" title \"mean\"";
+  if (!outliers.empty()) {
+    const int oi = f.dat.add(p.title + ": outliers", "x seconds", outliers);
+    p.plots += ", \\\n     DAT index " + std::to_string(oi) +
+               " using 1:2 with points pt 6 ps 1.2 lc rgb \"#000000\" title \"outliers\"";
+  }
+  p.tics = "set xtics (" + p.tics +
+           ")\nset xrange [0.4:" + gp::num(static_cast<double>(models.size()) + 0.6) + "]\n";
+  return p;
 }
 
 Figure fig_4_11(const ReportInputs& in) {
@@ -1054,87 +1244,15 @@ Figure fig_4_11(const ReportInputs& in) {
           "# Box blocks: x, first quartile, lower whisker, upper whisker, third quartile, median, "
           "mean, iterations (quartiles: linear interpolation, R type 7; whiskers: the most extreme "
           "times within 1.5 IQR of the box).\n# Outlier blocks: x, seconds.\n"};
-  struct Panel {
-    std::string title, tics, plots;
-  };
-  std::vector<Panel> panels;
+  std::vector<IterationPanel> panels;
   std::vector<const BenchFile*> used;
   for (const BenchFile* b : benches) {
     const json* rows = child(b->json, "rows");
     if (!rows || !rows->is_array()) continue;
-    // shape -> (model label -> times); labels keep the benchmark's row order per shape.
-    std::map<std::string, std::vector<std::pair<std::string, std::vector<double>>>> shapes;
-    std::map<std::string, std::set<std::string>> allocs_of_model;
-    for (const json& row : *rows)
-      allocs_of_model[as_text(child(row, "model"))].insert(as_text(child(row, "alloc")));
-    std::map<std::string, double> tokens;
-    for (const json& row : *rows) {
-      const json* times = child(row, "times_s");
-      if (!times || !times->is_array()) continue;
-      std::vector<double> v;
-      for (const json& t : *times)
-        if (const auto x = number(&t)) v.push_back(*x);
-      if (v.empty()) continue;
-      const std::string model = as_text(child(row, "model"));
-      const std::string alloc = as_text(child(row, "alloc"));
-      std::string label = model;
-      if (allocs_of_model[model].size() > 1 && !alloc.empty()) label += " (" + alloc + ")";
-      const std::string shape = as_text(child(row, "shape"));
-      if (const auto t = number(child(row, "tokens"))) tokens[shape] = *t;
-      shapes[shape].push_back({label, std::move(v)});
-    }
-    // Shorter documents first (thesis: SemEval, then BioCreative).
-    std::vector<std::string> shape_order;
-    for (const auto& [shape, models] : shapes) shape_order.push_back(shape);
-    std::stable_sort(shape_order.begin(), shape_order.end(),
-                     [&](const std::string& a, const std::string& b) {
-                       const double ta = tokens.count(a) ? tokens[a] : 0;
-                       const double tb = tokens.count(b) ? tokens[b] : 0;
-                       return ta < tb;
-                     });
-    for (const std::string& shape : shape_order) {
-      const auto& models = shapes[shape];
-      Panel p;
-      p.title = (shape.empty() ? std::string("iteration") : shape) +
-                (tokens.count(shape) ? ", " + gp::num(tokens[shape]) + " tokens" : "") + " (" +
-                bench_caption(*b) + ")";
-      std::vector<std::vector<double>> boxes, outliers;
-      for (std::size_t i = 0; i < models.size(); ++i) {
-        std::vector<double> v = models[i].second;
-        std::sort(v.begin(), v.end());
-        const double x = static_cast<double>(i + 1);
-        const double q1 = quantile(v, 0.25), q3 = quantile(v, 0.75), med = quantile(v, 0.5);
-        const double lo_fence = q1 - 1.5 * (q3 - q1), hi_fence = q3 + 1.5 * (q3 - q1);
-        double wlo = q1, whi = q3;
-        for (double t : v) {
-          if (t >= lo_fence) wlo = std::min(wlo, t);
-          if (t <= hi_fence) whi = std::max(whi, t);
-          if (t < lo_fence || t > hi_fence) outliers.push_back({x, t});
-        }
-        boxes.push_back(
-            {x, q1, wlo, whi, q3, med, summarize(v).mean, static_cast<double>(v.size())});
-        p.tics += (p.tics.empty() ? "" : ", ") + gp::quote(models[i].first) + " " + gp::num(x);
-      }
-      const int bi =
-          f.dat.add(p.title + ": boxes", "x q1 whisker_low whisker_high q3 median mean n", boxes);
-      p.plots = "plot DAT index " + std::to_string(bi) +
-                " using 1:2:3:4:5 with candlesticks whiskerbars 0.5 lc rgb \"#000000\" lw 1.5 "
-                "fs solid 0.25 title \"quartiles, whiskers 1.5 IQR\", \\\n     DAT index " +
-                std::to_string(bi) +
-                " using 1:6:6:6:6 with candlesticks lc rgb \"#000000\" lw 3 title \"median\", "
-                "\\\n     DAT index " +
-                std::to_string(bi) +
-                " using 1:7 with points pt 13 ps 1.5 lc rgb \"#D55E00\" title \"mean\"";
-      if (!outliers.empty()) {
-        const int oi = f.dat.add(p.title + ": outliers", "x seconds", outliers);
-        p.plots += ", \\\n     DAT index " + std::to_string(oi) +
-                   " using 1:2 with points pt 6 ps 1.2 lc rgb \"#000000\" title \"outliers\"";
-      }
-      p.tics = "set xtics (" + p.tics +
-               ")\nset xrange [0.4:" + gp::num(static_cast<double>(models.size()) + 0.6) + "]\n";
-      panels.push_back(p);
-    }
-    if (!shapes.empty()) used.push_back(b);
+    const IterationTimes times = iteration_times(*rows);
+    for (const std::string& shape : iteration_shape_order(times))
+      panels.push_back(iteration_panel(f, *b, times, shape));
+    if (!times.shapes.empty()) used.push_back(b);
   }
   if (panels.empty())
     return missing_figure(id, title, "the iteration benchmark JSON has no rows with times_s");
@@ -1149,7 +1267,7 @@ Figure fig_4_11(const ReportInputs& in) {
   if (panels.size() > 1)
     body += "set multiplot layout 1," + std::to_string(panels.size()) + " title " +
             gp::quote("Seconds per training iteration") + "\n";
-  for (const Panel& p : panels) body += plot_title(p.title) + p.tics + p.plots + "\n";
+  for (const IterationPanel& p : panels) body += plot_title(p.title) + p.tics + p.plots + "\n";
   if (panels.size() > 1) body += "unset multiplot\n";
   f.body = body;
   f.provenance = benches_provenance(used);
@@ -1403,27 +1521,19 @@ std::vector<std::vector<double>> matrix_of(const json* j) {
   return m;
 }
 
-// Thesis Fig. 4.2 from memory.json: for two tokens of the inspected document (the one the
-// memory writes most to, summed over iterations, and the one it writes least to), a row per
-// iteration with usage u(t), memory M(t), write weights w^w(t), read weights w^r(t) and read
-// vectors V(t). (The thesis's M(t-1) is the row above.)
-Figure fig_4_2(const ReportInputs& in) {
-  const std::string id = "fig4.2",
-                    title = "Fig. 4.2: the NTCRE memory, iteration by iteration, for two tokens";
+// The inspection the figure shows: the first by directory with steps in its memory.json.
+const Inspection* memory_inspection(const ReportInputs& in) {
   const Inspection* insp = nullptr;
   for (const auto& i : in.inspections) {
     const json* steps = child(i.json, "steps");
     if (steps && steps->is_array() && !steps->empty() && (!insp || i.dir < insp->dir)) insp = &i;
   }
-  if (!insp)
-    return missing_figure(id, title,
-                          in.inspections.empty()
-                              ? "no `mare inspect memory` output directory among the inputs"
-                              : "the inspections' memory.json have no steps");
-  const json& steps = insp->json.at("steps");
-  std::vector<std::string> tokens;
-  if (const json* t = at(insp->json, {"document", "tokens"}); t && t->is_array())
-    for (const json& x : *t) tokens.push_back(as_text(&x));
+  return insp;
+}
+
+// The tokens the figure shows: the one the memory writes most to and the one it writes
+// least to; none when memory.json has no write weights.
+std::vector<std::size_t> memory_tokens(const json& steps, const std::vector<std::string>& tokens) {
   // Tokens by write mass over the iterations (padding beyond the document's tokens excluded).
   std::vector<double> mass;
   for (const json& st : steps) {
@@ -1434,7 +1544,7 @@ Figure fig_4_2(const ReportInputs& in) {
         if (std::isfinite(v)) mass[i] += v;
   }
   if (!tokens.empty() && mass.size() > tokens.size()) mass.resize(tokens.size());
-  if (mass.empty()) return missing_figure(id, title, "memory.json has no write_weights");
+  if (mass.empty()) return {};
   std::size_t most = 0, least = 0;
   for (std::size_t i = 1; i < mass.size(); ++i) {
     if (mass[i] > mass[most]) most = i;
@@ -1442,30 +1552,31 @@ Figure fig_4_2(const ReportInputs& in) {
   }
   std::vector<std::size_t> chosen = {most};
   if (least != most) chosen.push_back(least);
+  return chosen;
+}
 
-  struct Field {
-    const char* key;
-    const char* label;
-    bool transpose;  // rows of the JSON go across (x) instead of up (y)
-    bool signed_values;
-  };
-  // Slots up the y axis in every panel but V(t) (heads up, word across).
-  const Field fields[] = {{"usage", "u(t)", false, false},
-                          {"memory", "M(t)", false, true},
-                          {"write_weights", "w^w(t)", false, false},
-                          {"read_weights", "w^r(t)", true, false},
-                          {"read_vectors", "V(t)", false, true}};
-  Figure f{
-      .id = id,
-      .title = title,
-      .header =
-          "# One block per panel (token, iteration, field): x, y, value on a regular grid. Slots "
-          "are y for usage (x 1), memory (x word), write weights (x 1) and read weights (x head); "
-          "read vectors have heads as y and the word as x.\n"};
+// A per-token field of memory.json's steps, as its panels draw it.
+struct MemoryField {
+  const char* key;
+  const char* label;
+  bool transpose;  // rows of the JSON go across (x) instead of up (y)
+  bool signed_values;
+};
+
+// Slots up the y axis in every panel but V(t) (heads up, word across).
+const MemoryField kMemoryFields[] = {{"usage", "u(t)", false, false},
+                                     {"memory", "M(t)", false, true},
+                                     {"write_weights", "w^w(t)", false, false},
+                                     {"read_weights", "w^r(t)", true, false},
+                                     {"read_vectors", "V(t)", false, true}};
+
+// The largest magnitude in the signed fields (memory, read vectors) of the chosen tokens,
+// 1 when there is none: the ends of their colour scale.
+double memory_signed_max(const json& steps, const std::vector<std::size_t>& chosen) {
   double signed_max = 0;
   for (std::size_t i : chosen)
     for (const json& st : steps)
-      for (const Field& fd : fields)
+      for (const MemoryField& fd : kMemoryFields)
         if (fd.signed_values) {
           const json* per_token = child(st, fd.key);
           if (!per_token || !per_token->is_array() || i >= per_token->size()) continue;
@@ -1474,7 +1585,92 @@ Figure fig_4_2(const ReportInputs& in) {
               if (std::isfinite(v)) signed_max = std::max(signed_max, std::abs(v));
         }
   if (signed_max == 0) signed_max = 1;
-  const std::size_t rows = chosen.size() * steps.size(), cols = std::size(fields);
+  return signed_max;
+}
+
+// Token i's field at one iteration as (x, y, value) points, sorted by y then x; none when
+// the step has no such field for the token.
+std::vector<std::vector<double>> memory_points(const json& step, const MemoryField& fd,
+                                               std::size_t i) {
+  const json* per_token = child(step, fd.key);
+  std::vector<std::vector<double>> m;
+  if (per_token && per_token->is_array() && i < per_token->size()) m = matrix_of(&(*per_token)[i]);
+  // Rows of the JSON matrix are y (slots), columns x; read weights [head][slot] turn.
+  std::vector<std::vector<double>> pts;
+  for (std::size_t r = 0; r < m.size(); ++r)
+    for (std::size_t q = 0; q < m[r].size(); ++q) {
+      const double x = static_cast<double>(fd.transpose ? r : q) + 1;
+      const double y = static_cast<double>(fd.transpose ? q : r) + 1;
+      pts.push_back({x, y, m[r][q]});
+    }
+  std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
+    return std::tie(a[1], a[0]) < std::tie(b[1], b[0]);
+  });
+  return pts;
+}
+
+// The gnuplot of one panel, token i ('tok') at iteration k + 1 (its points added to f.dat);
+// an empty slot of the layout when there are no points.
+std::string memory_panel(Figure& f, const std::vector<std::vector<double>>& pts,
+                         const MemoryField& fd, std::size_t i, const std::string& tok,
+                         std::size_t k, bool first_column, double signed_max) {
+  double max_x = 1, max_y = 1;
+  for (const auto& p : pts) {
+    max_x = std::max(max_x, p[0]);
+    max_y = std::max(max_y, p[1]);
+  }
+  const std::string label =
+      std::string(fd.label).replace(std::string(fd.label).find('t'), 1, std::to_string(k + 1));
+  std::string body = "set title " + gp::quote(label) + " offset 0,-0.6 font \",10\"\n";
+  body += first_column ? "set ylabel " + gp::quote("'" + tok + "' t=" + std::to_string(k + 1)) +
+                             " font \",10\"\n"
+                       : "unset ylabel\n";
+  if (pts.empty()) return body + "set multiplot next\n";
+  const int idx = f.dat.add("token " + std::to_string(i) + " '" + tok + "', iteration " +
+                                std::to_string(k + 1) + ", " + fd.key,
+                            "x y value", pts);
+  body += fd.signed_values ? "set palette defined (-1 \"#2166ac\", 0 \"white\", 1 \"#b2182b\")\n"
+                             "set cbrange [" +
+                                 gp::num(-signed_max) + ":" + gp::num(signed_max) + "]\n"
+                           : std::string(
+                                 "set palette defined (0 \"white\", 1 \"black\")\n"
+                                 "set cbrange [0:1]\n");
+  // Boxes, not `with image`: a one-column field (usage) has no pixel width for image.
+  body += "set xrange [0.5:" + gp::num(max_x + 0.5) + "]\nset yrange [0.5:" + gp::num(max_y + 0.5) +
+          "]\nplot DAT index " + std::to_string(idx) +
+          " using 1:2:(0.5):(0.5):3 with boxxyerror fc palette fs solid 1.0 noborder "
+          "notitle\n";
+  return body;
+}
+
+// Thesis Fig. 4.2 from memory.json: for two tokens of the inspected document (the one the
+// memory writes most to, summed over iterations, and the one it writes least to), a row per
+// iteration with usage u(t), memory M(t), write weights w^w(t), read weights w^r(t) and read
+// vectors V(t). (The thesis's M(t-1) is the row above.)
+Figure fig_4_2(const ReportInputs& in) {
+  const std::string id = "fig4.2",
+                    title = "Fig. 4.2: the NTCRE memory, iteration by iteration, for two tokens";
+  const Inspection* insp = memory_inspection(in);
+  if (!insp)
+    return missing_figure(id, title,
+                          in.inspections.empty()
+                              ? "no `mare inspect memory` output directory among the inputs"
+                              : "the inspections' memory.json have no steps");
+  const json& steps = insp->json.at("steps");
+  std::vector<std::string> tokens;
+  if (const json* t = at(insp->json, {"document", "tokens"}); t && t->is_array())
+    for (const json& x : *t) tokens.push_back(as_text(&x));
+  const std::vector<std::size_t> chosen = memory_tokens(steps, tokens);
+  if (chosen.empty()) return missing_figure(id, title, "memory.json has no write_weights");
+  Figure f{
+      .id = id,
+      .title = title,
+      .header =
+          "# One block per panel (token, iteration, field): x, y, value on a regular grid. Slots "
+          "are y for usage (x 1), memory (x word), write weights (x 1) and read weights (x head); "
+          "read vectors have heads as y and the word as x.\n"};
+  const double signed_max = memory_signed_max(steps, chosen);
+  const std::size_t rows = chosen.size() * steps.size(), cols = std::size(kMemoryFields);
   std::string body =
       "set multiplot layout " + std::to_string(rows) + "," + std::to_string(cols) + " title " +
       gp::quote("NTCRE memory, " + insp->dir.filename().string() +
@@ -1488,54 +1684,9 @@ Figure fig_4_2(const ReportInputs& in) {
     const std::string tok = i < tokens.size() ? tokens[i] : "#" + std::to_string(i);
     for (std::size_t k = 0; k < steps.size(); ++k) {
       for (std::size_t c = 0; c < cols; ++c) {
-        const Field& fd = fields[c];
-        const json* per_token = child(steps[k], fd.key);
-        std::vector<std::vector<double>> m;
-        if (per_token && per_token->is_array() && i < per_token->size())
-          m = matrix_of(&(*per_token)[i]);
-        // Rows of the JSON matrix are y (slots), columns x; read weights [head][slot] turn.
-        std::vector<std::vector<double>> pts;
-        for (std::size_t r = 0; r < m.size(); ++r)
-          for (std::size_t q = 0; q < m[r].size(); ++q) {
-            const double x = static_cast<double>(fd.transpose ? r : q) + 1;
-            const double y = static_cast<double>(fd.transpose ? q : r) + 1;
-            pts.push_back({x, y, m[r][q]});
-          }
-        std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
-          return std::tie(a[1], a[0]) < std::tie(b[1], b[0]);
-        });
-        double max_x = 1, max_y = 1;
-        for (const auto& p : pts) {
-          max_x = std::max(max_x, p[0]);
-          max_y = std::max(max_y, p[1]);
-        }
-        const std::string label = std::string(fd.label).replace(std::string(fd.label).find('t'), 1,
-                                                                std::to_string(k + 1));
-        body += "set title " + gp::quote(label) + " offset 0,-0.6 font \",10\"\n";
-        body += c == 0 ? "set ylabel " + gp::quote("'" + tok + "' t=" + std::to_string(k + 1)) +
-                             " font \",10\"\n"
-                       : "unset ylabel\n";
-        if (pts.empty()) {
-          body += "set multiplot next\n";
-          continue;
-        }
-        const int idx = f.dat.add("token " + std::to_string(i) + " '" + tok + "', iteration " +
-                                      std::to_string(k + 1) + ", " + fd.key,
-                                  "x y value", pts);
-        body += fd.signed_values
-                    ? "set palette defined (-1 \"#2166ac\", 0 \"white\", 1 \"#b2182b\")\n"
-                      "set cbrange [" +
-                          gp::num(-signed_max) + ":" + gp::num(signed_max) + "]\n"
-                    : std::string(
-                          "set palette defined (0 \"white\", 1 \"black\")\n"
-                          "set cbrange [0:1]\n");
-        // Boxes, not `with image`: a one-column field (usage) has no pixel width for image.
-        body += "set xrange [0.5:" + gp::num(max_x + 0.5) +
-                "]\nset yrange [0.5:" + gp::num(max_y + 0.5) + "]\nplot DAT index " +
-                std::to_string(idx) +
-                " using 1:2:(0.5):(0.5):3 with boxxyerror fc palette fs solid 1.0 noborder "
-                "notitle\n";
-        ++panels;
+        const auto pts = memory_points(steps[k], kMemoryFields[c], i);
+        body += memory_panel(f, pts, kMemoryFields[c], i, tok, k, c == 0, signed_max);
+        if (!pts.empty()) ++panels;
       }
     }
   }

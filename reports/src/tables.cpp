@@ -481,28 +481,32 @@ Table table_46(const ReportInputs& in, const Paper& paper) {
 
 // ---- Table 4.7: Wilcoxon between configurations ----------------------------------------
 
-Table table_47(const ReportInputs& in, const Paper& paper) {
-  const std::string id = "table4.7",
-                    title =
-                        "Table 4.7: Wilcoxon signed-rank tests between configurations "
-                        "(test F1, runs paired by seed)";
-  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"4.6", "4.7"}); });
-  if (runs.empty())
-    return missing_table(id, title,
-                         "no runs of the table 4.6 sweep among the inputs: the tests pair its "
-                         "configurations' runs by seed");
-  const auto pub46 = rows_of(paper.at("table_4_6_ablation.csv"));
-  std::map<std::string, std::map<int64_t, double>> f1;  // config -> seed -> test F1 (%)
+using F1BySeed = std::map<std::string, std::map<int64_t, double>>;  // config -> seed -> test F1 (%)
+
+// The completed runs' test F1 by Table 4.6 configuration and seed.
+F1BySeed f1_by_seed(const Runs& runs, const std::vector<Row>& pub46) {
+  F1BySeed f1;
   for (const RunRecord* r : runs) {
     if (!completed(*r) || !r->values.count("test_f1")) continue;
     f1[config_46(*r, pub46)][r->seed] = r->values.at("test_f1") * 100;
   }
-  // The published pairs first, then every other configuration against NTCRE-CPD.
+  return f1;
+}
+
+// The configurations Table 4.7 tests against each other, with the published p of a pair.
+struct WilcoxonPairs {
   std::vector<std::pair<std::string, std::string>> pairs;
   std::map<std::pair<std::string, std::string>, std::string> published;
+};
+
+WilcoxonPairs wilcoxon_pairs(const Paper& paper, const std::vector<Row>& pub46,
+                             const F1BySeed& f1) {
+  // The published pairs first, then every other configuration against NTCRE-CPD.
+  WilcoxonPairs wp;
+  auto& pairs = wp.pairs;
   for (const auto& p : rows_of(paper.at("table_4_7_wilcoxon.csv"))) {
     pairs.emplace_back(p.at("a"), p.at("b"));
-    published[{p.at("a"), p.at("b")}] = p.at("p");
+    wp.published[{p.at("a"), p.at("b")}] = p.at("p");
   }
   std::vector<std::string> configs;  // Table 4.6's row order, then the others by name
   for (const auto& p : pub46)
@@ -517,82 +521,108 @@ Table table_47(const ReportInputs& in, const Paper& paper) {
         std::find(pairs.begin(), pairs.end(), std::make_pair(pr.second, pr.first)) == pairs.end())
       pairs.push_back(pr);
   }
-  struct Row {
-    std::vector<std::string> cells;
-    double p = NAN;
-  };
-  std::vector<Row> rows;
-  std::set<std::string> methods;
-  for (const auto& [a, b] : pairs) {
-    Row row;
-    std::string why;
-    std::vector<double> x, y;
-    std::vector<int64_t> seeds;
-    if (!f1.count(a) || !f1.count(b)) {
-      why = "no completed runs of " + (!f1.count(a) ? a : b);
-    } else {
-      for (const auto& [seed, v] : f1[a])
-        if (f1[b].count(seed)) {
-          x.push_back(v);
-          y.push_back(f1[b][seed]);
-          seeds.push_back(seed);
-        }
-      if (x.empty()) why = "no seed common to both";
-    }
-    const std::string pub_p = published.count({a, b}) ? published[{a, b}] : "";
-    if (!why.empty()) {
-      row.cells = {
-          a, b, std::to_string(x.size()), kNone, kNone, kNone, kNone, why, kNone, printed(pub_p)};
-      rows.push_back(row);
-      continue;
-    }
-    try {
-      const stats::TestResult res = stats::signed_rank_test(x, y);
-      row.p = res.p_value;
-      methods.insert(res.title);
-      row.cells = {a,
-                   b,
-                   std::to_string(x.size()),
-                   format_fixed(stats::mean(x), 2),
-                   format_fixed(stats::mean(y), 2),
-                   signed_fixed(stats::hodges_lehmann([&] {
-                                  std::vector<double> d;
-                                  for (std::size_t i = 0; i < x.size(); ++i)
-                                    d.push_back(x[i] - y[i]);
-                                  return d;
-                                }()),
-                                2),
-                   format_shortest(res.statistic),
-                   format_sig(res.p_value, 4),
-                   "",
-                   printed(pub_p)};
-    } catch (const std::invalid_argument& e) {
-      row.cells = {a,
-                   b,
-                   std::to_string(x.size()),
-                   format_fixed(stats::mean(x), 2),
-                   format_fixed(stats::mean(y), 2),
-                   kNone,
-                   kNone,
-                   std::string("no test: ") + e.what(),
-                   kNone,
-                   printed(pub_p)};
-    }
-    rows.push_back(row);
+  return wp;
+}
+
+// One row of Table 4.7 and its p (NaN where no test was made; the Holm column is filled
+// in once every row's p is known).
+struct WilcoxonRow {
+  std::vector<std::string> cells;
+  double p = NAN;
+};
+
+// The test of a against b on their runs paired by seed; the test's name goes to `methods`.
+WilcoxonRow wilcoxon_row(const std::string& a, const std::string& b, const F1BySeed& f1,
+                         const std::string& pub_p, std::set<std::string>& methods) {
+  WilcoxonRow row;
+  std::string why;
+  std::vector<double> x, y;
+  if (!f1.count(a) || !f1.count(b)) {
+    why = "no completed runs of " + (!f1.count(a) ? a : b);
+  } else {
+    for (const auto& [seed, v] : f1.at(a))
+      if (f1.at(b).count(seed)) {
+        x.push_back(v);
+        y.push_back(f1.at(b).at(seed));
+      }
+    if (x.empty()) why = "no seed common to both";
   }
+  if (!why.empty()) {
+    row.cells = {
+        a, b, std::to_string(x.size()), kNone, kNone, kNone, kNone, why, kNone, printed(pub_p)};
+    return row;
+  }
+  try {
+    const stats::TestResult res = stats::signed_rank_test(x, y);
+    row.p = res.p_value;
+    methods.insert(res.title);
+    row.cells = {a,
+                 b,
+                 std::to_string(x.size()),
+                 format_fixed(stats::mean(x), 2),
+                 format_fixed(stats::mean(y), 2),
+                 signed_fixed(stats::hodges_lehmann([&] {
+                                std::vector<double> d;
+                                for (std::size_t i = 0; i < x.size(); ++i) d.push_back(x[i] - y[i]);
+                                return d;
+                              }()),
+                              2),
+                 format_shortest(res.statistic),
+                 format_sig(res.p_value, 4),
+                 "",
+                 printed(pub_p)};
+  } catch (const std::invalid_argument& e) {
+    row.cells = {a,
+                 b,
+                 std::to_string(x.size()),
+                 format_fixed(stats::mean(x), 2),
+                 format_fixed(stats::mean(y), 2),
+                 kNone,
+                 kNone,
+                 std::string("no test: ") + e.what(),
+                 kNone,
+                 printed(pub_p)};
+  }
+  return row;
+}
+
+// Fills in the rows' Holm-adjusted p, the adjustment over the rows with a test.
+void add_holm(std::vector<WilcoxonRow>& rows) {
   std::vector<double> ps;
-  for (const Row& r : rows)
+  for (const WilcoxonRow& r : rows)
     if (std::isfinite(r.p)) ps.push_back(r.p);
   const std::vector<double> adj = stats::holm(ps);
   std::size_t k = 0;
-  for (Row& r : rows)
+  for (WilcoxonRow& r : rows)
     if (std::isfinite(r.p)) r.cells[8] = format_sig(adj[k++], 4);
+}
+
+Table table_47(const ReportInputs& in, const Paper& paper) {
+  const std::string id = "table4.7",
+                    title =
+                        "Table 4.7: Wilcoxon signed-rank tests between configurations "
+                        "(test F1, runs paired by seed)";
+  auto runs = runs_of(in, [](const RunRecord& r) { return in_table(r, {"4.6", "4.7"}); });
+  if (runs.empty())
+    return missing_table(id, title,
+                         "no runs of the table 4.6 sweep among the inputs: the tests pair its "
+                         "configurations' runs by seed");
+  const auto pub46 = rows_of(paper.at("table_4_6_ablation.csv"));
+  const F1BySeed f1 = f1_by_seed(runs, pub46);
+  const WilcoxonPairs wp = wilcoxon_pairs(paper, pub46, f1);
+  std::vector<WilcoxonRow> rows;
+  std::set<std::string> methods;
+  for (const auto& [a, b] : wp.pairs) {
+    const auto pub = wp.published.find({a, b});
+    rows.push_back(wilcoxon_row(a, b, f1, pub != wp.published.end() ? pub->second : "", methods));
+  }
+  add_holm(rows);
   Table t;
   t.id = id;
   t.title = title;
   t.columns = {"a", "b", "pairs",    "mean F1 a",  "mean F1 b", "Hodges-Lehmann a - b",
                "V", "p", "p (Holm)", "published p"};
-  for (Row& r : rows) t.rows.push_back(std::move(r.cells));
+  for (WilcoxonRow& r : rows) t.rows.push_back(std::move(r.cells));
   t.provenance = provenance_of(runs);
   add_note(t, "Two-sided Wilcoxon signed-rank test (R's wilcox.test; " +
                   (methods.empty()
@@ -1532,6 +1562,78 @@ std::string published_beside(const RunRecord& r, const Paper& paper, std::string
   return "";
 }
 
+using CeilingKey = std::tuple<std::string, std::string, std::string>;  // table, sweep, cell
+
+// The relation cells of the ceiling table in its row order, and the runs of each.
+struct CeilingCells {
+  std::vector<CeilingKey> keys;
+  std::map<CeilingKey, Runs> by;
+};
+
+CeilingCells ceiling_cells(const Runs& runs) {
+  // A cell is a sweep's (two sweeps may name a cell alike, on other corpora): by table (in
+  // the thesis's order; no table last), then sweep, then name (config2 before config10).
+  CeilingCells cells;
+  auto& keys = cells.keys;
+  for (const RunRecord* r : runs) {
+    const CeilingKey key{r->table, r->sweep, r->cell.empty() ? model_label(*r) : r->cell};
+    if (!cells.by.count(key)) keys.push_back(key);
+    cells.by[key].push_back(r);
+  }
+  std::stable_sort(keys.begin(), keys.end(), [](const CeilingKey& a, const CeilingKey& b) {
+    const auto& [ta, sa, ca] = a;
+    const auto& [tb, sb, cb] = b;
+    if (ta.empty() != tb.empty()) return tb.empty();
+    if (ta != tb) return natural_less(ta, tb);
+    if (sa != sb) return natural_less(sa, sb);
+    return natural_less(ca, cb);
+  });
+  return cells;
+}
+
+// A cell's row: its scores beside the every-pair baseline, the oracle and the published value.
+std::vector<std::string> ceiling_row(const CeilingKey& key, const Runs& rs, const Paper& paper) {
+  const auto& [table, sweep, cell] = key;
+  const auto test = values_of(rs, "test_f1", 100),
+             oracle = values_of(rs, "test_references.oracle_f1", 100);
+  const auto done = values_of(rs, "test_f1");
+  std::string pub_table;
+  const std::string pub = published_beside(*rs.front(), paper, &pub_table);
+  double pub_value = 0;
+  const bool has_pub = pub_number(pub, pub_value) && pub_value > 0;
+  return {table.empty() ? kNone : table,
+          sweep.empty() ? kNone : sweep,
+          cell,
+          corpus_cell(rs),
+          std::to_string(done.size()),
+          mean_sd(values_of(rs, "best_step"), 0),
+          mean_sd(values_of(rs, "train_f1", 100), 1),
+          mean_sd(values_of(rs, "valid_f1", 100), 1),
+          mean_sd(test, 1),
+          mean_sd(values_of(rs, "test_references.constant_positive_f1", 100), 1),
+          mean_sd(oracle, 1),
+          test.empty() || oracle.empty() || stats::mean(oracle) == 0
+              ? kNone
+              : format_fixed(stats::mean(test) / stats::mean(oracle), 2),
+          has_pub ? pub + " (" + pub_table + ")" : kNone,
+          test.empty() || !has_pub ? kNone : format_fixed(stats::mean(test) / pub_value, 2)};
+}
+
+// The note's list of the cells decided with a NULL margin, each with its margin and its
+// test F1 by argmax; "" when there is none.
+std::string null_margin_cells(const CeilingCells& cells) {
+  std::string margins;
+  for (const CeilingKey& key : cells.keys) {
+    const auto& [table, sweep, cell] = key;
+    const auto m = values_of(cells.by.at(key), "null_margin.margin"),
+               argmax = values_of(cells.by.at(key), "null_margin.test_argmax_f1", 100);
+    if (m.empty()) continue;
+    margins += (margins.empty() ? "" : "; ") + cell + (sweep.empty() ? "" : " (" + sweep + ")") +
+               ": margin " + mean_sd(m, 2) + ", test F1 " + mean_sd(argmax, 1) + " by argmax";
+  }
+  return margins;
+}
+
 // Not a thesis table: for every relation cell, its scores beside the references
 // result.json holds for its test split (the every-pair baseline; the corpus's oracle on
 // generated corpora) and, on the real corpora, the thesis's published value, so that a
@@ -1545,24 +1647,7 @@ Table table_ceiling(const ReportInputs& in, const Paper& paper) {
   if (runs.empty())
     return missing_table(id, title,
                          "no relation runs among the inputs (result.json with test.relations)");
-  // A cell is a sweep's (two sweeps may name a cell alike, on other corpora): by table (in
-  // the thesis's order; no table last), then sweep, then name (config2 before config10).
-  using Key = std::tuple<std::string, std::string, std::string>;  // table, sweep, cell
-  std::vector<Key> keys;
-  std::map<Key, Runs> by;
-  for (const RunRecord* r : runs) {
-    const Key key{r->table, r->sweep, r->cell.empty() ? model_label(*r) : r->cell};
-    if (!by.count(key)) keys.push_back(key);
-    by[key].push_back(r);
-  }
-  std::stable_sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    const auto& [ta, sa, ca] = a;
-    const auto& [tb, sb, cb] = b;
-    if (ta.empty() != tb.empty()) return tb.empty();
-    if (ta != tb) return natural_less(ta, tb);
-    if (sa != sb) return natural_less(sa, sb);
-    return natural_less(ca, cb);
-  });
+  const CeilingCells cells = ceiling_cells(runs);
   Table t;
   t.id = id;
   t.title = title;
@@ -1580,28 +1665,8 @@ Table table_ceiling(const ReportInputs& in, const Paper& paper) {
                "test / oracle",
                "published F1 (thesis table)",
                "test / published"};
-  for (const Key& key : keys) {
-    const auto& [table, sweep, cell] = key;
-    const Runs& rs = by[key];
-    const auto test = values_of(rs, "test_f1", 100),
-               oracle = values_of(rs, "test_references.oracle_f1", 100);
-    const auto done = values_of(rs, "test_f1");
-    std::string pub_table;
-    const std::string pub = published_beside(*rs.front(), paper, &pub_table);
-    double pub_value = 0;
-    const bool has_pub = pub_number(pub, pub_value) && pub_value > 0;
-    t.rows.push_back(
-        {table.empty() ? kNone : table, sweep.empty() ? kNone : sweep, cell, corpus_cell(rs),
-         std::to_string(done.size()), mean_sd(values_of(rs, "best_step"), 0),
-         mean_sd(values_of(rs, "train_f1", 100), 1), mean_sd(values_of(rs, "valid_f1", 100), 1),
-         mean_sd(test, 1), mean_sd(values_of(rs, "test_references.constant_positive_f1", 100), 1),
-         mean_sd(oracle, 1),
-         test.empty() || oracle.empty() || stats::mean(oracle) == 0
-             ? kNone
-             : format_fixed(stats::mean(test) / stats::mean(oracle), 2),
-         has_pub ? pub + " (" + pub_table + ")" : kNone,
-         test.empty() || !has_pub ? kNone : format_fixed(stats::mean(test) / pub_value, 2)});
-  }
+  for (const CeilingKey& key : cells.keys)
+    t.rows.push_back(ceiling_row(key, cells.by.at(key), paper));
   t.provenance = provenance_of(runs);
   add_note(t,
            "Ours: F1 of the best-on-validation checkpoint on each split, mean ± sd over the "
@@ -1618,15 +1683,7 @@ Table table_ceiling(const ReportInputs& in, const Paper& paper) {
            "and budget, not ours. The thesis has no such table; it tells a model that learned "
            "from one that only trained.");
   // Cells decided with a NULL margin (result.json's null_margin: --null-margin M or tune).
-  std::string margins;
-  for (const Key& key : keys) {
-    const auto& [table, sweep, cell] = key;
-    const auto m = values_of(by[key], "null_margin.margin"),
-               argmax = values_of(by[key], "null_margin.test_argmax_f1", 100);
-    if (m.empty()) continue;
-    margins += (margins.empty() ? "" : "; ") + cell + (sweep.empty() ? "" : " (" + sweep + ")") +
-               ": margin " + mean_sd(m, 2) + ", test F1 " + mean_sd(argmax, 1) + " by argmax";
-  }
+  const std::string margins = null_margin_cells(cells);
   if (!margins.empty())
     add_note(t,
              "Decided with a NULL margin (`mare train --null-margin`: a relation only where its "
