@@ -114,6 +114,7 @@ RunLifecycle::Start RunLifecycle::begin(const nlohmann::json& manifest_extra,
                   << " (use --force to run it again)\n";
       return Start::finished;
     }
+    record_resume(manifest, manifest_extra);
     return Start::resumed;
   }
   dir_.reset();
@@ -127,6 +128,18 @@ RunLifecycle::Start RunLifecycle::begin(const nlohmann::json& manifest_extra,
   dir_.write_manifest(manifest);
   metrics_lines_ = 0;
   return Start::fresh;
+}
+
+// A resumed run may go on at another thread count or with another build: the manifest
+// keeps its first start's and lists each resumption's, so that the last entry says what
+// finished the run (as result.json's threads does).
+void RunLifecycle::record_resume(nlohmann::json manifest, const nlohmann::json& manifest_extra) {
+  nlohmann::json resumed = {{"date", utc_now_iso8601()}};
+  for (const char* key : {"threads", "build"})
+    if (manifest_extra.contains(key)) resumed[key] = manifest_extra[key];
+  if (!manifest["resumed"].is_array()) manifest["resumed"] = nlohmann::json::array();
+  manifest["resumed"].push_back(std::move(resumed));
+  dir_.write_manifest(manifest);
 }
 
 void RunLifecycle::save_state(const ParameterSet& params, Adam& adam,

@@ -47,7 +47,8 @@ class RunLifecycle {
   RunLifecycle(std::filesystem::path out, nlohmann::json config, bool force, Device device);
 
   // Decides how the run starts; for fresh runs writes the manifest
-  // ({"config"} + manifest_extra). A finished run is announced on `progress`.
+  // ({"config"} + manifest_extra), for resumed ones adds to its "resumed" list the date and
+  // manifest_extra's threads and build. A finished run is announced on `progress`.
   Start begin(const nlohmann::json& manifest_extra, std::ostream* progress = nullptr);
   const nlohmann::json& finished_result() const { return finished_; }
 
@@ -70,6 +71,8 @@ class RunLifecycle {
   void finish(const nlohmann::json& result);
 
  private:
+  void record_resume(nlohmann::json manifest, const nlohmann::json& manifest_extra);
+
   RunDir dir_;
   nlohmann::json config_;
   bool force_;

@@ -17,6 +17,7 @@
 
 #include "experiments/data/generators.h"
 #include "experiments/re_trainer.h"
+#include "kernels/parallel.h"
 #include "tests/temp_dir.h"
 
 namespace mare {
@@ -148,12 +149,29 @@ TEST(ReTrain, SameSeedSameBytesAndResumeAfterAKill) {
   // Resumed, not restarted: the finished steps are not taken again, so the first
   // evaluation of the resumed run is step 40's (a restart, which gives the same bytes
   // by determinism, would evaluate at 20 again).
+  // It goes on at another thread count: the same bytes, but the thread count result.json
+  // records, which is the resumed part's, as the manifest's last resumption says.
   std::vector<int64_t> evaluated;
   c.after_evaluation = [&](int64_t step) { evaluated.push_back(step); };
+  const int threads_before = threads();
+  const int threads_after = threads_before == 3 ? 2 : 3;
+  set_threads(threads_after);
   nlohmann::json r = train_re_model(c, nullptr);
+  set_threads(threads_before);
   EXPECT_EQ(evaluated, (std::vector<int64_t>{40, 60}));
   EXPECT_EQ(r["status"], "completed");
-  EXPECT_EQ(slurp(a.out / "result.json"), slurp(c.out / "result.json"));
+  nlohmann::json whole = nlohmann::json::parse(slurp(a.out / "result.json")),
+                 resumed = nlohmann::json::parse(slurp(c.out / "result.json"));
+  EXPECT_EQ(whole["threads"], threads_before);
+  EXPECT_EQ(resumed["threads"], threads_after);
+  resumed["threads"] = threads_before;
+  EXPECT_EQ(whole, resumed);
+  const nlohmann::json manifest = nlohmann::json::parse(slurp(c.out / "manifest.json"));
+  EXPECT_EQ(manifest["threads"], threads_before);
+  ASSERT_TRUE(manifest["resumed"].is_array() && manifest["resumed"].size() == 1) << manifest;
+  EXPECT_EQ(manifest["resumed"][0]["threads"], threads_after);
+  EXPECT_TRUE(manifest["resumed"][0].contains("date"));
+  EXPECT_EQ(manifest["resumed"][0]["build"], manifest["build"]);
   EXPECT_EQ(slurp(a.out / "metrics.jsonl"), slurp(c.out / "metrics.jsonl"));
   EXPECT_EQ(slurp(a.out / "checkpoint.bin"), slurp(c.out / "checkpoint.bin"));
 }
