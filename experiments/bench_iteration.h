@@ -1,8 +1,8 @@
 // `mare bench iteration`: seconds per training iteration of UTRE, NTCRE,
 // UTRE-CPD and NTCRE-CPD at the thesis Table 4.15 shapes (SemEval 2018, T 96;
 // BioCreative CDR, T 398), every iteration's time kept (thesis Figure 4.11),
-// and the NTCRE-x / UTRE-x ratio of the means (SPEC §10; the JSON layout is the
-// `mare bench iteration` contract of the session notes).
+// and the NTCRE-x / UTRE-x ratio of the means (SPEC §10; the JSON layout is what
+// `mare report` reads for Table 4.15 and Fig. 4.11).
 //
 // One iteration is the trainer's RE step (models/bench/re_iteration_setup.h,
 // shared with bench_re_iteration): forward on a synthetic batch, cross-entropy

@@ -49,7 +49,7 @@ std::span<const AliasInfo> model_aliases();
 struct GridRow {
   std::string_view label;  // the row of the published table ("1" … "UTRE-CPD" …)
   std::string_view model;  // registry name with switches
-  bool needs_memory;       // NTCRE rows (the memory issue builds them)
+  bool needs_memory;       // NTCRE rows (they need the memory controller)
 };
 struct GridInfo {
   std::string_view name;
