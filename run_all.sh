@@ -99,8 +99,10 @@ run_tests() {
   #     the kernel thread suite (the pool, and every op at 1, 2, 3 and 7 threads), each
   #     once with the AVX2 exp lanes and once on the scalar exp path (MARE_EXP_PATH=scalar,
   #     a CPU without AVX2 and FMA).
-  # The trainers, the CLI, sweep, collect and report run unsanitized only (their build
-  # under ASan would take CI past its budget). MARE_SKIP_SANITIZERS=1 skips this.
+  # In CI the trainers, the CLI, sweep, collect and report run unsanitized (their ASan
+  # build and run take ~35 minutes on 2 cores, past CI's budget); MARE_SANITIZE_ALL=1 runs
+  # every other suite under ASan/UBSan too, the `mare` binary the CLI tests call included.
+  # MARE_SKIP_SANITIZERS=1 skips this.
   if [ "${MARE_SKIP_SANITIZERS:-0}" = 1 ]; then
     log "MARE_SKIP_SANITIZERS=1: the sanitized suites are skipped"
     return
@@ -113,6 +115,18 @@ run_tests() {
     run_shards "ASan/UBSan" "$asan_dir/$t" ASAN_OPTIONS=detect_leaks=1 \
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   done
+  if [ "${MARE_SANITIZE_ALL:-0}" = 1 ]; then
+    local rest=(experiments/test_experiments experiments/collect/test_collect
+      experiments/inspect/test_inspect experiments/sweep_runner/test_sweep_runner
+      experiments/sweep_spec/test_sweep_spec stats/test_stats reports/figures/test_figures
+      reports/report/test_reports)
+    sanitized_build "$asan_dir" "ASan/UBSan, every suite" -DMARE_SANITIZE=address,undefined -- \
+      "${rest[@]##*/}"
+    for t in "${rest[@]}"; do
+      run_shards "ASan/UBSan" "$asan_dir/tests/$t" ASAN_OPTIONS=detect_leaks=1 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    done
+  fi
   sanitized_build "$tsan_dir" "TSan, portable" -DMARE_SANITIZE=thread -DMARE_NATIVE=OFF -- \
     test_kernels test_kernel_threads
   for t in tests/kernels/test_kernels tests/kernels/threads/test_kernel_threads; do

@@ -311,6 +311,10 @@ TEST(CliContract, EveryTrainOptionSaysWhichModelsReadIt) {
 // Sizes past the machine's memory: a sentence, not "std::bad_alloc" (an MLP of a million
 // hidden units is 4 TB of weights; the address space is capped too, to be sure).
 TEST(CliContract, OutOfMemoryIsSaidInWords) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "under AddressSanitizer: it maps its shadow memory at start, which ulimit -v "
+                  "forbids (the binary aborts before main)";
+#endif
   TempDir dir("cli");
   const std::string cmd = "cd " + quoted(dir.path().string()) + " && ulimit -v 4000000 && " +
                           quoted(::mare::test::cli_binary()) +
