@@ -93,33 +93,33 @@ run_tests() {
   # benchmarks, only the test binaries it runs, -O1: at -O3 the sanitized Eigen code alone
   # took ~4x longer to compile, past CI's 30 minutes on 2 cores):
   #   ASan + UBSan (MARE_ASAN_BUILD_DIR, default build-asan): the kernel, model and data
-  #     suites, whose code every command runs;
+  #     suites, whose code every command runs, and the stats and figure suites (the tests,
+  #     and the report's readers and figures of result, benchmark and statistics files);
   #   TSan (MARE_TSAN_BUILD_DIR, default build-tsan), built portable (-DMARE_NATIVE=OFF:
   #     SSE2 code paths in Eigen, as a build for any x86-64 CPU has): the kernel suite and
   #     the kernel thread suite (the pool, and every op at 1, 2, 3 and 7 threads), each
   #     once with the AVX2 exp lanes and once on the scalar exp path (MARE_EXP_PATH=scalar,
   #     a CPU without AVX2 and FMA).
-  # In CI the trainers, the CLI, sweep, collect and report run unsanitized (their ASan
-  # build and run take ~35 minutes on 2 cores, past CI's budget); MARE_SANITIZE_ALL=1 runs
-  # every other suite under ASan/UBSan too, the `mare` binary the CLI tests call included.
+  # In CI the trainers, the CLI, sweep, collect, inspect and the report's tables run
+  # unsanitized (they need the whole `mare` binary under ASan: ~30 minutes on 2 cores to
+  # build and run, past CI's budget); MARE_SANITIZE_ALL=1 runs them under ASan/UBSan too.
   # MARE_SKIP_SANITIZERS=1 skips this.
   if [ "${MARE_SKIP_SANITIZERS:-0}" = 1 ]; then
     log "MARE_SKIP_SANITIZERS=1: the sanitized suites are skipped"
     return
   fi
   local asan_dir=${MARE_ASAN_BUILD_DIR:-build-asan} tsan_dir=${MARE_TSAN_BUILD_DIR:-build-tsan}
-  sanitized_build "$asan_dir" "ASan/UBSan" -DMARE_SANITIZE=address,undefined -- \
-    test_kernels test_models test_data
-  local t
-  for t in tests/kernels/test_kernels tests/models/test_models tests/experiments/data/test_data; do
-    run_shards "ASan/UBSan" "$asan_dir/$t" ASAN_OPTIONS=detect_leaks=1 \
+  local t asan=(kernels/test_kernels models/test_models experiments/data/test_data
+    stats/test_stats reports/figures/test_figures)
+  sanitized_build "$asan_dir" "ASan/UBSan" -DMARE_SANITIZE=address,undefined -- "${asan[@]##*/}"
+  for t in "${asan[@]}"; do
+    run_shards "ASan/UBSan" "$asan_dir/tests/$t" ASAN_OPTIONS=detect_leaks=1 \
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   done
   if [ "${MARE_SANITIZE_ALL:-0}" = 1 ]; then
     local rest=(experiments/test_experiments experiments/collect/test_collect
       experiments/inspect/test_inspect experiments/sweep_runner/test_sweep_runner
-      experiments/sweep_spec/test_sweep_spec stats/test_stats reports/figures/test_figures
-      reports/report/test_reports)
+      experiments/sweep_spec/test_sweep_spec reports/report/test_reports)
     sanitized_build "$asan_dir" "ASan/UBSan, every suite" -DMARE_SANITIZE=address,undefined -- \
       "${rest[@]##*/}"
     for t in "${rest[@]}"; do
