@@ -212,6 +212,17 @@ Summary summarize(const std::vector<double>& v) {
   return s;
 }
 
+// One data row per x: x, the mean of its values, their sample sd and how many (the
+// mean-and-band series of the figures, x in ascending order).
+std::vector<std::vector<double>> mean_sd_rows(const std::map<double, std::vector<double>>& by_x) {
+  std::vector<std::vector<double>> rows;
+  for (const auto& [x, v] : by_x) {
+    const Summary s = summarize(v);
+    rows.push_back({x, s.mean, s.sd, static_cast<double>(s.n)});
+  }
+  return rows;
+}
+
 // Quantile by linear interpolation between order statistics (R's type 7, numpy's default).
 double quantile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return std::nan("");
@@ -458,12 +469,7 @@ std::vector<std::vector<double>> distance_series(const Group& g) {
       const auto f1 = number(child(b, "f1"));
       if (d && f1) by_bucket[*d].push_back(*f1);
     }
-  std::vector<std::vector<double>> rows;
-  for (const auto& [d, v] : by_bucket) {
-    const Summary sm = summarize(v);
-    rows.push_back({d, sm.mean, sm.sd, static_cast<double>(sm.n)});
-  }
-  return rows;
+  return mean_sd_rows(by_bucket);
 }
 
 // A panel's heading and plots; its key is set once the longest title of every panel
@@ -629,12 +635,7 @@ std::vector<std::vector<double>> class_series(
       const auto v = value(m);
       if (step && v) by_step[*step].push_back(*v);
     }
-  std::vector<std::vector<double>> rows;
-  for (const auto& [step, v] : by_step) {
-    const Summary s = summarize(v);
-    rows.push_back({step, s.mean, s.sd, static_cast<double>(s.n)});
-  }
-  return rows;
+  return mean_sd_rows(by_step);
 }
 
 // The plot command of a group's panel, the overall F1 then each class in its style (the
@@ -836,13 +837,9 @@ Figure fig_grpu(const ReportInputs& in, const GrpuSelection& sel) {
           const auto v = number(child(m, metric));
           if (x && v) by_epoch[*x].push_back(*v);
         }
-      std::vector<std::vector<double>> rows;
+      const std::vector<std::vector<double>> rows = mean_sd_rows(by_epoch);
       bool positive = false;
-      for (const auto& [x, v] : by_epoch) {
-        const Summary s = summarize(v);
-        rows.push_back({x, s.mean, s.sd, static_cast<double>(s.n)});
-        positive = positive || s.mean > 0;
-      }
+      for (const auto& row : rows) positive = positive || row[1] > 0;
       if (!positive) continue;  // nothing a log axis can show
       const bool train = std::string(metric) == "train_mse";
       const std::string t = g.display + (train ? " train" : " test") + " (" +
