@@ -62,8 +62,9 @@ std::pair<double, double> sys_and_faults() {
 
 struct RowTiming {
   std::vector<double> warm, times, cpu_times, flops, sys_times, minor_faults;
-  std::vector<double> ops, device_reads, uploads;  // dispatch_counts() per timed iteration
-  std::map<std::string, int64_t> ops_by_name;      // op_tally() of the last timed one (by_op)
+  // dispatch_counts() per timed iteration
+  std::vector<double> ops, device_reads, uploads, host_reads, host_tensors, allocations;
+  std::map<std::string, int64_t> ops_by_name;  // op_tally() of the last timed one (by_op)
   double steps_sum = 0, last_loss = 0;
 };
 
@@ -114,6 +115,9 @@ RowTiming time_row(const IterationBenchOptions& opt, const std::string& what, co
       r.ops.push_back(static_cast<double>(used.ops));
       r.device_reads.push_back(static_cast<double>(used.device_reads));
       r.uploads.push_back(static_cast<double>(used.uploads));
+      r.host_reads.push_back(static_cast<double>(used.host_reads));
+      r.host_tensors.push_back(static_cast<double>(used.host_tensors));
+      r.allocations.push_back(static_cast<double>(used.allocations));
       r.steps_sum += mean_halting_steps(s.halting_steps, s.token_mask);
     }
   }
@@ -139,6 +143,9 @@ nlohmann::json timing_fields(const RowTiming& t, const Rates& rates, int threads
   j["ops"] = static_cast<int64_t>(stats::median(t.ops));
   j["device_reads"] = static_cast<int64_t>(stats::median(t.device_reads));
   j["uploads"] = static_cast<int64_t>(stats::median(t.uploads));
+  j["host_reads"] = static_cast<int64_t>(stats::median(t.host_reads));
+  j["host_tensors"] = static_cast<int64_t>(stats::median(t.host_tensors));
+  j["allocations"] = static_cast<int64_t>(stats::median(t.allocations));
   if (!t.ops_by_name.empty()) j["ops_by_name"] = t.ops_by_name;
   j["gemm_flops"] = static_cast<uint64_t>(flops);
   j["gemm_gflop"] = flops / 1e9;
@@ -330,6 +337,7 @@ nlohmann::json bench_header(const IterationBenchOptions& opt, const SizeInfo& si
   out["benchmark"] = "iteration";
   out["device"] = to_string(opt.device);
   out["matmul_precision"] = to_string(matmul_precision());  // kernels/ops/linalg.h
+  out["step"] = opt.static_step ? "static" : "dynamic";     // models/layers.h: Context
   out["threads"] = main_threads;
   out["hardware_threads"] = std::thread::hardware_concurrency();
   out["size"] = opt.size;
@@ -354,9 +362,11 @@ nlohmann::json bench_header(const IterationBenchOptions& opt, const SizeInfo& si
   out["dispatch"] =
       "ops: the op dispatches of one timed iteration (median; on the GPU each is at least one "
       "kernel launch); device_reads: the reads of GPU memory by the host in it (each waits for "
-      "the GPU; 0 on the CPU); uploads: its copies of host memory to the GPU "
-      "(kernels/tensor.h, dispatch_counts); ops_by_name (--by-op): the last timed iteration's "
-      "dispatches per op (kernels/tensor.h, op_tally)";
+      "the GPU; 0 on the CPU); uploads: its copies of host memory to the GPU; host_reads: "
+      "the host's reads of data the iteration computed, on either device (on the GPU each is "
+      "a device read); host_tensors: tensors it filled from host data (on the GPU, uploads); "
+      "allocations: tensor storages it made (kernels/tensor.h, dispatch_counts); ops_by_name "
+      "(--by-op): the last timed iteration's dispatches per op (kernels/tensor.h, op_tally)";
   out["gemm_bound"] =
       "gemm_flops: the GEMM flops (2mnk per product: matmuls, attention's products, conv taps, "
       "recurrent cells) of one timed iteration as the CPU kernels count them (median over the "
@@ -483,7 +493,8 @@ nlohmann::json run_re_row(const RowContext& ctx, const Row& r, const bench::ReDa
     if (opt.device != Device::cpu) model->to(opt.device);
     adam = std::make_unique<Adam>(model->parameters(), AdamConfig{.l2 = 1e-4f, .clip_norm = 3.0f});
     return [&](uint64_t step) {
-      const bench::ReStepResult s = bench::re_training_step(*model, *adam, batch, step);
+      const bench::ReStepResult s =
+          bench::re_training_step(*model, *adam, batch, step, opt.static_step);
       return StepOut{s.loss, s.halting_steps, s.token_mask};
     };
   };

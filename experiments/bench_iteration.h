@@ -48,6 +48,8 @@ struct IterationBenchOptions {
   // Tally the op dispatches by name (kernels/tensor.h, op_tally): every row gets ops_by_name,
   // the dispatches of its last timed iteration per op. The tally takes a lock a dispatch.
   bool by_op = false;
+  // The relation models' static step (models/layers.h: Context::static_step).
+  bool static_step = false;
 };
 
 // What --shape and --size take.

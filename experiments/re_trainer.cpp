@@ -363,6 +363,7 @@ nlohmann::json run_manifest(const ReTrainOptions& opt, const ReCorpus& corpus, R
   nlohmann::json manifest =
       training_manifest(opt.seed, to_string(opt.device), model.parameters().count());
   manifest["model_structure"] = model.describe();
+  if (opt.static_step) manifest["step"] = "static";
   manifest["data"] = {{"source", opt.data},
                       {"train_documents", corpus.train.documents.size()},
                       {"valid_documents", corpus.valid.documents.size()},
@@ -495,6 +496,7 @@ class ReTraining {
     ctx.training = true;
     ctx.seed = opt_.seed;
     ctx.step = static_cast<uint64_t>(step_);
+    ctx.static_step = opt_.static_step;
     // Gradients start undefined every step: a parameter that this step's task
     // does not reach (the NER head on an RE step, and the reverse) gets no
     // update at all, not even Adam's momentum, and a resumed run (whose fresh

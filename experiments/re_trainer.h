@@ -70,6 +70,12 @@ struct ReTrainOptions {
   // not part of the run's configuration, and the training is the same bytes with or
   // without it.
   bool grad_norms = false;
+  // The static step (models/layers.h: Context::static_step): the halting loop runs to
+  // t_max under device masks, so a step reads nothing it computed and does the same work
+  // every time (what a CUDA graph of the step needs). The same bytes as the dynamic step
+  // (tests/models/test_static_step.cpp), so not part of the config: manifest.json says
+  // "step": "static".
+  bool static_step = false;
   // Called after each evaluation's metrics line, before last.ckpt is written
   // (tests throw from it to stand for a killed process). Not part of the config.
   std::function<void(int64_t step)> after_evaluation;

@@ -55,6 +55,7 @@ inline constexpr TrainOptionKinds kTrainOptionKinds[] = {
     {"--null-margin", kRelationModels},
     {"--hypernym-filter", kRelationModels},
     {"--grad-norms", kRelationModels},
+    {"--static-step", kRelationModels},
     {"--device", kEveryModel},
     {"--matmul-precision", kEveryModel},
     {"--force", kEveryModel},

@@ -29,6 +29,7 @@
   X(add_forward) X(add_backward)                              \
   X(mul_forward) X(mul_backward)                              \
   X(scale_forward) X(scale_backward)                          \
+  X(div_forward) X(div_backward)                              \
   X(select_rows_forward) X(select_rows_backward)              \
   X(scale_rows_forward) X(scale_rows_backward)                \
   X(relu_forward) X(relu_backward)                            \

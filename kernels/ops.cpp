@@ -14,6 +14,7 @@ constexpr std::array kOps = {
     OpInfo{"add", "elementwise", "a + b"},
     OpInfo{"mul", "elementwise", "a ⊙ b"},
     OpInfo{"scale", "elementwise", "s · x"},
+    OpInfo{"div", "elementwise", "a / b"},
     OpInfo{"select_rows", "elementwise", "rows of a where keep ≠ 0, else of b (halting)"},
     OpInfo{"scale_rows", "elementwise", "x[r, ..] · s[r] (masks, halting weights)"},
     OpInfo{"relu", "elementwise", "max(0, x)"},

@@ -105,9 +105,13 @@ void keep_large_blocks_in_the_heap() {
 
 namespace {
 std::atomic<size_t> g_live_bytes{0};  // CPU tensor storage alive now (the memory budget's)
+// DispatchCounts' host-side counts (kernels/tensor.h), on either device.
+std::atomic<int64_t> g_host_reads{0}, g_host_tensors{0}, g_allocations{0}, g_allocated_bytes{0};
 }  // namespace
 
 Storage::Storage(size_t nbytes, Device dev) : bytes(nbytes), device(dev) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  g_allocated_bytes.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
   if (dev == Device::cpu) {
     require_memory(static_cast<double>(nbytes), static_cast<double>(g_live_bytes.load()),
                    "a tensor",
@@ -211,8 +215,14 @@ std::map<std::string, int64_t> op_tally() {
 }
 
 DispatchCounts dispatch_counts() {
-  return {g_ops.load(std::memory_order_relaxed), g_device_reads.load(std::memory_order_relaxed),
-          g_uploads.load(std::memory_order_relaxed)};
+  constexpr auto r = std::memory_order_relaxed;
+  return {g_ops.load(r),
+          g_device_reads.load(r),
+          g_uploads.load(r),
+          g_host_reads.load(r),
+          g_host_tensors.load(r),
+          g_allocations.load(r),
+          g_allocated_bytes.load(r)};
 }
 namespace detail {
 void count_op(const char* op) {
@@ -257,6 +267,9 @@ Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape)
                      " values do not fill shape " + shape.str());
   Tensor t = empty(shape);
   std::copy(values.begin(), values.end(), t.f32());
+  t.storage_->host_filled = true;
+  t.storage_->host_knows = true;
+  g_host_tensors.fetch_add(1, std::memory_order_relaxed);
   return t;
 }
 
@@ -266,6 +279,9 @@ Tensor Tensor::from_indices(const std::vector<int32_t>& values, const Shape& sha
                      " values do not fill shape " + shape.str());
   Tensor t = empty(shape, Device::cpu, DType::i32);
   std::copy(values.begin(), values.end(), t.i32());
+  t.storage_->host_filled = true;
+  t.storage_->host_knows = true;
+  g_host_tensors.fetch_add(1, std::memory_order_relaxed);
   return t;
 }
 
@@ -286,7 +302,22 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 Tensor Tensor::clone() const {
-  return to(device_);
+  return copy_to(device_);
+}
+
+bool Tensor::host_knows_contents() const {
+  if (!storage_ || numel() == 0) return true;
+  return device_ == Device::cpu ? storage_->host_filled : storage_->host_copy != nullptr;
+}
+
+void Tensor::note_host_read() const {
+  if (!host_knows_contents()) g_host_reads.fetch_add(1, std::memory_order_relaxed);
+}
+
+Tensor Tensor::on(Device device) const {
+  if (device_ != device) return to(device);
+  if (device == Device::cpu) note_host_read();
+  return *this;
 }
 
 namespace {
@@ -296,8 +327,21 @@ constexpr size_t kHostCopyBytes = size_t(1) << 20;
 }  // namespace
 
 Tensor Tensor::to(Device device) const {
+  if (device == Device::cpu) {
+    check_defined(*this, "to(device)");
+    note_host_read();
+  }
+  return copy_to(device);
+}
+
+Tensor Tensor::copy_to(Device device) const {
   check_defined(*this, "to(device)");
   Tensor t = empty(shape_, device, dtype_);
+  if (device == Device::cpu && (device_ != Device::cpu || storage_->host_filled)) {
+    // What the host now holds it knows (a read of the copy is no read of computed data).
+    t.storage_->host_filled = true;
+    t.storage_->host_knows = true;
+  }
   if (device_ != Device::cpu && device == Device::cpu && storage_->host_copy) {
     std::memcpy(t.storage_->ptr, storage_->host_copy->ptr, nbytes());  // no device read
     return t;
@@ -384,12 +428,12 @@ void Tensor::zero() {
 }
 
 std::vector<float> Tensor::to_vector() const {
-  Tensor h = device_ == Device::cpu ? *this : to(Device::cpu);
+  const Tensor h = on(Device::cpu);
   return {h.f32(), h.f32() + numel()};
 }
 
 std::vector<int32_t> Tensor::to_index_vector() const {
-  Tensor h = device_ == Device::cpu ? *this : to(Device::cpu);
+  const Tensor h = on(Device::cpu);
   return {h.i32(), h.i32() + numel()};
 }
 
@@ -403,18 +447,22 @@ std::vector<float> Tensor::items(std::initializer_list<Tensor> ts) {
   std::vector<float> out(ts.size(), std::numeric_limits<float>::quiet_NaN());
   std::vector<std::pair<size_t, const Tensor*>> on_gpu;
   size_t i = 0;
+  bool computed_on_cpu = false;  // one read, as the GPU's one gathered read
   for (const Tensor& t : ts) {
     if (t.defined()) {
       check_dtype(t, DType::f32, "items()");
       if (t.numel() != 1)
         throw ShapeError("items(): tensor of shape " + t.shape_.str() + " is not 1 element");
-      if (t.device_ == Device::cpu)
+      if (t.device_ == Device::cpu) {
         out[i] = t.f32()[0];
-      else
+        computed_on_cpu = computed_on_cpu || !t.host_knows_contents();
+      } else {
         on_gpu.emplace_back(i, &t);
+      }
     }
     ++i;
   }
+  if (computed_on_cpu) g_host_reads.fetch_add(1, std::memory_order_relaxed);
   if (on_gpu.size() == 1) out[on_gpu[0].first] = on_gpu[0].second->item();
   if (on_gpu.size() <= 1) return out;
   Tensor gathered = empty({static_cast<int64_t>(on_gpu.size())}, Device::cuda);

@@ -77,12 +77,16 @@ struct Storage {
   // Atomic: CPU kernels take pointers from several threads, and one of them clears.
   std::atomic<bool> host_knows{false};
   std::shared_ptr<const Storage> host_copy;  // the same bytes on the host (small uploads)
-  bool index_range_known = false;            // int32 contents lie in [index_lo, index_hi]
+  // A CPU storage the host filled from its own data (from_vector, from_indices, a copy
+  // of such a tensor or of a GPU tensor): reading it is no read of computed data.
+  bool host_filled = false;
+  bool index_range_known = false;  // int32 contents lie in [index_lo, index_hi]
   int32_t index_lo = 0, index_hi = -1;
   void forget() {
     if (!host_knows.exchange(false)) return;
     host_copy.reset();
     index_range_known = false;
+    host_filled = false;
   }
 };
 
@@ -140,7 +144,7 @@ class Tensor {
   Tensor clone() const;
   Tensor to(Device device) const;
   // This tensor (shallow) when it is on `device` already, else to(device).
-  Tensor on(Device device) const { return device_ == device ? *this : to(device); }
+  Tensor on(Device device) const;
   void copy_from(const Tensor& src);  // shapes and dtypes must match; any devices
   void fill(float value);
   void zero();
@@ -154,6 +158,11 @@ class Tensor {
 
  private:
   [[noreturn]] void access_error(DType wanted) const;
+  // Counts a read of this tensor's contents by the host (DispatchCounts::host_reads)
+  // unless the host knows them: a CPU tensor it filled, a GPU tensor with a host copy.
+  void note_host_read() const;
+  bool host_knows_contents() const;
+  Tensor copy_to(Device device) const;  // to() without counting a read
   template <class T, DType D>
   T* data() {
     if (!storage_ || dtype_ != D) [[unlikely]]
@@ -187,10 +196,26 @@ void check_defined(const Tensor& t, const char* what);
 // (MARE_CUDA_DISPATCH; on the GPU each is at least one kernel launch), reads of
 // GPU memory by the host (each one waits for the stream) and uploads of host
 // memory. Take two snapshots and subtract (mare bench iteration does, per step).
+//
+// The rest is counted on both devices, so that the CPU can test what a GPU step would
+// cost: host_reads, the host asking for contents it does not know (to/on(Device::cpu),
+// to_vector, item, items of a tensor an op computed; on the GPU each is a device read);
+// host_tensors, tensors filled from host vectors (from_vector, from_indices: on the
+// GPU, each one a step uses is an upload); allocations and allocated_bytes, tensor
+// storages made (on the GPU served by the caching allocator: a step that makes the same
+// sequence as the one before finds every block in its cache, and a CUDA graph's pool
+// could hold them).
 struct DispatchCounts {
   int64_t ops = 0, device_reads = 0, uploads = 0;
+  int64_t host_reads = 0, host_tensors = 0, allocations = 0, allocated_bytes = 0;
   DispatchCounts operator-(const DispatchCounts& o) const {
-    return {ops - o.ops, device_reads - o.device_reads, uploads - o.uploads};
+    return {ops - o.ops,
+            device_reads - o.device_reads,
+            uploads - o.uploads,
+            host_reads - o.host_reads,
+            host_tensors - o.host_tensors,
+            allocations - o.allocations,
+            allocated_bytes - o.allocated_bytes};
   }
 };
 DispatchCounts dispatch_counts();

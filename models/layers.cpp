@@ -210,7 +210,25 @@ Norm::Norm(ParameterSet& ps, Buffers& buffers, const std::string& name, int64_t 
   }
 }
 
-ag::Var Norm::operator()(const ag::Var& x, const Tensor& mask, const Context& ctx) {
+Tensor count_indicator(const Tensor& c) {
+  const Tensor one = Tensor::full(c.shape(), 1.0f, c.device());
+  return add_forward(one,
+                     scale_forward(relu_forward(add_forward(one, scale_forward(c, -1.0f))), -1.0f));
+}
+
+Tensor count_at_least_one(const Tensor& c) {
+  const Tensor one = Tensor::full(c.shape(), 1.0f, c.device());
+  return add_forward(c, relu_forward(add_forward(one, scale_forward(c, -1.0f))));
+}
+
+ag::Var Norm::operator()(const ag::Var& x, const Tensor& given_mask, const Context& ctx) {
+  // In a static halting loop's iteration where no token runs, batch norm sees no row
+  // (mask ⊙ live = 0): its running statistics stay as the dynamic loop leaves them.
+  const Tensor mask =
+      kind_ == Kind::batch && ctx.live.defined()
+          ? matmul_forward(given_mask.reshape({given_mask.numel(), 1}), ctx.live.reshape({1, 1}))
+                .reshape(given_mask.shape())
+          : given_mask;
   if (kind_ == Kind::layer) return masked(ag::layer_norm(x, gamma_, beta_), mask);
   const size_t t = mean_keys_.size() > 1 ? static_cast<size_t>(ctx.iteration) : 0;
   if (t >= mean_keys_.size())

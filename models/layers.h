@@ -35,7 +35,23 @@ struct Context {
   int iteration = 0;
   // When set, memory mixers append the state they leave (models/memory_mixer.h).
   MemoryRecording* memory_recording = nullptr;
+  // A static step: no host decision on data the step computes, so that the step makes
+  // no read of the device and runs the same work every time (what a CUDA graph of the
+  // step needs). The halting loop runs all t_max iterations under device masks and the
+  // memory mixers count their stepping tokens on the device; the numbers are the
+  // dynamic step's, bit for bit (tests/models: StaticStep), at t_max iterations' work.
+  bool static_step = false;
+  // Inside a static step's halting loop: [1] on the device, 1 while some real token
+  // runs in this iteration (the dynamic loop would run it), else 0. An iteration
+  // without one changes nothing: batch norms take no statistics from it and a memory
+  // counts no call of its gate regulariser.
+  Tensor live;
 };
+
+// Counts held as [1] tensors on the device, exact while below 2^24: min(c, 1) and
+// max(c, 1) of a count c ∈ {0, 1, 2, …}, as 1 − relu(1 − c) and c + relu(1 − c).
+Tensor count_indicator(const Tensor& c);
+Tensor count_at_least_one(const Tensor& c);
 
 // Non-trainable state that must survive a checkpoint (batch-norm statistics).
 using Buffers = std::map<std::string, Tensor>;

@@ -79,11 +79,18 @@ void MemoryController::begin(int64_t B, int64_t T, Context&) {
   calls_ = 0;
   gate_sum_ = nullptr;
   gate_calls_ = 0;
+  gate_calls_on_device_ = Tensor();
 }
 
 ag::Var MemoryController::aux_loss() const {
   if (!gate_sum_ || c_.gate_weight == 0.0f) return nullptr;
-  return ag::scale(gate_sum_, c_.gate_weight / static_cast<float>(gate_calls_));
+  if (!gate_calls_on_device_.defined())
+    return ag::scale(gate_sum_, c_.gate_weight / static_cast<float>(gate_calls_));
+  // The same float division on the device (a sum of +0 terms when no call stepped).
+  const Device dev = gate_calls_on_device_.device();
+  const Tensor weight = div_forward(Tensor::full({1}, c_.gate_weight, dev),
+                                    count_at_least_one(gate_calls_on_device_));
+  return ag::mul(gate_sum_, ag::constant(weight));
 }
 
 namespace {
@@ -166,11 +173,27 @@ ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const
   const ag::Var& xi = nu_xi[1];
 
   const Tensor run = mul_forward(running, mask.reshape({M}));
-  const int64_t stepping = count_ones(running, mask);
-  if (ctx.training && c_.gate_weight != 0.0f && stepping > 0) add_gate_term(xi, run, stepping);
-
-  SteppedMemory stepped = step_memory(xi, s_, c_, dev, M, N);
-  if (stepping != M) keep_halted(stepped.next, s_, run);
+  SteppedMemory stepped;
+  if (ctx.live.defined()) {
+    // A static step: the memories that step are counted on the device, every call
+    // keeps the halted ones' state, and a call where none steps adds +0 to the gate
+    // regulariser and no call to its count.
+    if (ctx.training && c_.gate_weight != 0.0f) {
+      const Tensor stepping =
+          matmul_forward(run.reshape({1, M}), Tensor::full({M, 1}, 1.0f, dev)).reshape({1});
+      add_gate_term(xi, run, 0, stepping);
+      const Tensor live = ctx.live.reshape({1});
+      gate_calls_on_device_ =
+          gate_calls_on_device_.defined() ? add_forward(gate_calls_on_device_, live) : live.clone();
+    }
+    stepped = step_memory(xi, s_, c_, dev, M, N);
+    keep_halted(stepped.next, s_, run);
+  } else {
+    const int64_t stepping = count_ones(running, mask);
+    if (ctx.training && c_.gate_weight != 0.0f && stepping > 0) add_gate_term(xi, run, stepping);
+    stepped = step_memory(xi, s_, c_, dev, M, N);
+    if (stepping != M) keep_halted(stepped.next, s_, run);
+  }
   s_ = stepped.next;
   if (ctx.memory_recording) record(*ctx.memory_recording, run, stepped.allocation, B, T);
   ++calls_;
@@ -182,7 +205,8 @@ ag::Var MemoryController::operator()(const ag::Var& x, const Tensor& mask, const
 // The gate regulariser's term (training only): mean(z²) over the sigmoid gates'
 // pre-activations (erase [W], free gates [R], allocation and write gate) of the
 // memories that step.
-void MemoryController::add_gate_term(const ag::Var& xi, const Tensor& run, int64_t stepping) {
+void MemoryController::add_gate_term(const ag::Var& xi, const Tensor& run, int64_t stepping,
+                                     const Tensor& stepping_on_device) {
   const int64_t M = run.numel(), W = word_of(c_), R = c_.read_heads, X = interface_width();
   const InterfaceLayout at = InterfaceLayout::of(R, W);
   const std::vector<ag::Var> parts =
@@ -193,7 +217,16 @@ void MemoryController::add_gate_term(const ag::Var& xi, const Tensor& run, int64
   const ag::Var rows = ag::matmul(ag::constant(run.reshape({1, M})), ag::mul(z, z));
   const ag::Var total =
       ag::matmul(rows, ag::constant(Tensor::full({k, 1}, 1.0f, run.device())));  // [1, 1]
-  const ag::Var mean = ag::scale(ag::reshape(total, {1}), 1.0f / static_cast<float>(stepping * k));
+  ag::Var mean;
+  if (!stepping_on_device.defined()) {
+    mean = ag::scale(ag::reshape(total, {1}), 1.0f / static_cast<float>(stepping * k));
+  } else {
+    // 1 / (stepping · k) as the host's float division; 1 / 1 when none steps (total +0).
+    const Tensor count = scale_forward(stepping_on_device, static_cast<float>(k));
+    const Tensor inverse =
+        div_forward(Tensor::full({1}, 1.0f, run.device()), count_at_least_one(count));
+    mean = ag::mul(ag::reshape(total, {1}), ag::constant(inverse));
+  }
   gate_sum_ = gate_sum_ ? ag::add(gate_sum_, mean) : mean;
   ++gate_calls_;
 }

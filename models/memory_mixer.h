@@ -119,7 +119,10 @@ class MemoryController : public TokenMixer {
   const MemoryState& state() const { return s_; }
 
  private:
-  void add_gate_term(const ag::Var& xi, const Tensor& run, int64_t stepping);
+  // stepping: the memories that step, on the host, or (stepping_on_device defined, [1])
+  // counted on the device by a static step.
+  void add_gate_term(const ag::Var& xi, const Tensor& run, int64_t stepping,
+                     const Tensor& stepping_on_device = {});
   void record(MemoryRecording& recording, const Tensor& run, const ag::Var& allocation, int64_t B,
               int64_t T) const;
 
@@ -133,9 +136,10 @@ class MemoryController : public TokenMixer {
   Dropout drop_;
   int64_t B_ = 0, T_ = 0;
   MemoryState s_;
-  ag::Var gate_sum_;      // Σ over calls of mean(z²)
-  int gate_calls_ = 0;    // calls with at least one memory that stepped
-  bool started_ = false;  // the state holds this pass's values (else zeros are made on use)
+  ag::Var gate_sum_;             // Σ over calls of mean(z²)
+  int gate_calls_ = 0;           // calls with at least one memory that stepped
+  Tensor gate_calls_on_device_;  // the same count, [1] on the device, in a static step
+  bool started_ = false;         // the state holds this pass's values (else zeros are made on use)
 };
 
 }  // namespace mare::nn

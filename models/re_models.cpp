@@ -255,28 +255,11 @@ class AttentionRe : public ReModel {
       return h;
     }
     // Dynamic halting (SPEC §4.4): h_t from X_t = H_{t−1} + P_t, before the block.
-    // The loop reads the device once an iteration: whether every token has halted.
-    // That read also gives the host the next iteration's running mask, which goes up
-    // with its bytes known to the host (the memory mixer asks whether it is all ones).
     std::vector<ag::Var> probs, states;
-    Tensor halted = Tensor::zeros({N});  // on the host
-    for (int t = 0; t < c_.max_steps; ++t) {
-      ag::Var x = ag::add(h, ag::constant(nn::position_signal(B, T, d, t + 1, dev)));
-      probs.push_back(ag::reshape(ag::sigmoid(halt_(x)), {1, N}));
-      // Tokens that halted before this step keep their state: run = 1 − halted.
-      const Tensor run_host = running_of(halted), run = run_host.on(dev);
-      ag::Var next = apply_block(t, x, batch, run, ctx);
-      // A running token takes its new state, a halted one keeps its old (SPEC §4.4);
-      // while none has halted, that is the new state.
-      const float* r = run_host.f32();
-      h = std::all_of(r, r + N, [](float v) { return v == 1.0f; }) ? next
-                                                                   : ag::select_rows(run, next, h);
-      states.push_back(h);
-      ag::Halting now = ag::halting(ag::constant(concat_forward(values_of(probs), 0)), token_mask,
-                                    c_.max_steps, c_.halt_eps);
-      halted = now.halted.on(Device::cpu);
-      if (all_halted(halted, token_mask)) break;
-    }
+    if (ctx.static_step)
+      halting_loop_on_device(h, batch, token_mask, ctx, probs, states);
+    else
+      halting_loop_on_host(h, batch, token_mask, ctx, probs, states);
     ctx.iteration = 0;
     ag::Halting w = ag::halting(ag::concat(probs, 0), token_mask, c_.max_steps, c_.halt_eps);
     // Ĥ = Σ_t p_t H_t
@@ -295,6 +278,63 @@ class AttentionRe : public ReModel {
     return ag::reshape(acc, {B, T, d});
   }
 
+  // The loop reads the device once an iteration: whether every token has halted.
+  // That read also gives the host the next iteration's running mask, which goes up
+  // with its bytes known to the host (the memory mixer asks whether it is all ones).
+  void halting_loop_on_host(ag::Var& h, const ReBatch& batch, const Tensor& token_mask,
+                            Context& ctx, std::vector<ag::Var>& probs,
+                            std::vector<ag::Var>& states) {
+    const int64_t B = batch.B, T = batch.T, d = c_.d, N = B * T;
+    const Device dev = batch.mask.device();
+    Tensor halted = Tensor::zeros({N});  // on the host
+    for (int t = 0; t < c_.max_steps; ++t) {
+      ag::Var x = ag::add(h, ag::constant(nn::position_signal(B, T, d, t + 1, dev)));
+      probs.push_back(ag::reshape(ag::sigmoid(halt_(x)), {1, N}));
+      // Tokens that halted before this step keep their state: run = 1 − halted.
+      const Tensor run_host = running_of(halted), run = run_host.on(dev);
+      ag::Var next = apply_block(t, x, batch, run, ctx);
+      // A running token takes its new state, a halted one keeps its old (SPEC §4.4);
+      // while none has halted, that is the new state.
+      const float* r = run_host.f32();
+      h = std::all_of(r, r + N, [](float v) { return v == 1.0f; }) ? next
+                                                                   : ag::select_rows(run, next, h);
+      states.push_back(h);
+      ag::Halting now = ag::halting(ag::constant(concat_forward(values_of(probs), 0)), token_mask,
+                                    c_.max_steps, c_.halt_eps);
+      halted = now.halted.on(Device::cpu);
+      if (all_halted(halted, token_mask)) break;
+    }
+  }
+
+  // The same loop with no read of the device (Context::static_step): all t_max
+  // iterations, the running mask made on the device. An iteration after every token
+  // halted keeps every state (select_rows with run = 0), its step gets weight p = 0
+  // (the halting weights of the first K steps do not depend on later ones), and
+  // ctx.live = 0 keeps its norms and memories from counting it; so every number is
+  // the host loop's (+0 terms added where that loop stopped).
+  void halting_loop_on_device(ag::Var& h, const ReBatch& batch, const Tensor& token_mask,
+                              Context& ctx, std::vector<ag::Var>& probs,
+                              std::vector<ag::Var>& states) {
+    const int64_t B = batch.B, T = batch.T, d = c_.d, N = B * T;
+    const Device dev = batch.mask.device();
+    const Tensor ones = Tensor::full({N}, 1.0f, dev), mask_column = token_mask.reshape({N, 1});
+    Tensor halted = Tensor::zeros({N}, dev);
+    for (int t = 0; t < c_.max_steps; ++t) {
+      ag::Var x = ag::add(h, ag::constant(nn::position_signal(B, T, d, t + 1, dev)));
+      probs.push_back(ag::reshape(ag::sigmoid(halt_(x)), {1, N}));
+      // run = 1 + (−1 · halted), as the host loop rounds it; live = [some real token runs].
+      const Tensor run = add_forward(ones, scale_forward(halted, -1.0f));
+      ctx.live = nn::count_indicator(matmul_forward(run.reshape({1, N}), mask_column));
+      ag::Var next = apply_block(t, x, batch, run, ctx);
+      h = ag::select_rows(run, next, h);
+      states.push_back(h);
+      halted = ag::halting(ag::constant(concat_forward(values_of(probs), 0)), token_mask,
+                           c_.max_steps, c_.halt_eps)
+                   .halted;
+    }
+    ctx.live = Tensor();
+  }
+
   static std::vector<Tensor> values_of(const std::vector<ag::Var>& vs) {
     std::vector<Tensor> out;
     for (const ag::Var& v : vs) out.push_back(v->value);
@@ -311,9 +351,9 @@ class AttentionRe : public ReModel {
 
   // 1 − halted on the host, as add(1, scale(halted, −1)) rounds it: exactly 1 or +0.
   static Tensor running_of(const Tensor& halted) {
-    Tensor run = Tensor::empty(halted.shape());
-    for (int64_t i = 0; i < halted.numel(); ++i) run.f32()[i] = 1.0f + -1.0f * halted.f32()[i];
-    return run;
+    std::vector<float> run(static_cast<size_t>(halted.numel()));
+    for (int64_t i = 0; i < halted.numel(); ++i) run[i] = 1.0f + -1.0f * halted.f32()[i];
+    return Tensor::from_vector(run, halted.shape());
   }
 
   // E = W1 · ReLU(Norm?(W0 · H))

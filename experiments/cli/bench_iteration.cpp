@@ -123,6 +123,9 @@ void add_bench_iteration_command(CLI::App& bench) {
   it->add_flag("--by-op", o->bench.by_op,
                "Also count each row's op dispatches by op (the last timed iteration; "
                "ops_by_name in the JSON) and print them, most first");
+  it->add_flag("--static-step", o->bench.static_step,
+               "Relation models: the static step (the halting loop to t_max under device "
+               "masks, no read of what the step computed; the same numbers)");
   it->add_option("--json", o->json_path, "Write the rows as JSON to FILE");
 }
 

@@ -330,6 +330,10 @@ void add_relation_options(CLI::App* cmd, TrainArgs* a) {
                 "Relation models: metrics.jsonl also holds each parameter's mean gradient norm "
                 "(before L2 and clipping) over every evaluation window; a diagnostic, the "
                 "training is the same");
+  cmd->add_flag("--static-step", a->rel.static_step,
+                "Relation models with halting: run the halting loop to t_max under masks made "
+                "on the device, so that a step reads nothing it computed (the step a CUDA graph "
+                "could hold); the same numbers, bit for bit, at t_max iterations' work");
 }
 
 // Where and how the run computes, and whether it runs again.

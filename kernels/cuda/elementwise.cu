@@ -147,6 +147,25 @@ __global__ void mul_grad_kernel(float* __restrict__ d, const float* __restrict__
     d[i] = __fadd_rn(d[i], __fmul_rn(d_out[i], other[i]));
 }
 
+// out[i] = a[i] / b[i]   (IEEE division: nvcc's default, no fast-math)
+__global__ void div_kernel(const float* __restrict__ a, const float* __restrict__ b,
+                           float* __restrict__ out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = __fdiv_rn(a[i], b[i]);
+}
+
+// d_a[i] += d_out[i] / b[i];  d_b[i] += −(d_out[i] · out[i]) / b[i]  (either may be null)
+__global__ void div_grad_kernel(float* __restrict__ d_a, float* __restrict__ d_b,
+                                const float* __restrict__ d_out, const float* __restrict__ out,
+                                const float* __restrict__ b, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    if (d_a) d_a[i] = __fadd_rn(d_a[i], __fdiv_rn(d_out[i], b[i]));
+    if (d_b) d_b[i] = __fadd_rn(d_b[i], __fdiv_rn(-__fmul_rn(d_out[i], out[i]), b[i]));
+  }
+}
+
 // out[r, j] = keep[r] != 0 ? a[r, j] : b[r, j]   (rows × w, a row launch)
 __global__ void select_rows_kernel(const float* __restrict__ keep, const float* __restrict__ a,
                                    const float* __restrict__ b, float* __restrict__ out,
@@ -302,6 +321,24 @@ void mul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a
   if (d_b.defined()) {
     launch("mul_grad_kernel", n, mul_grad_kernel, d_b.f32(), d_out.f32(), a.f32(), n);
   }
+}
+
+Tensor div_forward(const Tensor& a, const Tensor& b) {
+  require_cuda({&a, &b}, "div_forward");
+  Tensor out = Tensor::empty(a.shape(), Device::cuda);
+  const int64_t n = a.numel();
+  if (n == 0) return out;
+  launch("div_kernel", n, div_kernel, a.f32(), b.f32(), out.f32(), n);
+  return out;
+}
+
+void div_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& out,
+                  const Tensor& b) {
+  require_cuda({&d_a, &d_b, &d_out, &out, &b}, "div_backward");
+  const int64_t n = d_out.numel();
+  if (n == 0 || (!d_a.defined() && !d_b.defined())) return;
+  launch("div_grad_kernel", n, div_grad_kernel, d_a.defined() ? d_a.f32() : nullptr,
+         d_b.defined() ? d_b.f32() : nullptr, d_out.f32(), out.f32(), b.f32(), n);
 }
 
 Tensor select_rows_forward(const Tensor& keep, const Tensor& a, const Tensor& b) {

@@ -149,6 +149,31 @@ void mul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a
   });
 }
 
+Tensor div_forward(const Tensor& a, const Tensor& b) {
+  check_same_shape(a, b, "div_forward");
+  MARE_CUDA_DISPATCH("div_forward", div_forward(a, b), &a, &b);
+  return zip_host(a, b, [](float x, float y) { return x / y; });
+}
+
+void div_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& out,
+                  const Tensor& b) {
+  check_same_shape(out, d_out, "div_backward: out");
+  check_same_shape(b, d_out, "div_backward: b");
+  if (d_a.defined()) check_same_shape(d_a, d_out, "div_backward: d_a");
+  if (d_b.defined()) check_same_shape(d_b, d_out, "div_backward: d_b");
+  MARE_CUDA_DISPATCH("div_backward", div_backward(d_a, d_b, d_out, out, b), &d_a, &d_b, &d_out,
+                     &out, &b);
+  const float *pg = d_out.f32(), *po = out.f32(), *pb = b.f32();
+  float* da = d_a.defined() ? d_a.f32() : nullptr;
+  float* db = d_b.defined() ? d_b.f32() : nullptr;
+  for_items(d_out.numel(), 3.0, [&](int64_t begin, int64_t end) {
+    if (da)
+      for (int64_t i = begin; i < end; ++i) da[i] += pg[i] / pb[i];
+    if (db)
+      for (int64_t i = begin; i < end; ++i) db[i] += -(pg[i] * po[i]) / pb[i];
+  });
+}
+
 namespace {
 
 // The row width of select_rows and scale_rows: a and b have one shape, keep is [R], and

@@ -24,6 +24,13 @@ Tensor mul_forward(const Tensor& a, const Tensor& b);
 void mul_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& a, const Tensor& b);
 Tensor scale_forward(const Tensor& x, float s);
 void scale_backward(Tensor& d_x, const Tensor& d_out, float s);
+// out = a / b (same shapes; IEEE division, correctly rounded on both devices)
+// d_a += d_out / b,   d_b += −(d_out · out) / b
+// A step that runs on the device divides by counts it made there (the memory's gate
+// regulariser over the tokens that step) exactly as the host divides by its own.
+Tensor div_forward(const Tensor& a, const Tensor& b);
+void div_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& out,
+                  const Tensor& b);
 
 // out[r, ..] = keep[r] ≠ 0 ? a[r, ..] : b[r, ..]      keep: [R]; a, b: one shape whose
 // leading axes hold R rows ([R, ..] or [B, T, ..] with B·T = R)

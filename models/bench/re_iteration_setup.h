@@ -148,14 +148,16 @@ struct ReStepResult {
   double mean_steps() const { return mean_halting_steps(halting_steps, token_mask); }
 };
 
-// The trainer's RE step (experiments/re_trainer.cpp), lr 5e-4; on the GPU it
-// ends with a device synchronisation so a host clock covers the GPU work.
+// The trainer's RE step (experiments/re_trainer.cpp), lr 5e-4, dynamic or static
+// (models/layers.h: Context::static_step); on the GPU it ends with a device
+// synchronisation so a host clock covers the GPU work.
 inline ReStepResult re_training_step(ReModel& model, Adam& adam, const ReBatch& batch,
-                                     uint64_t step) {
+                                     uint64_t step, bool static_step = false) {
   nn::Context ctx;
   ctx.training = true;
   ctx.seed = kReBenchSeed;
   ctx.step = step;
+  ctx.static_step = static_step;
   for (const ag::Var& p : model.parameters().all()) p->grad = Tensor();
   ReOutput out = model.forward(batch, ReTask::relations, ctx);
   ag::Var loss = ag::cross_entropy(out.pair_logits, batch.labels);

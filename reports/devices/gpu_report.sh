@@ -129,6 +129,12 @@ bounded "$mare" bench iteration --device cuda --size paper --shape both --iterat
 bounded "$mare" bench iteration --device cuda --size paper --shape both --iterations 5 --warmup 2 \
   --matmul-precision high --models UTRE,NTCRE+memory_step=fused,UTRE-CPD,NTCRE-CPD+memory_step=fused \
   --json "$dir/iteration_tf32.json" >"$dir/iteration_tf32.txt" 2>"$dir/iteration_tf32.log"
+# The static step (halting to t_max under device masks: no device read inside a step,
+# the step a CUDA graph could hold), beside the dynamic rows above.
+step "bench iteration: static step" | tee -a "$dir/steps.txt"
+bounded "$mare" bench iteration --device cuda --size paper --shape both --iterations 5 --warmup 2 \
+  --static-step --models UTRE-CPD,NTCRE-CPD \
+  --json "$dir/iteration_static.json" >"$dir/iteration_static.txt" 2>"$dir/iteration_static.log"
 # How busy the GPU is while mare trains: nvidia-smi's utilization.gpu (the
 # share of each 100 ms sample in which a kernel ran) through `mare train` of
 # UTRE-CPD and NTCRE-CPD at their registry sizes on synth-cdr (200 steps, one

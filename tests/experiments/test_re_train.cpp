@@ -176,6 +176,27 @@ TEST(ReTrain, SameSeedSameBytesAndResumeAfterAKill) {
   EXPECT_EQ(slurp(a.out / "checkpoint.bin"), slurp(c.out / "checkpoint.bin"));
 }
 
+// --static-step: the halting loop to t_max under device masks; the same run, byte for
+// byte (UTRE-CPD and NTCRE-CPD with its memories and their gate regulariser, halting
+// early or not, NER steps among the RE ones); only the manifest says which step ran.
+TEST(ReTrain, StaticStepTrainsTheSameBytes) {
+  for (const std::string model : {"UTRE-CPD+max_steps=6+d=8+heads=2+ner_prob=0.5",
+                                  "NTCRE-CPD+max_steps=6+d=8+heads=2+slots=4+read_heads=1"}) {
+    const std::string tag = model.substr(0, 5);
+    ReTrainOptions dynamic = options(model, "ss_dyn_" + tag),
+                   fixed = options(model, "ss_static_" + tag);
+    dynamic.steps = fixed.steps = 40;
+    fixed.static_step = true;
+    train_re_model(dynamic, nullptr);
+    train_re_model(fixed, nullptr);
+    for (const char* file : {"result.json", "metrics.jsonl", "checkpoint.bin", "last.ckpt"})
+      EXPECT_EQ(slurp(dynamic.out / file), slurp(fixed.out / file)) << model << ": " << file;
+    const nlohmann::json manifest = nlohmann::json::parse(slurp(fixed.out / "manifest.json"));
+    EXPECT_EQ(manifest["step"], "static") << model;
+    EXPECT_FALSE(nlohmann::json::parse(slurp(dynamic.out / "manifest.json")).contains("step"));
+  }
+}
+
 // --grad-norms: every metrics line also holds each reached parameter's mean gradient
 // norm over its window; the training is the same bytes with or without it.
 TEST(ReTrain, GradNormsAreADiagnosticOnly) {

@@ -201,6 +201,26 @@ std::vector<OpCase> elementwise_cases() {
     };
     cs.push_back(c);
   }
+  {
+    // b kept away from 0 (0.5 ≤ |b| ≤ 1.5) so that central differences are accurate.
+    Tensor b = random_tensor({3, 7}, 27, 0.5f, 1.5f);
+    for (int64_t i = 1; i < b.numel(); i += 2) b.f32()[i] = -b.f32()[i];
+    OpCase c;
+    c.name = "div/[3, 7]";
+    c.op = "div";
+    c.inputs = {random_tensor({3, 7}, 26), b};
+    c.differentiable = {true, true};
+    c.forward = [](const Ts& in) { return Ts{div_forward(in[0], in[1])}; };
+    c.backward = [](const Ts& in, const Ts& g, Ts& d) {
+      div_backward(d[0], d[1], g[0], div_forward(in[0], in[1]), in[1]);
+    };
+    c.reference = [](const Vs& in) {
+      VecD y(in[0].size());
+      for (size_t i = 0; i < y.size(); ++i) y[i] = in[0][i] / in[1][i];
+      return Vs{y};
+    };
+    cs.push_back(c);
+  }
   // select_rows: keep [R] picks a's or b's row; rows over one axis ([5, 3]) and over two
   // ([2, 3, 4]: B·T = 6), with the mask captured as data (it takes no gradient).
   for (const Shape& shape : {Shape{5, 3}, Shape{2, 3, 4}}) {

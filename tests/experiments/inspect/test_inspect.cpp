@@ -142,7 +142,9 @@ TEST(MemoryRecorder, StepsAreTheControllerStateAfterEachCall) {
       }
     for (int64_t k = 0; k < n; ++k) {
       EXPECT_EQ(s.allocation.f32()[7 * n + k], 0.0f);
-      if (call == 2) EXPECT_EQ(s.allocation.f32()[n + k], rec.steps[1].allocation.f32()[n + k]);
+      if (call == 2) {
+        EXPECT_EQ(s.allocation.f32()[n + k], rec.steps[1].allocation.f32()[n + k]);
+      }
     }
     ASSERT_EQ(s.usage.shape(), Shape({M, 3}));
     for (int64_t i = 0; i < s.usage.numel(); ++i) {
