@@ -337,7 +337,7 @@ nlohmann::json bench_header(const IterationBenchOptions& opt, const SizeInfo& si
   out["benchmark"] = "iteration";
   out["device"] = to_string(opt.device);
   out["matmul_precision"] = to_string(matmul_precision());  // kernels/ops/linalg.h
-  out["step"] = opt.static_step ? "static" : "dynamic";     // models/layers.h: Context
+  out["static_step"] = opt.static_step;                     // models/layers.h: Context::static_step
   out["threads"] = main_threads;
   out["hardware_threads"] = std::thread::hardware_concurrency();
   out["size"] = opt.size;
@@ -483,7 +483,7 @@ nlohmann::json run_re_row(const RowContext& ctx, const Row& r, const bench::ReDa
   const IterationBenchOptions& opt = ctx.opt;
   ReModelConfig cfg;
   cfg.sizes = bench::re_bench_vocab(shape);
-  const ReBatch batch = bench::synthetic_re_batch(shape, cfg.sizes, opt.device, size.batch);
+  ReBatch batch = bench::synthetic_re_batch(shape, cfg.sizes, opt.device, size.batch);
   std::unique_ptr<ReModel> model;
   std::unique_ptr<Adam> adam;
   auto factory = [&]() -> StepFn {
@@ -498,7 +498,8 @@ nlohmann::json run_re_row(const RowContext& ctx, const Row& r, const bench::ReDa
       return StepOut{s.loss, s.halting_steps, s.token_mask};
     };
   };
-  factory();  // the parameter count before the row runs
+  factory();                               // the parameter count before the row runs
+  model->stage(batch, ReTask::relations);  // as the trainer stages its batches
   const int64_t parameters = model->parameters().count();
   const std::array<int64_t, 3> gemm_shape = {size.batch * shape.T, size.d, size.d};
   nlohmann::json j = run_row(ctx, r,

@@ -509,6 +509,7 @@ class ReTraining {
       ReBatch batch = to_device(
           make_batch(corpus_.train, sample_ner_batch(corpus_.train, batch_size, sampler_)),
           opt_.device);
+      model_.stage(batch, ReTask::entities);
       ReOutput out = model_.forward(batch, ReTask::entities, ctx);
       loss = ag::cross_entropy(out.ner_logits, batch.ner_targets);
       ner_loss = loss->value;
@@ -518,6 +519,7 @@ class ReTraining {
           to_device(make_batch(corpus_.train,
                                sample_re_batch(set_.batching, corpus_.train, batch_size, sampler_)),
                     opt_.device);
+      model_.stage(batch, ReTask::relations);
       ReOutput out = model_.forward(batch, ReTask::relations, ctx);
       loss = ag::cross_entropy(out.pair_logits, batch.labels, class_weights_);
       re_loss = loss->value;

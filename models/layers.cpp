@@ -314,14 +314,16 @@ ag::Var append_one(const ag::Var& x) {
 ag::Var Biaffine::operator()(const ag::Var& head, const ag::Var& tail, const Tensor& head_offsets,
                              const Tensor& head_rows, const Tensor& tail_offsets,
                              const Tensor& tail_rows) const {
-  const int64_t B = head->value.dim(0), T = head->value.dim(1), D1 = dim_ + 1, C = classes_;
-  ag::Var h1 = ag::reshape(append_one(head), {B * T, D1});
-  ag::Var t1 = append_one(tail);
-  // G[b, i, l, q] = Σ_p h[b, i, p] L[p, l, q]; Aff[b, (i, l), j] = Σ_q G[b, i, l, q] t[b, j, q].
-  ag::Var g = ag::reshape(ag::matmul(h1, l_), {B, T * C, D1});
-  ag::Var aff = ag::reshape(ag::batched_matmul(g, t1, false, true), {B * T * C * T, 1});
-  // One log-sum-exp set per (pair, class): the rows (i, l, j) over the head's
-  // mention tokens i and the tail's mention tokens j.
+  const auto [offsets, rows] =
+      pair_sets(head_offsets, head_rows, tail_offsets, tail_rows, head->value.dim(1));
+  const Device dev = head->value.device();
+  return (*this)(head, tail, offsets.to(dev), rows.to(dev));
+}
+
+std::pair<Tensor, Tensor> Biaffine::pair_sets(const Tensor& head_offsets, const Tensor& head_rows,
+                                              const Tensor& tail_offsets, const Tensor& tail_rows,
+                                              int64_t T) const {
+  const int64_t C = classes_;
   const Tensor ho = head_offsets.to(Device::cpu), hr = head_rows.to(Device::cpu);
   const Tensor to_ = tail_offsets.to(Device::cpu), tr = tail_rows.to(Device::cpu);
   const int64_t P = ho.numel() - 1;
@@ -336,10 +338,26 @@ ag::Var Biaffine::operator()(const ag::Var& head, const ag::Var& tail, const Ten
         }
       offsets.push_back(static_cast<int32_t>(rows.size()));
     }
-  const Device dev = head->value.device();
-  Tensor off_t = Tensor::from_indices(offsets, {static_cast<int64_t>(offsets.size())}).to(dev);
-  Tensor rows_t = Tensor::from_indices(rows, {static_cast<int64_t>(rows.size())}).to(dev);
-  return ag::reshape(ag::logsumexp_sets(aff, off_t, rows_t), {P, C});
+  return {Tensor::from_indices(offsets, {static_cast<int64_t>(offsets.size())}),
+          Tensor::from_indices(rows, {static_cast<int64_t>(rows.size())})};
+}
+
+ag::Var Biaffine::operator()(const ag::Var& head, const ag::Var& tail, const Tensor& set_offsets,
+                             const Tensor& set_rows) const {
+  const int64_t B = head->value.dim(0), T = head->value.dim(1), D1 = dim_ + 1, C = classes_;
+  const int64_t P = (set_offsets.numel() - 1) / C;
+  if (set_offsets.numel() != P * C + 1)
+    throw std::logic_error("biaffine: " + std::to_string(set_offsets.numel()) +
+                           " set offsets are not P·C + 1 for C = " + std::to_string(C) +
+                           " classes (sets staged for another model?)");
+  ag::Var h1 = ag::reshape(append_one(head), {B * T, D1});
+  ag::Var t1 = append_one(tail);
+  // G[b, i, l, q] = Σ_p h[b, i, p] L[p, l, q]; Aff[b, (i, l), j] = Σ_q G[b, i, l, q] t[b, j, q].
+  ag::Var g = ag::reshape(ag::matmul(h1, l_), {B, T * C, D1});
+  ag::Var aff = ag::reshape(ag::batched_matmul(g, t1, false, true), {B * T * C * T, 1});
+  // One log-sum-exp set per (pair, class): the rows (i, l, j) over the head's
+  // mention tokens i and the tail's mention tokens j.
+  return ag::reshape(ag::logsumexp_sets(aff, set_offsets, set_rows), {P, C});
 }
 
 }  // namespace mare::nn

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/tensor.h"
@@ -222,6 +223,16 @@ class Biaffine {
   ag::Var operator()(const ag::Var& head, const ag::Var& tail, const Tensor& head_offsets,
                      const Tensor& head_rows, const Tensor& tail_offsets,
                      const Tensor& tail_rows) const;
+  // The same from the log-sum-exp sets that pair_sets made.
+  ag::Var operator()(const ag::Var& head, const ag::Var& tail, const Tensor& set_offsets,
+                     const Tensor& set_rows) const;
+  // One log-sum-exp set per (pair, class) over the rows (b, i, l, j) of the [B·T·C·T]
+  // scores, i over the head's mention tokens and j over the tail's, from a batch of T
+  // tokens' pair sets: {offsets i32 [P·C + 1], rows i32 [..]} on the host.
+  std::pair<Tensor, Tensor> pair_sets(const Tensor& head_offsets, const Tensor& head_rows,
+                                      const Tensor& tail_offsets, const Tensor& tail_rows,
+                                      int64_t T) const;
+  int64_t classes() const { return classes_; }
 
  private:
   ag::Var l_;  // [(D + 1), classes · (D + 1)]: L[p, l, q]

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,12 @@ struct ReBatch {
   std::vector<int> distance;  // [P] closest-mention token distance
   // Bookkeeping for metrics: which example of the split each pair is.
   std::vector<int64_t> example_index;  // [P]
+  // What a model derives from this batch on the host (ReModel::stage: the bi-affine's
+  // pair sets, the n-gram masks), made before the training step and moved with the
+  // batch, so that the step itself builds nothing from host data (a CUDA graph of the
+  // step would take these as inputs). By name; what is missing, the model derives
+  // inside its forward pass.
+  std::map<std::string, Tensor> staged;
 };
 
 // The batch with every tensor on `device` (itself on the CPU). Uploaded from host
@@ -71,6 +78,7 @@ inline ReBatch to_device(ReBatch b, Device device) {
                     &b.ner_targets, &b.pair_doc, &b.labels, &b.head_offsets, &b.head_rows,
                     &b.tail_offsets, &b.tail_rows, &b.head_pos, &b.tail_pos})
     if (t->defined()) *t = t->to(device);
+  for (auto& [name, t] : b.staged) t = t.to(device);
   return b;
 }
 

@@ -51,6 +51,13 @@ class ReModel {
   virtual ReOutput forward(const ReBatch& batch, ReTask task, nn::Context& ctx) = 0;
   virtual std::string describe() const = 0;
   virtual bool supports_ner() const { return true; }
+  // Derives on the host what forward(batch, task) would otherwise build from the batch
+  // inside the step (into batch.staged, on the batch's device): the trainer stages each
+  // training batch before its step. The same numbers either way.
+  virtual void stage(ReBatch& batch, ReTask task) const {
+    (void)batch;
+    (void)task;
+  }
   ParameterSet& parameters() { return params_; }
   nn::Buffers& buffers() { return buffers_; }
   // Moves parameters and buffers to `device` (checkpoints go through the CPU).

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -172,27 +173,56 @@ class AttentionRe : public ReModel {
     ag::Var e_tail = project(h, tail0_, tail1_, tail_norm_, batch.mask, ctx);
     e_head = drop_head_(e_head, ctx);
     e_tail = drop_tail_(e_tail, ctx);
-    out.pair_logits = biaffine_(e_head, e_tail, batch.head_offsets, batch.head_rows,
-                                batch.tail_offsets, batch.tail_rows);
+    out.pair_logits = pair_scores(e_head, e_tail, batch);
     return out;
   }
 
  private:
-  // Character n-grams: embed every gram, conv1d (kernel 3) over a token's grams,
-  // max over them, then a linear layer (SPEC §4.3). A token's gram list is padded
-  // with id 0 to the batch's longest; padding is masked as everywhere (SPEC §4.2):
-  // padded slots enter the convolution as zeros (as beyond the ends of a "same"
-  // convolution; the <pad> row gets no gradient) and take no part in the max. A
-  // token without grams (a padding token) gets 0.
-  ag::Var ngram_vectors(const ReBatch& batch) {
-    const int64_t BT = batch.B * batch.T, G = batch.ngrams.dim(1), d = c_.d;
+  // What stage() derives from a batch: the n-gram masks, the bi-affine's pair sets.
+  static constexpr const char* kGramReal = "ngram.real";
+  static constexpr const char* kGramHas = "ngram.has_gram";
+  static constexpr const char* kGramSource = "ngram.source";
+  static constexpr const char* kPairSetOffsets = "biaffine.set_offsets";
+  static constexpr const char* kPairSetRows = "biaffine.set_rows";
+
+ public:
+  void stage(ReBatch& batch, ReTask task) const override {
     const Device dev = batch.mask.device();
-    // Host masks from the ids (a batch's small upload keeps its host copy).
+    if (c_.ngram && !batch.staged.contains(kGramReal)) {
+      GramMasks g = gram_masks(batch);
+      batch.staged[kGramReal] = g.real.to(dev);
+      batch.staged[kGramHas] = g.has_gram.to(dev);
+      batch.staged[kGramSource] = g.source.to(dev);
+    }
+    if (task == ReTask::relations && !batch.staged.contains(kPairSetOffsets)) {
+      auto [offsets, rows] = biaffine_.pair_sets(batch.head_offsets, batch.head_rows,
+                                                 batch.tail_offsets, batch.tail_rows, batch.T);
+      batch.staged[kPairSetOffsets] = offsets.to(dev);
+      batch.staged[kPairSetRows] = rows.to(dev);
+    }
+  }
+
+ private:
+  // The batch's staged tensor `name`, or made by `make` and moved to the batch's device.
+  template <class Make>
+  static Tensor staged_or(const ReBatch& batch, const char* name, Make make) {
+    const auto it = batch.staged.find(name);
+    return it != batch.staged.end() ? it->second : make().to(batch.mask.device());
+  }
+
+  // A token's gram list is padded with id 0 to the batch's longest. real: 1 for a gram
+  // slot, 0 for padding ([B·T·G]); has_gram: 1 for a token with a gram ([B·T]); source:
+  // the slot the max reads for each slot, its own if it is a gram, else the token's first
+  // gram's (i32 [B·T·G]): the same maximum as over the grams alone, and max's backward
+  // reaches that gram through the copy. On the host, from the ids (a batch's small
+  // upload keeps its host copy).
+  struct GramMasks {
+    Tensor real, has_gram, source;
+  };
+  static GramMasks gram_masks(const ReBatch& batch) {
+    const int64_t BT = batch.B * batch.T, G = batch.ngrams.dim(1);
     const Tensor ids = batch.ngrams.to(Device::cpu);
     std::vector<float> real(static_cast<size_t>(BT * G)), has_gram(static_cast<size_t>(BT));
-    // The max reads, for every slot, its own output if it is a gram, else a copy of the
-    // token's first gram's: the same maximum as over the grams alone, and max's
-    // backward reaches that gram through the copy.
     std::vector<int32_t> source(static_cast<size_t>(BT * G));
     for (int64_t r = 0; r < BT; ++r) {
       int64_t first = -1;
@@ -206,16 +236,42 @@ class AttentionRe : public ReModel {
         source[r * G + k] =
             static_cast<int32_t>(real[r * G + k] != 0.0f || first < 0 ? r * G + k : r * G + first);
     }
-    auto on_device = [dev](const std::vector<float>& v, int64_t n) {
-      return ag::constant(Tensor::from_vector(v, {n}).to(dev));
+    return {Tensor::from_vector(real, {BT * G}), Tensor::from_vector(has_gram, {BT}),
+            Tensor::from_indices(source, {BT * G})};
+  }
+
+  // Character n-grams: embed every gram, conv1d (kernel 3) over a token's grams,
+  // max over them, then a linear layer (SPEC §4.3). Padded slots are masked as
+  // everywhere (SPEC §4.2): they enter the convolution as zeros (as beyond the ends of
+  // a "same" convolution; the <pad> row gets no gradient) and take no part in the max.
+  // A token without grams (a padding token) gets 0.
+  ag::Var ngram_vectors(const ReBatch& batch) {
+    const int64_t BT = batch.B * batch.T, G = batch.ngrams.dim(1), d = c_.d;
+    std::optional<GramMasks> made;  // when the batch was not staged
+    auto mask = [&](const char* name, Tensor GramMasks::*field) {
+      return staged_or(batch, name, [&] {
+        if (!made) made = gram_masks(batch);
+        return (*made).*field;
+      });
     };
+    const Tensor real = mask(kGramReal, &GramMasks::real);
+    const Tensor has_gram = mask(kGramHas, &GramMasks::has_gram);
+    const Tensor source = mask(kGramSource, &GramMasks::source);
     ag::Var e = ag::reshape(grams_(batch.ngrams), {BT * G, d});
-    e = ag::reshape(ag::scale_rows(e, on_device(real, BT * G)), {BT, G, d});
+    e = ag::reshape(ag::scale_rows(e, ag::constant(real)), {BT, G, d});
     ag::Var conv = ag::reshape(ag::conv1d(e, gram_conv_w_, gram_conv_b_), {BT * G, d});
-    const Tensor rows = Tensor::from_indices(source, {BT * G}).to(dev);
-    ag::Var pooled = ag::max(ag::reshape(ag::embedding(conv, rows), {BT, G, d}), 1);  // [B·T, d]
-    pooled = ag::scale_rows(pooled, on_device(has_gram, BT));
+    ag::Var pooled = ag::max(ag::reshape(ag::embedding(conv, source), {BT, G, d}), 1);  // [B·T, d]
+    pooled = ag::scale_rows(pooled, ag::constant(has_gram));
     return ag::reshape(gram_out_(pooled), {batch.B, batch.T, d});
+  }
+
+  // The pair logits [P, relations]: from the staged pair sets when the batch has them.
+  ag::Var pair_scores(const ag::Var& e_head, const ag::Var& e_tail, const ReBatch& batch) const {
+    const auto offsets = batch.staged.find(kPairSetOffsets);
+    if (offsets == batch.staged.end())
+      return biaffine_(e_head, e_tail, batch.head_offsets, batch.head_rows, batch.tail_offsets,
+                       batch.tail_rows);
+    return biaffine_(e_head, e_tail, offsets->second, batch.staged.at(kPairSetRows));
   }
 
   const Block& block(int t) const { return blocks_[c_.shared ? 0 : t]; }

@@ -140,7 +140,8 @@ void BM_ReIteration(benchmark::State& st, const std::string& model_name, const D
     std::unique_ptr<ReModel> model = build_re_model(resolve_model(model_name), cfg, kReBenchSeed);
     if (g_device != Device::cpu) model->to(g_device);
     Adam adam(model->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
-    const ReBatch batch = synthetic_re_batch(shape, cfg.sizes, g_device);
+    ReBatch batch = synthetic_re_batch(shape, cfg.sizes, g_device);
+    model->stage(batch, ReTask::relations);  // as the trainer stages its batches
     const int64_t tokens = real_tokens(batch);
 
     uint64_t step = 0;

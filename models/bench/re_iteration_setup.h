@@ -11,10 +11,10 @@
 // mentions of 1–3 tokens. Class weights off, gold entity tags an input, RE
 // steps only (the trainer's NER steps are a different, cheaper head).
 //
-// The step is exactly the RE step of experiments/re_trainer.cpp: gradients
-// reset, forward, cross-entropy on the pairs' logits plus the model's aux loss
-// (the ponder cost), the loss read back (the trainer's divergence check),
-// backward, and an Adam step (lr 5e-4; L2 and clipping are the Adam's options).
+// The step is exactly the RE step of experiments/re_trainer.cpp (on a batch the caller
+// staged, ReModel::stage, as the trainer does): gradients reset, forward, cross-entropy on the
+// pairs' logits plus the model's aux loss (the ponder cost), the loss read back (the trainer's
+// divergence check), backward, and an Adam step (lr 5e-4; L2 and clipping are the Adam's options).
 #pragma once
 
 #include <cmath>

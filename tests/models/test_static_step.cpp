@@ -11,8 +11,8 @@
 #include "kernels/tensor.h"
 #include "models/functions.h"
 #include "models/optim.h"
-#include "tests/models/re_model_checks.h"
 #include "tests/gpu_required.h"
+#include "tests/models/re_model_checks.h"
 #ifdef MARE_WITH_CUDA
 #include "kernels/cuda/runtime.h"
 #endif
@@ -31,7 +31,7 @@ using test::tiny_batch;
 // Dropout on, so its draws must line up too.
 const std::string kHalting = "+d=8+heads=2+dropout=0.2+biaffine_init=glorot+max_steps=8";
 constexpr int kMaxSteps = 8;
-// host_tensors: what a step still builds from the batch on the host (below).
+// host_tensors: what a step builds from an unstaged batch on the host (below).
 struct Case {
   std::string name;
   bool stops_early;
@@ -44,6 +44,12 @@ const std::vector<Case> kModels = {
     {"NTCRE-CPD+memory_step=composed" + kHalting, false, 5},
     {"NTCRE-CPD+norm=layer" + kHalting, true, 5},
     {"NTCRE-CPD+norm=layer+memory_step=composed" + kHalting, true, 5}};
+
+ReBatch staged_batch(const ReModel& m, Device device) {
+  ReBatch b = to_device(tiny_batch(), device);
+  m.stage(b, ReTask::relations);
+  return b;
+}
 
 struct StepOutcome {
   std::vector<float> losses;  // task loss, aux loss
@@ -103,11 +109,12 @@ void expect_same_numbers(const Case& c, Device device) {
   fixed->to(device);
   Adam adam_d(dynamic->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
   Adam adam_s(fixed->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
-  const ReBatch batch = to_device(tiny_batch(), device);
+  // The dynamic step on the batch as it is, the static one on the batch staged.
+  const ReBatch batch = to_device(tiny_batch(), device), staged = staged_batch(*fixed, device);
   int stopped_early = 0;
   for (uint64_t step = 0; step < 5; ++step) {
     const StepOutcome d = train_step(*dynamic, adam_d, batch, step, false);
-    const StepOutcome s = train_step(*fixed, adam_s, batch, step, true);
+    const StepOutcome s = train_step(*fixed, adam_s, staged, step, true);
     ASSERT_EQ(d.losses.size(), s.losses.size());
     for (size_t k = 0; k < d.losses.size(); ++k)
       EXPECT_EQ(std::memcmp(&d.losses[k], &s.losses[k], sizeof(float)), 0)
@@ -136,35 +143,36 @@ TEST(StaticStep, GivesTheDynamicStepsNumbersBitForBit) {
 }
 
 // Once warmed up (the first steps fill the constants' cache), a static step reads
-// nothing it computed and makes exactly the allocations of the step before; the
-// dynamic step reads the halting decisions, once per iteration it runs. What remains
-// of host work is made from the batch alone, never from what the step computed: the
-// bi-affine pair head's (pair, class) index sets from the batch's pair lists (two
-// tensors) and, with n-grams, the gram masks from the batch's gram ids (three); on the
-// GPU each is an upload.
+// nothing it computed, makes no tensor from host data when its batch was staged
+// (ReModel::stage: the bi-affine's pair sets, the n-gram masks), and makes exactly the
+// allocations of the step before; the dynamic step reads the halting decisions, once
+// per iteration it runs, and on an unstaged batch the model stages inside the step.
 TEST(StaticStep, ReadsNothingItComputedAndAllocatesAsTheStepBefore) {
   for (const auto& [name, stops_early, host_tensors] : kModels) {
     auto m = build(name);
     Adam adam(m->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
-    const ReBatch batch = tiny_batch();
+    const ReBatch batch = staged_batch(*m, Device::cpu);
     for (uint64_t step = 0; step < 2; ++step) train_step(*m, adam, batch, step, true);
     const StepOutcome a = train_step(*m, adam, batch, 2, true);
     const StepOutcome b = train_step(*m, adam, batch, 3, true);
     EXPECT_EQ(a.used.host_reads, 0) << name;
     EXPECT_EQ(b.used.host_reads, 0) << name;
-    EXPECT_EQ(a.used.host_tensors, host_tensors) << name;
+    EXPECT_EQ(a.used.host_tensors, 0) << name;
     EXPECT_GT(a.used.allocations, 0) << name;
     EXPECT_EQ(a.used.allocations, b.used.allocations) << name;
     EXPECT_EQ(a.used.allocated_bytes, b.used.allocated_bytes) << name;
     EXPECT_EQ(a.used.ops, b.used.ops) << name;
 
-    const StepOutcome d = train_step(*m, adam, batch, 4, false);
+    const StepOutcome unstaged = train_step(*m, adam, tiny_batch(), 4, true);
+    EXPECT_EQ(unstaged.used.host_reads, 0) << name;
+    EXPECT_EQ(unstaged.used.host_tensors, host_tensors) << name;
+    const StepOutcome d = train_step(*m, adam, batch, 5, false);
     EXPECT_EQ(d.used.host_reads, longest_halting(d)) << name;
   }
 }
 
-// On the GPU: the same numbers as the dynamic step there, no read of the device and,
-// once warmed up, no cudaMalloc. Skips without a GPU.
+// On the GPU: the same numbers as the dynamic step there and, on a staged batch once
+// warmed up, no read of the device, no upload and no cudaMalloc. Skips without a GPU.
 TEST(StaticStepCuda, SameNumbersNoDeviceReadNoDriverAllocation) {
   MARE_NEEDS_GPU();
 #ifdef MARE_WITH_CUDA
@@ -174,11 +182,12 @@ TEST(StaticStepCuda, SameNumbersNoDeviceReadNoDriverAllocation) {
     auto m = build(name);
     m->to(Device::cuda);
     Adam adam(m->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
-    const ReBatch batch = to_device(tiny_batch(), Device::cuda);
+    const ReBatch batch = staged_batch(*m, Device::cuda);
     for (uint64_t step = 0; step < 2; ++step) train_step(*m, adam, batch, step, true);
     const uint64_t mallocs = cuda::allocator_stats().driver_allocations;
     const StepOutcome a = train_step(*m, adam, batch, 2, true);
     EXPECT_EQ(a.used.device_reads, 0) << name;
+    EXPECT_EQ(a.used.uploads, 0) << name;
     EXPECT_EQ(a.used.host_reads, 0) << name;
     EXPECT_EQ(cuda::allocator_stats().driver_allocations, mallocs) << name;
   }

@@ -609,6 +609,30 @@ TEST(BenchIteration, MemorySwitchesKeepThePartnerAndTheFlopsRatio) {
   EXPECT_FALSE(u.contains("ratio_gemm_flops"));
 }
 
+// --static-step: the same losses; the host reads only the loss (the trainer's divergence
+// check), where the dynamic step also reads each halting iteration's decision; a staged
+// batch leaves nothing for the step to build from host data.
+TEST(BenchIteration, StaticStepReadsOnlyTheLoss) {
+  std::map<bool, nlohmann::json> rows;
+  for (bool fixed : {false, true}) {
+    const fs::path json = scratch() / (fixed ? "static.json" : "dynamic.json");
+    std::vector<std::string> args = {"bench",   "iteration",    "--models", "UTRE-CPD",   "--size",
+                                     "default", "--iterations", "1",        "--warmup",   "1",
+                                     "--shape", "semeval",      "--json",   json.string()};
+    if (fixed) args.push_back("--static-step");
+    const Outcome o = run_mare(args);
+    ASSERT_EQ(o.status, 0) << o.err;
+    const nlohmann::json j = nlohmann::json::parse(slurp(json));
+    EXPECT_EQ(j["static_step"], fixed);
+    ASSERT_EQ(j["rows"].size(), 1u);
+    rows[fixed] = j["rows"][0];
+  }
+  EXPECT_EQ(rows[true]["last_loss"], rows[false]["last_loss"]);
+  EXPECT_EQ(rows[true]["host_reads"], 1);
+  EXPECT_EQ(rows[true]["host_tensors"], 0);
+  EXPECT_GT(rows[false]["host_reads"].get<int64_t>(), 1);
+}
+
 TEST(BenchIteration, AllocVariantsAndErrors) {
   const fs::path json = scratch() / "alloc.json";
   Outcome o = run_mare({"bench", "iteration", "--models", "UTRE,NTCRE", "--size", "default",
