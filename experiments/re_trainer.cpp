@@ -532,15 +532,23 @@ class ReTraining {
         if (tags.aux_loss) loss = ag::add(loss, tags.aux_loss);
       }
     }
-    const std::vector<float> losses = Tensor::items({re_loss, ner_loss, loss->value});
-    const float re_value = losses[0], ner_value = losses[1], value = losses[2];
-    if (stops_on_divergence(value, step_, {{"task", ner_step ? "ner" : "re"}}, diverged_at_)) {
+    // The losses, read once: before backward, or after the update in a static step (the
+    // whole step then runs without a read). A diverged step's update is never kept
+    // either way: nothing is written from the parameters after a divergence.
+    std::vector<float> losses;
+    auto diverged = [&] {
+      losses = Tensor::items({re_loss, ner_loss, loss->value});
+      if (!stops_on_divergence(losses[2], step_, {{"task", ner_step ? "ner" : "re"}}, diverged_at_))
+        return false;
       status_ = "diverged";
-      return std::nullopt;
-    }
+      return true;
+    };
+    if (!opt_.static_step && diverged()) return std::nullopt;
     ag::backward(loss);
     if (opt_.grad_norms) norms_.add(params_);
     adam_.step(opt_.lr);
+    if (opt_.static_step && diverged()) return std::nullopt;
+    const float re_value = losses[0], ner_value = losses[1], value = losses[2];
     ++step_;
     if (std::isfinite(re_value)) loss_sum_ += re_value, ++loss_n_;
     if (std::isfinite(ner_value)) ner_loss_sum_ += ner_value, ++ner_loss_n_;

@@ -71,10 +71,11 @@ struct ReTrainOptions {
   // without it.
   bool grad_norms = false;
   // The static step (models/layers.h: Context::static_step): the halting loop runs to
-  // t_max under device masks, so a step reads nothing it computed and does the same work
-  // every time (what a CUDA graph of the step needs). The same bytes as the dynamic step
-  // (tests/models/test_static_step.cpp), so not part of the config: manifest.json says
-  // "step": "static".
+  // t_max under device masks and the losses are read after the update (the divergence
+  // check), so forward, backward and update read nothing they computed and do the same
+  // work every time (what a CUDA graph of the step needs). The same bytes as the dynamic
+  // step (tests/models/test_static_step.cpp, ReTrain tests), so not part of the config:
+  // manifest.json says "step": "static".
   bool static_step = false;
   // Called after each evaluation's metrics line, before last.ckpt is written
   // (tests throw from it to stand for a killed process). Not part of the config.

@@ -163,11 +163,12 @@ inline ReStepResult re_training_step(ReModel& model, Adam& adam, const ReBatch& 
   ag::Var loss = ag::cross_entropy(out.pair_logits, batch.labels);
   if (out.aux_loss) loss = ag::add(loss, out.aux_loss);
   ReStepResult r;
-  r.loss = loss->value.item();
+  if (!static_step) r.loss = loss->value.item();
   r.halting_steps = out.halting_steps;
   r.token_mask = out.token_mask;
   ag::backward(loss);
   adam.step(5e-4f);
+  if (static_step) r.loss = loss->value.item();  // after the update, as the trainer
 #ifdef MARE_WITH_CUDA
   if (batch.mask.device() == Device::cuda) cuda::synchronize();
 #endif

@@ -483,19 +483,30 @@ TEST(ReTrain, GeneratedCorporaPutTheirOracleBesideTheRun) {
   EXPECT_FALSE(references("bran-tsv:" + bare.string(), "oracle_bare").contains("oracle_f1"));
 }
 
+// The static step reads its losses after the update instead of before backward: the
+// same result.json for a run that diverges.
 TEST(ReTrain, DivergenceIsRecordedWithItsStep) {
-  ReTrainOptions o = options("bran+iterations=1+d=8+heads=2+ner_prob=0", "diverge");
-  // A NaN step size makes every updated weight NaN, and the next loss NaN.
-  o.lr = std::numeric_limits<float>::quiet_NaN();
-  o.clip_norm = 0.0f;
-  o.steps = 40;
-  nlohmann::json r = train_re_model(o, nullptr);
-  EXPECT_EQ(r["status"], "diverged") << r.dump(2);
-  EXPECT_TRUE(r["diverged"].contains("step"));
-  EXPECT_EQ(r["steps"].get<int64_t>(), 1);
-  EXPECT_EQ(r["diverged"]["step"].get<int64_t>(), 1);
-  EXPECT_FALSE(r.contains("test"));  // nothing is scored after a divergence
-  EXPECT_TRUE(fs::exists(o.out / "result.json"));
+  std::string dynamic_result;
+  for (const bool static_step : {false, true}) {
+    ReTrainOptions o = options("UTRE-CPD+iterations=1+d=8+heads=2+ner_prob=0",
+                               static_step ? "diverge_static" : "diverge");
+    // A NaN step size makes every updated weight NaN, and the next loss NaN.
+    o.lr = std::numeric_limits<float>::quiet_NaN();
+    o.clip_norm = 0.0f;
+    o.steps = 40;
+    o.static_step = static_step;
+    nlohmann::json r = train_re_model(o, nullptr);
+    EXPECT_EQ(r["status"], "diverged") << r.dump(2);
+    EXPECT_TRUE(r["diverged"].contains("step"));
+    EXPECT_EQ(r["steps"].get<int64_t>(), 1);
+    EXPECT_EQ(r["diverged"]["step"].get<int64_t>(), 1);
+    EXPECT_FALSE(r.contains("test"));  // nothing is scored after a divergence
+    ASSERT_TRUE(fs::exists(o.out / "result.json"));
+    if (!static_step)
+      dynamic_result = slurp(o.out / "result.json");
+    else
+      EXPECT_EQ(slurp(o.out / "result.json"), dynamic_result);
+  }
 }
 
 TEST(ReTrain, BadConfigurationsAreRefusedClearly) {

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/tensor.h"
@@ -169,6 +170,29 @@ TEST(StaticStep, ReadsNothingItComputedAndAllocatesAsTheStepBefore) {
     const StepOutcome d = train_step(*m, adam, batch, 5, false);
     EXPECT_EQ(d.used.host_reads, longest_halting(d)) << name;
   }
+}
+
+// What lives from step to step (parameters, Adam's moments, batch norm's running
+// statistics) is updated where it lies: a CUDA graph of the step reads and writes the
+// addresses it was captured with.
+TEST(StaticStep, KeepsItsStateWhereItLies) {
+  auto m = build(kModels[2].name);  // NTCRE-CPD: memories, batch norm, halting
+  Adam adam(m->parameters(), {.l2 = 1e-4f, .clip_norm = 3.0f});
+  const ReBatch batch = staged_batch(*m, Device::cpu);
+  train_step(*m, adam, batch, 0, true);  // Adam's moments are made at its first step
+  auto addresses = [&] {
+    std::vector<const void*> at;
+    for (const ag::Var& p : m->parameters().all()) at.push_back(std::as_const(p->value).f32());
+    for (const Tensor& t : adam.first_moments()) at.push_back(t.f32());
+    for (const Tensor& t : adam.second_moments()) at.push_back(t.f32());
+    for (const auto& [key, t] : m->buffers()) at.push_back(t.f32());
+    return at;
+  };
+  const std::vector<const void*> before = addresses();
+  const std::vector<float> stats_before = m->buffers().begin()->second.to_vector();
+  train_step(*m, adam, batch, 1, true);
+  EXPECT_EQ(addresses(), before);
+  EXPECT_NE(m->buffers().begin()->second.to_vector(), stats_before);  // it did update them
 }
 
 // On the GPU: the same numbers as the dynamic step there and, on a staged batch once
