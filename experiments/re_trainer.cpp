@@ -412,9 +412,10 @@ class ReTraining {
     if (progress_) *progress_ << "resuming " << opt_.out.string() << " at step " << step_ << "\n";
   }
 
-  // Steps until --steps, divergence or --patience.
-  void train() {
+  // Steps until --steps, divergence, --patience or the time limit.
+  void train(Clock::time_point started) {
     t0_ = Clock::now();
+    window_start_ = t0_;
     last_valid_f1_ = best_f1_ < 0 ? 0.0 : best_f1_;
     while (step_ < opt_.steps) {
       const auto ts = Clock::now();
@@ -424,10 +425,26 @@ class ReTraining {
       if (step_ % opt_.eval_every == 0 || step_ == opt_.steps) {
         evaluate_and_checkpoint();
         if (stopped_early_) break;
+        if (out_of_time(started)) {
+          paused_ = true;
+          break;
+        }
       }
       show_progress(*loss);
     }
     if (progress_ && tty_) *progress_ << "\n";
+  }
+
+  // Stopped at the time limit, with its last.ckpt.
+  bool paused() const { return paused_; }
+  nlohmann::json paused_result() const {
+    return {{"status", "paused"},
+            {"model", set_.spec.canonical()},
+            {"data", opt_.data},
+            {"seed", opt_.seed},
+            {"step", step_},
+            {"steps", opt_.steps},
+            {"time_limit_seconds", opt_.time_limit}};
   }
 
   // result.json: the status and, unless diverged, the best checkpoint scored on every
@@ -484,6 +501,15 @@ class ReTraining {
   }
 
  private:
+  // After a checkpoint: would the next window (at the last one's pace) end past the limit?
+  bool out_of_time(Clock::time_point started) {
+    const auto now = Clock::now();
+    const double window = std::chrono::duration<double>(now - window_start_).count();
+    window_start_ = now;
+    if (opt_.time_limit <= 0 || step_ >= opt_.steps) return false;
+    return std::chrono::duration<double>(now - started).count() + window > opt_.time_limit;
+  }
+
   // One step: NER with probability ner_prob (unless every step trains both), else RE on
   // a batch of the chosen batching; the losses' value, or nothing when it diverged.
   std::optional<float> train_step() {
@@ -650,6 +676,8 @@ class ReTraining {
   std::string status_ = "completed";
   nlohmann::json diverged_at_;
   bool stopped_early_ = false;
+  bool paused_ = false;             // stopped at the time limit (opt_.time_limit)
+  Clock::time_point window_start_;  // the start of the current evaluation window
   GradientNorms norms_;
   double loss_sum_ = 0, ner_loss_sum_ = 0;
   int64_t loss_n_ = 0, ner_loss_n_ = 0;
@@ -679,6 +707,7 @@ void require_batch_memory(const ReTrainOptions& opt, const ReCorpus& corpus) {
 }
 
 nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress, bool tty) {
+  const auto started = std::chrono::steady_clock::now();
   const ReRunSettings settings = check_options(opt);
   const ReCorpus corpus = load_corpus(opt, settings.spec);
   require_batch_memory(opt, corpus);
@@ -688,7 +717,13 @@ nlohmann::json train_re_model(const ReTrainOptions& opt, std::ostream* progress,
   const RunLifecycle::Start start = life.begin(run_manifest(opt, corpus, *m.model), progress);
   if (start == RunLifecycle::Start::finished) return life.finished_result();
   if (start == RunLifecycle::Start::resumed) training.resume();
-  training.train();
+  training.train(started);
+  if (training.paused()) {
+    if (progress)
+      *progress << "paused at step " << training.paused_result()["step"] << " of " << opt.steps
+                << " (its time limit): last.ckpt holds it, the same command continues it\n";
+    return training.paused_result();
+  }
   const nlohmann::json result = training.result();
   life.dir().write_timing(training.timing());
   life.finish(result);

@@ -77,6 +77,13 @@ struct ReTrainOptions {
   // step (tests/models/test_static_step.cpp, ReTrain tests), so not part of the config:
   // manifest.json says "step": "static".
   bool static_step = false;
+  // Seconds this call may train (0: no limit): after an evaluation, when the next window
+  // of eval_every steps and its evaluation would end past the limit (at the pace of the
+  // last window), the run stops there with its last.ckpt and returns {"status":
+  // "paused"}; the same call continues it, to the bytes of an uninterrupted run. Counted
+  // from the call's start (data loading included); the final scoring is not limited.
+  // Not part of the config.
+  double time_limit = 0;
   // Called after each evaluation's metrics line, before last.ckpt is written
   // (tests throw from it to stand for a killed process). Not part of the config.
   std::function<void(int64_t step)> after_evaluation;

@@ -1,5 +1,8 @@
 #include "experiments/run_lifecycle.h"
 
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -185,6 +188,35 @@ void RunLifecycle::append_metrics(const nlohmann::json& line) {
 void RunLifecycle::finish(const nlohmann::json& result) {
   dir_.write_result(result);
   std::filesystem::remove(last_checkpoint());
+}
+
+double parse_duration(const std::string& text, const std::string& what) {
+  const auto refuse = [&] {
+    return std::invalid_argument(
+        what + ": expected a duration such as 90, 90s, 10m or 1.5h, got '" + text + "'");
+  };
+  if (text.empty()) throw refuse();
+  double unit = 1;
+  std::string number = text;
+  switch (text.back()) {
+    case 's':
+      unit = 1, number.pop_back();
+      break;
+    case 'm':
+      unit = 60, number.pop_back();
+      break;
+    case 'h':
+      unit = 3600, number.pop_back();
+      break;
+    default:
+      break;
+  }
+  if (number.empty() || !(std::isdigit(static_cast<unsigned char>(number[0])) || number[0] == '.'))
+    throw refuse();
+  char* end = nullptr;
+  const double v = std::strtod(number.c_str(), &end);
+  if (*end != '\0' || !std::isfinite(v) || v <= 0) throw refuse();
+  return v * unit;
 }
 
 }  // namespace mare

@@ -84,4 +84,13 @@ class RunLifecycle {
 // (for the refusal message), or "" when they are equal.
 std::string first_difference(const nlohmann::json& a, const nlohmann::json& b);
 
+// A run that stopped at its time limit (--time-limit, MARE_TIME_LIMIT) after writing
+// last.ckpt, to be continued by the same command: `mare train` exits with this status
+// (EX_TEMPFAIL) and the sweep runner records the run as paused, not failed.
+inline constexpr int kExitPaused = 75;
+
+// A duration in seconds from "90", "90s", "10m" or "1.5h" (> 0); throws
+// std::invalid_argument naming `what` and the text otherwise.
+double parse_duration(const std::string& text, const std::string& what);
+
 }  // namespace mare

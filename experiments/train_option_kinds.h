@@ -56,6 +56,7 @@ inline constexpr TrainOptionKinds kTrainOptionKinds[] = {
     {"--hypernym-filter", kRelationModels},
     {"--grad-norms", kRelationModels},
     {"--static-step", kRelationModels},
+    {"--time-limit", kRelationModels},
     {"--device", kEveryModel},
     {"--matmul-precision", kEveryModel},
     {"--force", kEveryModel},

@@ -5,7 +5,8 @@
 //
 // Exit status: 0 when every run of the shard is done (completed or diverged); 1 when a
 // run failed or crashed; 130/143 when stopped by SIGINT/SIGTERM (the interrupted runs
-// resume on the next sweep); 2 for errors (bad spec, lock held, data generation failed).
+// resume on the next sweep); 75 when --time-limit left runs paused or not started (the
+// same command goes on); 2 for errors (bad spec, lock held, data generation failed).
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 
 #include "experiments/cli/commands.h"
 #include "experiments/cli/validators.h"
+#include "experiments/run_lifecycle.h"
 #include "experiments/sweep/runner.h"
 #include "kernels/tensor.h"
 
@@ -34,6 +36,7 @@ struct SweepArgs {
   bool dry_run = false;
   std::string emit;
   bool retry_failed = false;
+  std::string time_limit;  // else MARE_TIME_LIMIT
   int slurm_tasks = 0;
   int slurm_cpus = 1;
   std::vector<std::string> slurm_args;
@@ -54,6 +57,10 @@ void run(const SweepArgs& a, bool profile_given) {
   o.retry_failed = a.retry_failed;
   o.log = &std::cerr;
   o.tty = ::isatty(STDERR_FILENO);
+  if (!a.time_limit.empty())
+    o.time_limit = parse_duration(a.time_limit, "sweep: --time-limit");
+  else if (const char* env = std::getenv("MARE_TIME_LIMIT"); env && *env)
+    o.time_limit = parse_duration(env, "MARE_TIME_LIMIT");
 
   // TF32 GEMMs on the CPU: each run would be refused by mare train; the spec is, first
   // (a dry run included: it is the spec's mistake, not the machine's).
@@ -140,6 +147,11 @@ void add_sweep_command(CLI::App& app) {
       ->check(CLI::IsMember({"slurm"}));
   cmd->add_flag("--retry-failed", a->retry_failed,
                 "Run failed and crashed runs again (by default they are kept and reported)");
+  cmd->add_option("--time-limit", a->time_limit,
+                  "Time the sweep may take (90s, 10m, 1.5h; default: MARE_TIME_LIMIT, else "
+                  "none): no run starts after it, and each run gets the time left, stopping at "
+                  "an evaluation with its checkpoint (paused); exits 75 while runs are left, "
+                  "and the same command goes on");
   cmd->add_option("--slurm-tasks", a->slurm_tasks,
                   "--emit slurm: array tasks n (default: one per run)")
       ->check(whole_number(1));

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -23,6 +24,7 @@
 #include "experiments/grpu_tasks.h"
 #include "experiments/re_data.h"
 #include "experiments/re_trainer.h"
+#include "experiments/run_lifecycle.h"
 #include "experiments/sequence_trainer.h"
 #include "experiments/train_option_kinds.h"
 #include "experiments/trainer.h"
@@ -140,14 +142,27 @@ void refuse_foreign_options(const CLI::App& cmd, const std::string& kind,
 // Relation-extraction models (cnn, bran, utre and their aliases) on a corpus. --eval-every
 // is bound to the sequence options' field (one option, two kinds of model).
 void run_relation(const TrainOptions& o, ReTrainOptions r, const SequenceTrainOptions& shared,
-                  const CLI::App& cmd) {
+                  const std::string& time_limit, const CLI::App& cmd) {
   if (cmd.count("--eval-every")) r.eval_every = shared.eval_every;
   r.model = o.model;
   take_common(r, o, cmd);
   if (cmd.count("--l2")) r.l2 = o.l2;  // thesis Table 4.1 unless given, as the others
+  if (!time_limit.empty())
+    r.time_limit = parse_duration(time_limit, "train: --time-limit");
+  else if (const char* env = std::getenv("MARE_TIME_LIMIT"); env && *env)
+    r.time_limit = parse_duration(env, "MARE_TIME_LIMIT");
   bool tty = ::isatty(STDERR_FILENO);
   const bool before = !o.force && std::filesystem::exists(o.out / "result.json");
   nlohmann::json res = train_re_model(r, &std::cerr, tty);
+  if (res["status"] == "paused") {
+    std::cout << res["model"].get<std::string>() << " on " << res["data"].get<std::string>()
+              << " (seed " << res["seed"] << "): paused at step " << res["step"] << " of "
+              << res["steps"] << " (its time limit); the same command continues it\n"
+              << "run directory: " << o.out.string() << "\n";
+    std::cout.flush();
+    std::cerr.flush();
+    std::exit(kExitPaused);
+  }
   say_if_finished_before(before, o.out);
   std::cout << res["model"].get<std::string>() << " on " << res["data"].get<std::string>()
             << " (seed " << res["seed"] << ", " << res["parameters"]
@@ -180,7 +195,8 @@ struct TrainArgs {
   ReTrainOptions rel;
   std::string device = "cpu";
   std::string matmul_precision = "highest";
-  int threads = 0;  // 0: MARE_THREADS, else every core
+  std::string time_limit;  // --time-limit (relation models), else MARE_TIME_LIMIT
+  int threads = 0;         // 0: MARE_THREADS, else every core
 };
 
 void run_train(const TrainArgs& a, const CLI::App& cmd) {
@@ -201,7 +217,7 @@ void run_train(const TrainArgs& a, const CLI::App& cmd) {
       throw std::invalid_argument("model '" + base +
                                   "' reads a corpus: give --data KIND:DIR instead of --task");
     refuse_foreign_options(cmd, "relation", base);
-    run_relation(o, a.rel, a.seq, cmd);
+    run_relation(o, a.rel, a.seq, a.time_limit, cmd);
     return;
   }
   if (cmd.count("--data"))
@@ -330,6 +346,11 @@ void add_relation_options(CLI::App* cmd, TrainArgs* a) {
                 "Relation models: metrics.jsonl also holds each parameter's mean gradient norm "
                 "(before L2 and clipping) over every evaluation window; a diagnostic, the "
                 "training is the same");
+  cmd->add_option("--time-limit", a->time_limit,
+                  "Relation models: stop at the evaluation after which the next window would "
+                  "end past this time (90s, 10m, 1.5h; default: MARE_TIME_LIMIT, else none), "
+                  "with last.ckpt written, and exit with status 75; the same command continues "
+                  "the run to the bytes of an uninterrupted one");
   cmd->add_flag("--static-step", a->rel.static_step,
                 "Relation models with halting: run the halting loop to t_max under masks made "
                 "on the device, so that a step reads nothing it computed (the step a CUDA graph "

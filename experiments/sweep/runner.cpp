@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "experiments/run_dir.h"
+#include "experiments/run_lifecycle.h"
 #include "stats/result_metrics.h"
 
 extern char** environ;
@@ -235,7 +236,8 @@ struct Child {
 // terminal's ^C reaches the sweep only, which forwards it) and dies with the sweep
 // (PR_SET_PDEATHSIG), so a killed sweep leaves no run writing behind it.
 Child spawn(const std::string& binary, const std::vector<std::string>& args,
-            const fs::path& stdout_path, const fs::path& stderr_path, int threads) {
+            const fs::path& stdout_path, const fs::path& stderr_path, int threads,
+            double time_limit) {
   // Everything the child needs is built before fork: only async-signal-safe calls after.
   std::vector<std::string> argv_s;
   argv_s.push_back(binary);
@@ -245,8 +247,15 @@ Child spawn(const std::string& binary, const std::vector<std::string>& args,
   argv.push_back(nullptr);
   std::vector<std::string> env_s;
   for (char** e = environ; e && *e; ++e)
-    if (std::strncmp(*e, "MARE_THREADS=", 13) != 0) env_s.emplace_back(*e);
+    if (std::strncmp(*e, "MARE_THREADS=", 13) != 0 &&
+        (time_limit <= 0 || std::strncmp(*e, "MARE_TIME_LIMIT=", 16) != 0))
+      env_s.emplace_back(*e);
   env_s.push_back("MARE_THREADS=" + std::to_string(threads));
+  if (time_limit > 0) {
+    char limit[64];
+    std::snprintf(limit, sizeof limit, "MARE_TIME_LIMIT=%.3fs", std::max(time_limit, 1e-3));
+    env_s.emplace_back(limit);
+  }
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -537,7 +546,8 @@ RunOnDisk inspect_state(const fs::path& dir, const RunPlan& run, bool retry_fail
 
 int SweepSummary::exit_status() const {
   if (stop_signal) return 128 + stop_signal;
-  return failed.empty() ? 0 : 1;
+  if (!failed.empty()) return 1;
+  return paused > 0 || (out_of_time && not_started > 0) ? kExitPaused : 0;
 }
 
 int available_cores() {
@@ -695,6 +705,12 @@ class Sweep {
                     std::optional<int> sig, double wall, int attempt, const std::string& tail);
   fs::path run_dir(size_t k) const { return root_ / plan_.runs[k].dir; }
   int wait_children(bool block);
+  // Seconds left of o_.time_limit (0 when there is no limit; ≤ 0 once it is spent).
+  double time_left() const {
+    if (o_.time_limit <= 0) return 0;
+    const double used = std::chrono::duration<double>(Clock::now() - t0_).count();
+    return std::max(o_.time_limit - used, -1.0);
+  }
 
   const SweepPlan& plan_;
   const RunnerOptions& o_;
@@ -789,7 +805,7 @@ void Sweep::generate_data(const std::vector<size_t>& todo) {
     for (const auto& a : need.command)
       args.push_back(substitute(a, "", root_.string(), tmp.string()));
     log_line("generating " + need.dir + ": " + command_text(binary_, args));
-    Child c = spawn(binary_, args, log, log, threads_ * jobs_);
+    Child c = spawn(binary_, args, log, log, threads_ * jobs_, 0);
     int st = 0;
     bool forwarded = false;
     for (;;) {
@@ -840,16 +856,13 @@ void Sweep::start(size_t k) {
   const int attempt = static_cast<int>(count_lines(dir / "attempts.jsonl")) + 1;
   std::vector<std::string> args;
   for (const auto& a : run.command) args.push_back(substitute(a, dir.string(), root_.string()));
+  const double time_limit = time_left();
   {
+    nlohmann::json line = {{"attempt", attempt}, {"started", utc_now()},     {"host", host_name()},
+                           {"pid", ::getpid()},  {"shard", o_.shard.text()}, {"threads", threads_}};
+    if (time_limit > 0) line["time_limit_s"] = time_limit;  // its MARE_TIME_LIMIT
     std::ofstream att(dir / "attempts.jsonl", std::ios::app);
-    att << nlohmann::json({{"attempt", attempt},
-                           {"started", utc_now()},
-                           {"host", host_name()},
-                           {"pid", ::getpid()},
-                           {"shard", o_.shard.text()},
-                           {"threads", threads_}})
-               .dump()
-        << "\n";
+    att << line.dump() << "\n";
     if (!att) throw std::runtime_error((dir / "attempts.jsonl").string() + ": cannot append");
   }
   const std::string header = "== mare sweep: attempt " + std::to_string(attempt) + ", " +
@@ -865,7 +878,7 @@ void Sweep::start(size_t k) {
   r.index = k;
   r.attempt = attempt;
   r.stderr_from = ec ? 0 : from;
-  r.child = spawn(binary_, args, dir / "stdout.log", dir / "stderr.log", threads_);
+  r.child = spawn(binary_, args, dir / "stdout.log", dir / "stderr.log", threads_, time_limit);
   running_.push_back(r);
   if (!o_.tty)
     log_line("started " + run.dir + " (attempt " + std::to_string(attempt) + ", pid " +
@@ -883,6 +896,8 @@ void Sweep::finish(Running& r, int st) {
     if (*code == 0) {
       status = output_status(dir, run);
       if (status.empty()) status = "failed";  // exit 0 without its result file
+    } else if (*code == kExitPaused) {
+      status = "paused";  // at its time limit, with last.ckpt: the next sweep goes on
     } else {
       status = forwarded_ ? "interrupted" : "failed";
     }
@@ -905,9 +920,10 @@ void Sweep::finish(Running& r, int st) {
   if (status == "completed") ++s_.completed;
   if (status == "diverged") ++s_.diverged;
   if (status == "interrupted") ++s_.interrupted;
+  if (status == "paused") ++s_.paused;
   if (status == "failed" || status == "crashed")
     s_.failed.push_back({dir.string(), status, code, sig, tail});
-  if (status != "interrupted") ++finished_now_;
+  if (status != "interrupted" && status != "paused") ++finished_now_;
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0_).count();
   if (!o_.tty)
     msg << " [" << counts(s_, running_.size(), elapsed, finished_now_, s_.not_started) << "]";
@@ -1006,14 +1022,15 @@ void Sweep::run_queue(std::deque<size_t>& queue) {
         forwarded_count_ = static_cast<int>(g_stop_count);
       }
     } else {
-      while (static_cast<int>(running_.size()) < jobs_ && !queue.empty()) {
+      if (!queue.empty() && o_.time_limit > 0 && time_left() < 1e-3) s_.out_of_time = true;
+      while (!s_.out_of_time && static_cast<int>(running_.size()) < jobs_ && !queue.empty()) {
         size_t k = queue.front();
         queue.pop_front();
         s_.not_started = queue.size();
         start(k);
       }
     }
-    if (running_.empty() && (queue.empty() || g_stop_signal)) break;
+    if (running_.empty() && (queue.empty() || g_stop_signal || s_.out_of_time)) break;
     progress();
     SignalScope::wait(running_.empty() ? 10 : 1000);
   }
@@ -1031,6 +1048,7 @@ void Sweep::print_summary() {
       << s_.completed + s_.diverged << " done now (" << s_.diverged << " diverged), " << s_.skipped
       << " skipped (done before), " << s_.failed.size() << " failed";
   if (s_.interrupted) out << ", " << s_.interrupted << " interrupted";
+  if (s_.paused) out << ", " << s_.paused << " paused at the time limit";
   if (s_.not_started) out << ", " << s_.not_started << " not started";
   out << "\n";
   // Throughput, to compare --jobs settings on one machine or one GPU: the runs that
@@ -1049,7 +1067,8 @@ void Sweep::print_summary() {
     std::istringstream tail(f.stderr_tail);
     for (std::string line; std::getline(tail, line);) out << "    | " << line << "\n";
   }
-  if (s_.stop_signal && (s_.interrupted || s_.not_started))
+  if ((s_.stop_signal && (s_.interrupted || s_.not_started)) || s_.paused ||
+      (s_.out_of_time && s_.not_started))
     out << "mare sweep: run the same command again to resume\n";
   out.flush();
 }

@@ -16,8 +16,9 @@
 // A run is done iff status.json says completed or diverged (or, when a sweep was
 // killed between the child's end and status.json, result.json says so: status.json is
 // then written from it). failed and crashed runs are kept as they are unless
-// retry_failed; interrupted runs and runs without status.json start again with the
-// same command (`mare train` resumes from its last.ckpt by itself).
+// retry_failed; interrupted and paused runs (a run that stopped at its time limit exits
+// with kExitPaused) and runs without status.json start again with the same command
+// (`mare train` resumes from its last.ckpt by itself).
 #pragma once
 
 #include <cstdint>
@@ -81,6 +82,10 @@ struct RunnerOptions {
   int cores = 0;                // 0: detected (see available_cores)
   std::ostream* log = nullptr;  // progress and the summary; nullptr: silent
   bool tty = false;             // one live progress line instead of log lines
+  // Seconds the sweep may take (0: no limit): no run starts after it, and each run starts
+  // with MARE_TIME_LIMIT = the time left, so that `mare train` stops at an evaluation
+  // with its last.ckpt (exit 75: paused) rather than be killed; the same command goes on.
+  double time_limit = 0;
 };
 
 // Cores a sweep may use: MARE_THREADS when set, else SLURM_CPUS_PER_TASK, else the
@@ -101,10 +106,13 @@ struct SweepSummary {
   size_t completed = 0;  // finished now: completed
   size_t diverged = 0;   // finished now: diverged
   size_t interrupted = 0;
-  size_t not_started = 0;         // left when the sweep was stopped
+  size_t paused = 0;              // stopped at their time limit (exit 75), to go on next time
+  size_t not_started = 0;         // left when the sweep was stopped or ran out of time
+  bool out_of_time = false;       // the time limit left runs not started
   std::vector<RunRecord> failed;  // failed or crashed (now, or kept from before)
   int stop_signal = 0;            // SIGINT or SIGTERM that stopped the sweep, else 0
-  // 128 + signal when stopped; 1 when a run failed; else 0.
+  // 128 + signal when stopped; 1 when a run failed; 75 (kExitPaused) when runs were
+  // paused or not started at the time limit (the same command goes on); else 0.
   int exit_status() const;
 };
 

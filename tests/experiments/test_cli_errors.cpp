@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiments/run_lifecycle.h"
 #include "experiments/train_option_kinds.h"
 #include "kernels/tensor.h"
 #include "tests/cli_binary.h"
@@ -284,8 +285,38 @@ TEST(CliContract, TrainErrors) {
       "train: --epochs does not apply to model 'bran' (a relation model reads");
   expect_error(dir, {"train", "--model", "mlp+hidden=0", "--task", "xor", "--out", "r"},
                "switch hidden=0: expected");
+  expect_error(dir,
+               {"train", "--model", "utre+d=8+heads=2", "--data", "synth-cdr:data", "--out", "r",
+                "--time-limit", "ten"},
+               "train: --time-limit: expected a duration such as 90, 90s, 10m or 1.5h, got 'ten'");
+  expect_error(dir,
+               {"train", "--model", "mlp", "--task", "xor", "--out", "r", "--time-limit", "5m"},
+               "train: --time-limit does not apply to model 'mlp'");
   expect_error(dir, {"train", "--model", "grpu+hidden=0", "--task", "addition", "--out", "r"},
                "switch hidden=0: expected");
+}
+
+// --time-limit: a run stopped at its limit exits with status 75 (a run to continue, not a
+// failure), says so, and keeps last.ckpt; the same command finishes it (status 0).
+TEST(CliContract, ATimeLimitedRunExitsWith75AndTheSameCommandContinues) {
+  TempDir dir("cli");
+  ASSERT_EQ(run_mare(dir, {"data", "generate", "synth-cdr", "--out", "data", "--docs", "8",
+                           "--seed", "1"})
+                .status,
+            0);
+  const std::vector<std::string> train = {
+      "train",   "--model", "utre+d=8+heads=2", "--data", "synth-cdr:data", "--out", "r",
+      "--steps", "4",       "--eval-every",     "2",      "--batch",        "2",     "--time-limit",
+      "0.001s"};
+  const Outcome paused = run_mare(dir, train);
+  EXPECT_EQ(paused.status, kExitPaused) << paused.err;
+  EXPECT_NE(paused.out.find("paused at step 2 of 4 (its time limit); the same command continues"),
+            std::string::npos)
+      << paused.out;
+  EXPECT_TRUE(std::filesystem::exists(dir / "r" / "last.ckpt"));
+  const Outcome done = run_mare(dir, train);
+  EXPECT_EQ(done.status, 0) << done.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "r" / "result.json"));
 }
 
 // Every option `mare train --help` lists is in the one table of which kinds of model

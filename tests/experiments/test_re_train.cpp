@@ -17,6 +17,7 @@
 
 #include "experiments/data/generators.h"
 #include "experiments/re_trainer.h"
+#include "experiments/run_lifecycle.h"
 #include "kernels/parallel.h"
 #include "tests/temp_dir.h"
 
@@ -194,6 +195,50 @@ TEST(ReTrain, StaticStepTrainsTheSameBytes) {
     const nlohmann::json manifest = nlohmann::json::parse(slurp(fixed.out / "manifest.json"));
     EXPECT_EQ(manifest["step"], "static") << model;
     EXPECT_FALSE(nlohmann::json::parse(slurp(dynamic.out / "manifest.json")).contains("step"));
+  }
+}
+
+// A time limit stops a run at an evaluation, with its last.ckpt; the same call
+// continues it. Here the limit is past at once, so each call trains one window: three
+// calls make the uninterrupted run's bytes.
+TEST(ReTrain, TimeLimitPausesAtAnEvaluationAndTheSameCallContinues) {
+  const std::string model = "UTRE-CPD+max_steps=2+d=8+heads=2+ner_prob=0.5";
+  ReTrainOptions whole = options(model, "tl_whole"), part = options(model, "tl_part");
+  train_re_model(whole, nullptr);
+  part.time_limit = 1e-3;
+  for (const int64_t step : {20, 40}) {
+    const nlohmann::json r = train_re_model(part, nullptr);
+    EXPECT_EQ(r["status"], "paused") << r;
+    EXPECT_EQ(r["step"], step);
+    EXPECT_TRUE(fs::exists(part.out / "last.ckpt"));
+    EXPECT_FALSE(fs::exists(part.out / "result.json"));
+  }
+  const nlohmann::json r = train_re_model(part, nullptr);  // the last window ends the run
+  EXPECT_EQ(r["status"], "completed");
+  for (const char* file : {"result.json", "metrics.jsonl", "checkpoint.bin"})
+    EXPECT_EQ(slurp(whole.out / file), slurp(part.out / file)) << file;
+  const nlohmann::json manifest = nlohmann::json::parse(slurp(part.out / "manifest.json"));
+  EXPECT_EQ(manifest["resumed"].size(), 2u);
+  EXPECT_EQ(manifest["config"],
+            nlohmann::json::parse(slurp(whole.out / "manifest.json"))["config"]);
+}
+
+TEST(ReTrain, DurationsAreParsedOrRefusedInWords) {
+  EXPECT_DOUBLE_EQ(parse_duration("90", "x"), 90.0);
+  EXPECT_DOUBLE_EQ(parse_duration("90s", "x"), 90.0);
+  EXPECT_DOUBLE_EQ(parse_duration("10m", "x"), 600.0);
+  EXPECT_DOUBLE_EQ(parse_duration("1.5h", "x"), 5400.0);
+  for (const char* bad : {"", "m", "-5m", "0", "10 m", "ten", "5d", "inf", "nan"}) {
+    try {
+      parse_duration(bad, "--time-limit");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("--time-limit: expected a duration such as 90, 90s, "
+                                           "10m or 1.5h, got '" +
+                                           std::string(bad) + "'"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 

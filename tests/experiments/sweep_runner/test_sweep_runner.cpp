@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiments/run_lifecycle.h"
 #include "experiments/sweep/runner.h"
 #include "tests/cli_binary.h"
 #include "tests/temp_dir.h"
@@ -40,6 +41,14 @@ std::string slurp(const fs::path& p) {
 
 json read_json(const fs::path& p) {
   return json::parse(slurp(p));
+}
+
+// The first line of a JSON-lines file.
+json read_json_line(const fs::path& p) {
+  std::ifstream in(p);
+  std::string line;
+  std::getline(in, line);
+  return json::parse(line);
 }
 
 int64_t lines(const fs::path& p) {
@@ -475,6 +484,84 @@ TEST(SweepJobs, RunsAtOnceHaveTheBytesOfRunsAlone) {
   EXPECT_TRUE(std::regex_search(log, std::regex("mare sweep: [0-9.e+]+ runs an hour \\(5 in [^,]+, "
                                                 "3 at once\\)")))
       << log;
+}
+
+// ---- time limits ---------------------------------------------------------------
+
+// A relation run on a small synthetic CDR corpus: 4 steps, an evaluation every 2.
+RunPlan re_run(const std::string& cell, int64_t seed, const fs::path& data,
+               std::vector<std::string> extra = {}) {
+  std::vector<std::string> c = {"train",
+                                "--model",
+                                "utre+d=8+heads=2",
+                                "--data",
+                                "synth-cdr:" + data.string(),
+                                "--seed",
+                                std::to_string(seed),
+                                "--steps",
+                                "4",
+                                "--eval-every",
+                                "2",
+                                "--batch",
+                                "2"};
+  c.insert(c.end(), extra.begin(), extra.end());
+  c.push_back("--out");
+  c.push_back("{run}");
+  return make_run(cell, seed, c);
+}
+
+// A run that stops at its time limit (exit 75) is paused, not failed: the sweep exits 75
+// and says to run it again, and the next sweeps continue it (from its last.ckpt) to the
+// bytes of a run never paused. The sweep's own --time-limit reaches each run as
+// MARE_TIME_LIMIT (the time left, in attempts.jsonl); once it is spent no run starts.
+TEST(SweepTimeLimit, PausedRunsGoOnToTheBytesOfRunsNeverPaused) {
+  const test::TempDir t("sweep_time");
+  const fs::path data = t / "data";
+  ASSERT_EQ(run_mare({"data", "generate", "synth-cdr", "--out", data.string(), "--docs", "8",
+                      "--seed", "1"},
+                     t / "data.log"),
+            0)
+      << slurp(t / "data.log");
+  const SweepPlan whole = make_plan("whole", {re_run("u", 1, data)});
+  const SweepPlan paused = make_plan("paused", {re_run("u", 1, data, {"--time-limit", "0.001s"})});
+  ASSERT_EQ(
+      run_mare({"sweep", write_plan(t / "spec", whole).string(), "--out", (t / "whole").string()},
+               t / "whole.log"),
+      0)
+      << slurp(t / "whole.log");
+  const std::vector<std::string> again = {"sweep", write_plan(t / "spec", paused).string(), "--out",
+                                          (t / "paused").string()};
+  const fs::path run = t / "paused" / paused.runs[0].dir;
+  // 4 steps, an evaluation every 2: paused at step 2, then completed.
+  ASSERT_EQ(run_mare(again, t / "1.log"), kExitPaused) << slurp(t / "1.log");
+  EXPECT_EQ(status_of(run), "paused");
+  EXPECT_TRUE(fs::exists(run / "last.ckpt"));
+  const std::string log = slurp(t / "1.log");
+  EXPECT_NE(log.find("1 paused at the time limit"), std::string::npos) << log;
+  EXPECT_NE(log.find("run the same command again to resume"), std::string::npos) << log;
+  ASSERT_EQ(run_mare(again, t / "2.log"), 0) << slurp(t / "2.log");
+  EXPECT_EQ(status_of(run), "completed");
+  for (const char* f : {"result.json", "metrics.jsonl", "checkpoint.bin"})
+    EXPECT_EQ(slurp(run / f), slurp(t / "whole" / whole.runs[0].dir / f)) << f;
+
+  // The sweep's limit: an hour, handed to the run; a millisecond, spent before a run ends.
+  const SweepPlan two = make_plan("two", {re_run("v", 1, data), re_run("v", 2, data)});
+  const fs::path spec = write_plan(t / "spec", two);
+  ASSERT_EQ(run_mare({"sweep", spec.string(), "--out", (t / "hour").string(), "--time-limit", "1h"},
+                     t / "hour.log"),
+            0)
+      << slurp(t / "hour.log");
+  const json attempt = read_json_line(t / "hour" / two.runs[0].dir / "attempts.jsonl");
+  EXPECT_GT(attempt["time_limit_s"].get<double>(), 3000.0) << attempt;
+  EXPECT_LE(attempt["time_limit_s"].get<double>(), 3600.0) << attempt;
+  ASSERT_EQ(
+      run_mare({"sweep", spec.string(), "--out", (t / "ms").string(), "--time-limit", "0.001s"},
+               t / "ms.log"),
+      kExitPaused)
+      << slurp(t / "ms.log");
+  for (const RunPlan& r : two.runs) EXPECT_FALSE(fs::exists(t / "ms" / r.dir / "result.json"));
+  const std::string ms = slurp(t / "ms.log");
+  EXPECT_NE(ms.find("run the same command again to resume"), std::string::npos) << ms;
 }
 
 // ---- failures ------------------------------------------------------------------
