@@ -15,9 +15,9 @@
 # Environment: MARE_JOBS (default nproc), CMAKE_CUDA_ARCHITECTURES (default
 # 75;90, for a build), MARE_PEERS (a folder holding the PyTorch peers:
 # bench_iteration.py, torch_alloc_gpu.py, models.py; run when python3 imports
-# torch), MARE_SANITIZE (default 1: memcheck on every GPU test, one process per
-# test, since one error poisons the CUDA context for the rest, and racecheck on
-# the op table and the allocation kernels; 0 skips both).
+# torch), MARE_SANITIZE (default 1: compute-sanitizer's MARE_SANITIZE_TOOLS, default
+# "memcheck racecheck initcheck synccheck", each on every GPU test, one process per test,
+# since one error poisons the CUDA context for the rest; 0 skips them).
 # MARE_PROFILE (default 1: Nsight Compute's per-kernel time of one paper-size
 # iteration of UTRE and NTCRE-CPD at both shapes, when ncu is on PATH; 0 skips it).
 # MARE_STEP_TIMEOUT (seconds, default 1800) bounds each test shard, each
@@ -83,33 +83,34 @@ test_skipped=$(cat "$dir"/tests/test_*.txt | grep -h '^\[  SKIPPED \] .* ([0-9]*
   sed 's/^\[  SKIPPED \] //; s/ (.*//' | sort -u)
 bad_exits=$(grep -v 'exit 0$' "$dir/tests/exits.txt")
 
-# 2. compute-sanitizer: memcheck per GPU test, racecheck on the op table and allocation.
+# 2. compute-sanitizer: each tool of MARE_SANITIZE_TOOLS over every GPU test, one process
+# per test (one error poisons the CUDA context for the rest).
 san_summary="skipped (MARE_SANITIZE=0)"
+san_tools="${MARE_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}"
 if [ "${MARE_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  step "memcheck, one process per GPU test" | tee -a "$dir/steps.txt"
-  mkdir -p "$dir/memcheck"
+  mkdir -p "$dir/sanitize"
   for t in test_kernels test_models test_fused_step; do
     p=$(bin "$t")
     [ -n "$p" ] || continue
     "$p" --gtest_list_tests --gtest_filter='*Cuda*:*Gpu*:*GPU*' | awk -v b="$p" '
       /^[^ ]/ {suite = $1} /^  / {print b, suite $1}'
-  done >"$dir/memcheck/list.txt"
-  xargs -P "$jobs" -L 1 sh -c 'out=$(timeout "$MARE_STEP_TIMEOUT" compute-sanitizer --tool memcheck --error-exitcode 99 \
-    "$0" --gtest_filter="$1" --gtest_brief=1 2>&1); rc=$?; \
-    errs=$(printf "%s\n" "$out" | grep -E "^========= (Invalid|Program hit|ERROR|Error|Uninit|Leaked)" | sort -u | tr "\n" "|"); \
-    echo "memcheck rc=$rc $(basename "$0") $1 :: $errs"' <"$dir/memcheck/list.txt" \
-    | sort >"$dir/memcheck/results.txt"
-  step "racecheck" | tee -a "$dir/steps.txt"
-  bounded compute-sanitizer --tool racecheck --error-exitcode 99 "$(bin test_kernels)" \
-    --gtest_filter='*OpTableCuda*:AllocationCuda.*' --gtest_brief=1 >"$dir/racecheck.txt" 2>&1
-  race_rc=$?
-  # A test that ends before its first CUDA call (one that checks the no-GPU path)
-  # has nothing to check: the sanitizer says so and exits 255.
-  mem_total=$(wc -l <"$dir/memcheck/results.txt")
-  mem_clean=$(grep -c '^memcheck rc=0 ' "$dir/memcheck/results.txt")
-  mem_idle=$(grep -c 'terminated before first instrumented API call' "$dir/memcheck/results.txt")
-  hazards=$(grep -o 'RACECHECK SUMMARY: [0-9]* hazards' "$dir/racecheck.txt" | grep -o '[0-9]*' | head -n 1)
-  san_summary="memcheck: $mem_clean of $mem_total GPU tests clean, $mem_idle made no CUDA call, $((mem_total - mem_clean - mem_idle)) with findings; racecheck (op table, allocation): exit $race_rc, ${hazards:-?} hazards"
+  done >"$dir/sanitize/list.txt"
+  san_summary=""
+  for tool in $san_tools; do
+    step "$tool, one process per GPU test" | tee -a "$dir/steps.txt"
+    mkdir -p "$dir/$tool"
+    TOOL=$tool xargs -P "$jobs" -L 1 sh -c 'out=$(timeout "$MARE_STEP_TIMEOUT" compute-sanitizer --tool "$TOOL" --error-exitcode 99 \
+      "$0" --gtest_filter="$1" --gtest_brief=1 2>&1); rc=$?; \
+      errs=$(printf "%s\n" "$out" | grep -E "^========= (Invalid|Program hit|ERROR|Error|Uninit|Leaked|Race|Barrier|Warning)|SUMMARY: [1-9]" | sort -u | tr "\n" "|"); \
+      echo "$TOOL rc=$rc $(basename "$0") $1 :: $errs"' <"$dir/sanitize/list.txt" \
+      | sort >"$dir/$tool/results.txt"
+    # A test that ends before its first CUDA call (one that checks the no-GPU path)
+    # has nothing to check: the sanitizer says so and exits 255.
+    total=$(wc -l <"$dir/$tool/results.txt")
+    clean=$(grep -c "^$tool rc=0 " "$dir/$tool/results.txt")
+    idle=$(grep -c 'terminated before first instrumented API call' "$dir/$tool/results.txt")
+    san_summary="$san_summary${san_summary:+; }$tool: $clean of $total GPU tests clean, $idle made no CUDA call, $((total - clean - idle)) with findings"
+  done
 fi
 
 # 3. Benchmarks: allocation, training iterations at the paper size, the ops.
@@ -222,12 +223,13 @@ step "done" | tee -a "$dir/steps.txt"
   echo "- skipped: $(echo "${test_skipped:-none}" | tr '\n' ' ')"
   echo "- shards with a non-zero exit: ${bad_exits:-none}"
   echo "- sanitizers: $san_summary"
-  if [ -f "$dir/memcheck/results.txt" ]; then
+  for tool in $san_tools; do
+    [ -f "$dir/$tool/results.txt" ] || continue
     echo
-    echo 'Tests whose memcheck was not clean (a finding, or no CUDA call to check):'
+    echo "Tests whose $tool was not clean (a finding, or no CUDA call to check):"
     echo
-    grep -v '^memcheck rc=0 ' "$dir/memcheck/results.txt" | sed 's/^/    /' || true
-  fi
+    grep -v "^$tool rc=0 " "$dir/$tool/results.txt" | sed 's/^/    /' || true
+  done
   echo
   echo '## Training iteration (`mare bench iteration --device cuda --size paper`)'
   echo
@@ -247,7 +249,7 @@ step "done" | tee -a "$dir/steps.txt"
     echo '```'
   fi
   echo
-  echo '## The alternatives: the fused memory step on the GPU, TF32 GEMMs'
+  echo '## The alternatives: the fused memory step on the GPU, TF32 GEMMs, the static step'
   echo
   echo '`memory_step=fused` (`kernels/cuda/memory_step.cu`; the default on the GPU is the composed ops):'
   echo
@@ -268,6 +270,12 @@ step "done" | tee -a "$dir/steps.txt"
     cat "$dir/peer_iteration_tf32.csv"
     echo '```'
   fi
+  echo
+  echo '`--static-step` (halting to t_max under device masks; device_reads: the loss only):'
+  echo
+  echo '```'
+  grep -v '^  ' "$dir/iteration_static.txt" 2>/dev/null || echo "(not run)"
+  echo '```'
   echo
   echo "## Training from the command line (UTRE-CPD d 32, synth-cdr, 300 steps; same bytes twice: $same_bytes)"
   echo
