@@ -232,7 +232,6 @@ class Biaffine {
   std::pair<Tensor, Tensor> pair_sets(const Tensor& head_offsets, const Tensor& head_rows,
                                       const Tensor& tail_offsets, const Tensor& tail_rows,
                                       int64_t T) const;
-  int64_t classes() const { return classes_; }
 
  private:
   ag::Var l_;  // [(D + 1), classes · (D + 1)]: L[p, l, q]

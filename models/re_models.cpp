@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -149,7 +148,9 @@ class AttentionRe : public ReModel {
     return s.str();
   }
 
-  ReOutput forward(const ReBatch& batch, ReTask task, Context& ctx) override {
+  ReOutput forward(const ReBatch& given, ReTask task, Context& ctx) override {
+    ReBatch copy;
+    const ReBatch& batch = staged(given, task, copy);
     const int64_t B = batch.B, T = batch.T, d = c_.d;
     const Device dev = batch.mask.device();
     ag::Var x = words_(batch.words);
@@ -173,7 +174,8 @@ class AttentionRe : public ReModel {
     ag::Var e_tail = project(h, tail0_, tail1_, tail_norm_, batch.mask, ctx);
     e_head = drop_head_(e_head, ctx);
     e_tail = drop_tail_(e_tail, ctx);
-    out.pair_logits = pair_scores(e_head, e_tail, batch);
+    out.pair_logits =
+        biaffine_(e_head, e_tail, batch.staged.at(kPairSetOffsets), batch.staged.at(kPairSetRows));
     return out;
   }
 
@@ -188,13 +190,13 @@ class AttentionRe : public ReModel {
  public:
   void stage(ReBatch& batch, ReTask task) const override {
     const Device dev = batch.mask.device();
-    if (c_.ngram && !batch.staged.contains(kGramReal)) {
+    if (needs_gram_masks(batch)) {
       GramMasks g = gram_masks(batch);
       batch.staged[kGramReal] = g.real.to(dev);
       batch.staged[kGramHas] = g.has_gram.to(dev);
       batch.staged[kGramSource] = g.source.to(dev);
     }
-    if (task == ReTask::relations && !batch.staged.contains(kPairSetOffsets)) {
+    if (needs_pair_sets(batch, task)) {
       auto [offsets, rows] = biaffine_.pair_sets(batch.head_offsets, batch.head_rows,
                                                  batch.tail_offsets, batch.tail_rows, batch.T);
       batch.staged[kPairSetOffsets] = offsets.to(dev);
@@ -203,11 +205,19 @@ class AttentionRe : public ReModel {
   }
 
  private:
-  // The batch's staged tensor `name`, or made by `make` and moved to the batch's device.
-  template <class Make>
-  static Tensor staged_or(const ReBatch& batch, const char* name, Make make) {
-    const auto it = batch.staged.find(name);
-    return it != batch.staged.end() ? it->second : make().to(batch.mask.device());
+  bool needs_gram_masks(const ReBatch& b) const {
+    return c_.ngram && !b.staged.contains(kGramReal);
+  }
+  static bool needs_pair_sets(const ReBatch& b, ReTask task) {
+    return task == ReTask::relations && !b.staged.contains(kPairSetOffsets);
+  }
+  // `given` when the trainer staged it, else `copy` (a shallow copy of it) staged here:
+  // the same numbers either way, the host work inside the step.
+  const ReBatch& staged(const ReBatch& given, ReTask task, ReBatch& copy) const {
+    if (!needs_gram_masks(given) && !needs_pair_sets(given, task)) return given;
+    copy = given;
+    stage(copy, task);
+    return copy;
   }
 
   // A token's gram list is padded with id 0 to the batch's longest. real: 1 for a gram
@@ -240,38 +250,21 @@ class AttentionRe : public ReModel {
             Tensor::from_indices(source, {BT * G})};
   }
 
-  // Character n-grams: embed every gram, conv1d (kernel 3) over a token's grams,
-  // max over them, then a linear layer (SPEC §4.3). Padded slots are masked as
+  // Character n-grams (from the batch's staged masks): embed every gram, conv1d (kernel 3) over a
+  // token's grams, max over them, then a linear layer (SPEC §4.3). Padded slots are masked as
   // everywhere (SPEC §4.2): they enter the convolution as zeros (as beyond the ends of
   // a "same" convolution; the <pad> row gets no gradient) and take no part in the max.
   // A token without grams (a padding token) gets 0.
   ag::Var ngram_vectors(const ReBatch& batch) {
     const int64_t BT = batch.B * batch.T, G = batch.ngrams.dim(1), d = c_.d;
-    std::optional<GramMasks> made;  // when the batch was not staged
-    auto mask = [&](const char* name, Tensor GramMasks::*field) {
-      return staged_or(batch, name, [&] {
-        if (!made) made = gram_masks(batch);
-        return (*made).*field;
-      });
-    };
-    const Tensor real = mask(kGramReal, &GramMasks::real);
-    const Tensor has_gram = mask(kGramHas, &GramMasks::has_gram);
-    const Tensor source = mask(kGramSource, &GramMasks::source);
+    const Tensor &real = batch.staged.at(kGramReal), &has_gram = batch.staged.at(kGramHas),
+                 &source = batch.staged.at(kGramSource);
     ag::Var e = ag::reshape(grams_(batch.ngrams), {BT * G, d});
     e = ag::reshape(ag::scale_rows(e, ag::constant(real)), {BT, G, d});
     ag::Var conv = ag::reshape(ag::conv1d(e, gram_conv_w_, gram_conv_b_), {BT * G, d});
     ag::Var pooled = ag::max(ag::reshape(ag::embedding(conv, source), {BT, G, d}), 1);  // [B·T, d]
     pooled = ag::scale_rows(pooled, ag::constant(has_gram));
     return ag::reshape(gram_out_(pooled), {batch.B, batch.T, d});
-  }
-
-  // The pair logits [P, relations]: from the staged pair sets when the batch has them.
-  ag::Var pair_scores(const ag::Var& e_head, const ag::Var& e_tail, const ReBatch& batch) const {
-    const auto offsets = batch.staged.find(kPairSetOffsets);
-    if (offsets == batch.staged.end())
-      return biaffine_(e_head, e_tail, batch.head_offsets, batch.head_rows, batch.tail_offsets,
-                       batch.tail_rows);
-    return biaffine_(e_head, e_tail, offsets->second, batch.staged.at(kPairSetRows));
   }
 
   const Block& block(int t) const { return blocks_[c_.shared ? 0 : t]; }

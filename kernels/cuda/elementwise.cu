@@ -337,8 +337,8 @@ void div_backward(Tensor& d_a, Tensor& d_b, const Tensor& d_out, const Tensor& o
   require_cuda({&d_a, &d_b, &d_out, &out, &b}, "div_backward");
   const int64_t n = d_out.numel();
   if (n == 0 || (!d_a.defined() && !d_b.defined())) return;
-  launch("div_grad_kernel", n, div_grad_kernel, d_a.defined() ? d_a.f32() : nullptr,
-         d_b.defined() ? d_b.f32() : nullptr, d_out.f32(), out.f32(), b.f32(), n);
+  launch("div_grad_kernel", n, div_grad_kernel, ptr_or_null(d_a), ptr_or_null(d_b), d_out.f32(),
+         out.f32(), b.f32(), n);
 }
 
 Tensor select_rows_forward(const Tensor& keep, const Tensor& a, const Tensor& b) {
